@@ -1,0 +1,64 @@
+#include "core/half.h"
+
+#include <cmath>
+
+namespace kiln {
+
+float half_bits_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0) {
+    if (mant == 0) {
+      u = sign;
+    } else {  // subnormal: normalize
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      u = sign | ((127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    u = sign | 0x7f800000u | (mant << 13);
+  } else {
+    u = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t float_to_half_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  uint32_t abs = u & 0x7fffffffu;
+  if (abs > 0x7f800000u) return sign | 0x7e00u;  // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // ≥ 65520 rounds to inf
+  if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
+    // value * 2^24 rounded to nearest even gives the subnormal mantissa.
+    float a;
+    std::memcpy(&a, &abs, 4);
+    float scaled = a * 16777216.0f;  // exact: power of two
+    float r = std::nearbyint(scaled);  // default rounding mode: nearest even
+    return sign | static_cast<uint16_t>(r);
+  }
+  uint32_t mant = abs & 0x7fffffu;
+  uint32_t exp = (abs >> 23) - 127 + 15;
+  uint32_t half = (exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // carries into exp: fine
+  return sign | static_cast<uint16_t>(half);
+}
+
+uint16_t float_to_bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>((u + rounding) >> 16);
+}
+
+}  // namespace kiln

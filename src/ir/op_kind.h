@@ -1,0 +1,19 @@
+// OpKind: one enumerator per line of ops.def.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace kiln {
+
+enum class OpKind {
+#define KILN_OP(name) name,
+#include "ir/ops.def"
+#undef KILN_OP
+  kCount
+};
+
+const char* op_name(OpKind op);
+std::optional<OpKind> op_from_name(std::string_view name);
+
+}  // namespace kiln

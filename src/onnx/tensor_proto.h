@@ -1,0 +1,22 @@
+// ONNX TensorProto ↔ kiln Tensor.
+#pragma once
+
+#include <string>
+
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace onnx {
+class TensorProto;
+}
+
+namespace kiln {
+
+// Converts a TensorProto (raw_data, typed fields or external data found under
+// `base_dir`). String tensors and unknown types are refused with a clear error.
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir);
+
+// Reads a serialized TensorProto file (the ONNX test-data `.pb` format).
+Result<Tensor> read_tensor_pb(const std::string& path);
+
+}  // namespace kiln

@@ -1,0 +1,59 @@
+// Per-op definitions: the shape rule and the reference kernel of every op kind.
+//
+// Each src/ops/<op>.cc registers its OpDef with KILN_REGISTER_OP. The reference kernel is
+// plain C++ loops: slow and obviously right, the ground truth every backend kernel is
+// tested against.
+//
+// Contract:
+//  - infer(node, in, out): from the input dtypes and shapes (and the input values where
+//    known: always when running, for constants when planning) fill out[i] for every node
+//    output (out is pre-sized to node.outputs.size()). An omitted optional input has dtype
+//    kUndefined. Bad attributes or inputs return a Status naming what is wrong.
+//  - run(node, in, out): in[i] is nullptr for omitted inputs; out[i] has been allocated
+//    with the dtype and shape infer() gave, or is nullptr when the node's output i is
+//    omitted. run() writes every element of every non-null output.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+struct TensorDesc {
+  DataType dtype = DataType::kUndefined;
+  Shape shape;
+  const Tensor* value = nullptr;  // known contents, or nullptr
+  bool present() const { return dtype != DataType::kUndefined; }
+};
+
+using InferFn = Status (*)(const Node& node, const std::vector<TensorDesc>& in,
+                           std::vector<TensorDesc>& out);
+using RunFn = Status (*)(const Node& node, const std::vector<const Tensor*>& in,
+                         const std::vector<Tensor*>& out);
+
+struct OpDef {
+  InferFn infer = nullptr;
+  RunFn run = nullptr;
+};
+
+class OpRegistry {
+ public:
+  static bool add(OpKind op, OpDef def);
+  // nullptr when the op kind has no definition linked in.
+  static const OpDef* find(OpKind op);
+};
+
+// Runs `node` on the reference kernel: infer → allocate outputs → run. `out` receives one
+// tensor per node output (undefined for omitted outputs). Errors carry the node's name.
+Status run_reference(const Node& node, const std::vector<const Tensor*>& in,
+                     std::vector<Tensor>& out);
+
+}  // namespace kiln
+
+// In src/ops/<op>.cc:  KILN_REGISTER_OP(Relu, infer_relu, run_relu);
+#define KILN_REGISTER_OP(kind, infer_fn, run_fn)              \
+  [[maybe_unused]] static const bool kiln_op_registered_##kind = \
+      ::kiln::OpRegistry::add(::kiln::OpKind::kind, ::kiln::OpDef{infer_fn, run_fn})

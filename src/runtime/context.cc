@@ -1,0 +1,126 @@
+#include <string>
+
+#include "runtime/engine_impl.h"
+
+namespace kiln {
+
+namespace {
+
+std::string names_of(const std::vector<TensorInfo>& infos) {
+  std::string r;
+  for (const auto& i : infos) r += (r.empty() ? "" : ", ") + ("'" + i.name + "'");
+  return r;
+}
+
+std::string declared_shape(const TensorInfo& info) {
+  std::string r = "[";
+  for (size_t i = 0; i < info.dims.size(); ++i) {
+    if (i) r += ",";
+    r += info.dims[i] >= 0 ? std::to_string(info.dims[i])
+                           : (info.dim_params[i].empty() ? "?" : info.dim_params[i]);
+  }
+  return r + "]";
+}
+
+Status check_input(const TensorInfo& info, const Tensor& t) {
+  std::string where = "input '" + info.name + "'";
+  if (!t.defined()) return invalid_argument(where + ": tensor is empty");
+  if (t.dtype() != info.dtype)
+    return invalid_argument(where + ": expected dtype " + dtype_name(info.dtype) + ", got " +
+                            dtype_name(t.dtype()));
+  if (!info.has_shape) return Status::ok();
+  bool ok = t.rank() == static_cast<int64_t>(info.dims.size());
+  for (size_t i = 0; ok && i < info.dims.size(); ++i)
+    if (info.dims[i] >= 0 && info.dims[i] != t.shape()[i]) ok = false;
+  if (!ok)
+    return invalid_argument(where + ": expected shape " + declared_shape(info) + ", got " +
+                            shape_str(t.shape()));
+  return Status::ok();
+}
+
+}  // namespace
+
+Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Context::~Context() = default;
+
+Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, Tensor>& inputs) {
+  const Engine::Impl& e = *impl_->engine;
+  const Graph& g = *e.graph;
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (const auto& info : e.inputs) known |= info.name == name;
+    if (!known)
+      return not_found("unknown input '" + name + "' (the model's inputs: " + names_of(e.inputs) +
+                       ")");
+  }
+  std::vector<Tensor>& slots = impl_->slots;
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    auto it = inputs.find(e.inputs[i].name);
+    if (it == inputs.end())
+      return invalid_argument("missing input '" + e.inputs[i].name + "' (the model's inputs: " +
+                              names_of(e.inputs) + ")");
+    KILN_RETURN_IF_ERROR(check_input(e.inputs[i], it->second));
+    slots[g.inputs()[i]->id()] = it->second;
+  }
+  for (const auto& v : g.values())
+    if (v->is_constant()) slots[v->id()] = v->constant;
+
+  // Clears every slot on all paths out, so a failed run leaves the Context reusable.
+  struct Clear {
+    std::vector<Tensor>& s;
+    ~Clear() {
+      for (Tensor& t : s) t = Tensor();
+    }
+  } clear{slots};
+
+  std::vector<const Tensor*> in;
+  std::vector<TensorDesc> in_desc;
+  std::vector<TensorDesc> out_desc;
+  std::vector<Tensor*> out;
+  for (size_t k = 0; k < e.order.size(); ++k) {
+    const Node& node = *e.order[k];
+    in.assign(node.inputs.size(), nullptr);
+    in_desc.assign(node.inputs.size(), TensorDesc{});
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const Value* v = node.inputs[i];
+      if (!v) continue;
+      const Tensor& t = slots[v->id()];
+      if (!t.defined())
+        return internal_error(node.describe() + ": input '" + v->name + "' was not computed");
+      in[i] = &t;
+      in_desc[i] = {t.dtype(), t.shape(), &t};
+    }
+    out_desc.assign(node.outputs.size(), TensorDesc{});
+    Kernel& kernel = *impl_->kernels[k];
+    KILN_RETURN_IF_ERROR(kernel.prepare(in_desc, out_desc));
+    out.assign(node.outputs.size(), nullptr);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const Value* v = node.outputs[i];
+      if (!v) continue;
+      if (!out_desc[i].present())
+        return internal_error(node.describe() + ": no type for output " + std::to_string(i));
+      for (int64_t d : out_desc[i].shape)
+        if (d < 0)
+          return invalid_argument(node.describe() + ": output '" + v->name +
+                                  "' would have shape " + shape_str(out_desc[i].shape));
+      slots[v->id()] = Tensor(out_desc[i].dtype, out_desc[i].shape);
+      out[i] = &slots[v->id()];
+    }
+    KILN_RETURN_IF_ERROR(kernel.execute(in, out));
+    // Free what no later node reads.
+    for (const Value* v : node.inputs)
+      if (v && e.last_use[v->id()] == static_cast<int>(k) && !e.is_graph_output[v->id()] &&
+          !v->is_constant())
+        slots[v->id()] = Tensor();
+  }
+
+  std::map<std::string, Tensor> result;
+  for (const Value* o : g.outputs()) {
+    const Tensor& t = slots[o->id()];
+    if (!t.defined()) return internal_error("output '" + o->name + "' was not computed");
+    result[o->name] = t;
+  }
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,36 @@
+// Engine::Impl and Context::Impl: what an Engine holds and what a Context owns.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+#include "ir/graph.h"
+#include "kiln/engine.h"
+
+namespace kiln {
+
+struct Engine::Impl {
+  std::unique_ptr<Graph> graph;
+  EngineOptions options;
+  std::vector<TensorInfo> inputs;
+  std::vector<TensorInfo> outputs;
+  std::vector<const Node*> order;                  // execution order
+  std::vector<const Backend*> node_backend;        // per node in `order`
+  // For each value id: index in `order` of its last reader, or -1 (never read by a node).
+  std::vector<int> last_use;
+  std::vector<bool> is_graph_output;               // by value id
+};
+
+struct Context::Impl {
+  const Engine::Impl* engine = nullptr;
+  std::vector<std::unique_ptr<Kernel>> kernels;    // per node in engine->order
+  std::vector<Tensor> slots;                       // by value id; reset after each run
+};
+
+// Builds the engine's execution state from an imported graph (choose a backend per node,
+// compute value lifetimes). Used by Engine::load and the tests.
+Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
+                                             const EngineOptions& options);
+
+}  // namespace kiln

@@ -1,0 +1,61 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/half.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+namespace {
+
+Result<int> parse_positive(int v) {
+  if (v <= 0) return invalid_argument("expected a positive value, got " + std::to_string(v));
+  return v;
+}
+
+Status use(int v) {
+  KILN_ASSIGN_OR_RETURN(int x, parse_positive(v));
+  return x > 10 ? out_of_range("too big") : Status::ok();
+}
+
+TEST(Status, ContextIsPrependedAsErrorsTravel) {
+  Status s = use(-1).with_context("node 'a' (Relu)");
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "node 'a' (Relu): expected a positive value, got -1");
+  EXPECT_TRUE(use(3).is_ok());
+  EXPECT_EQ(use(11).code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(Status::ok().with_context("x").is_ok());
+}
+
+TEST(Half, RoundTripsAndRoundsToNearestEven) {
+  for (float f : {0.f, -0.f, 1.f, -2.5f, 65504.f, 6.1035156e-05f, 5.9604645e-08f, 0.1f})
+    EXPECT_EQ(half_bits_to_float(float_to_half_bits(f)), static_cast<float>(Half(f))) << f;
+  EXPECT_EQ(float_to_half_bits(1.f), 0x3c00);
+  EXPECT_EQ(float_to_half_bits(65504.f), 0x7bff);
+  EXPECT_EQ(float_to_half_bits(1e6f), 0x7c00);           // overflow → inf
+  EXPECT_EQ(float_to_half_bits(5.9604645e-08f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half_bits(1.f + 1.f / 2048), 0x3c00);  // tie → even
+  EXPECT_EQ(float_to_half_bits(1.f + 3.f / 2048), 0x3c02);  // tie → even (up)
+  EXPECT_NEAR(half_bits_to_float(0x3555), 0.333251953f, 1e-9);
+  EXPECT_TRUE(std::isnan(half_bits_to_float(float_to_half_bits(NAN))));
+  EXPECT_EQ(float_to_bf16_bits(1.f), 0x3f80);
+  EXPECT_EQ(bf16_bits_to_float(0x4049), 3.140625f);
+}
+
+TEST(Tensor, ShallowCopyDeepClone) {
+  Tensor a = Tensor::from_floats({2, 2}, {1, 2, 3, 4});
+  Tensor b = a;
+  Tensor c = a.clone();
+  a.data<float>()[0] = 9;
+  EXPECT_EQ(b.data<float>()[0], 9);
+  EXPECT_EQ(c.data<float>()[0], 1);
+  EXPECT_EQ(a.reshaped({4}).shape(), Shape({4}));
+  EXPECT_EQ(a.nbytes(), 16u);
+  EXPECT_EQ(shape_str(a.shape()), "[2,2]");
+  EXPECT_EQ(Tensor::from_int64s({3}, {1, -2, 3}).to_int64s(), (std::vector<int64_t>{1, -2, 3}));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -53,7 +53,10 @@ class Engine {
   const std::vector<TensorInfo>& inputs() const;
   const std::vector<TensorInfo>& outputs() const;
   const EngineOptions& options() const;
+  // Op counts, parameters and FLOPs per image, from the graph's inferred shapes.
   ModelStats stats() const;
+  // The model's metadata_props (key → value).
+  const std::map<std::string, std::string>& metadata() const;
   const Graph& graph() const;
 
   std::unique_ptr<Context> create_context() const;

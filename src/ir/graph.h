@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,9 @@ class Graph {
 
   std::string name;
   int64_t opset = 0;  // the model's default-domain opset
+  // The model's metadata_props (key → value), e.g. "kiln.mean" / "kiln.std" for the
+  // input normalization a model was trained with.
+  std::map<std::string, std::string> metadata;
 
   // Creates a Value with a unique name (a suffix is added if `name` is taken).
   Value* add_value(const std::string& name);

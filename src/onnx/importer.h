@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 #include "kiln/status.h"
@@ -23,5 +24,9 @@ Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path);
 Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes,
                                                  const std::string& base_dir,
                                                  const std::string& what = "model");
+
+// Whether the importer can bring in nodes of this default-domain op type: an op kind of
+// ops.def or an op it rewrites into one (Upsample → Resize).
+bool onnx_op_importable(std::string_view op_type);
 
 }  // namespace kiln

@@ -29,6 +29,7 @@ const std::vector<TensorInfo>& Engine::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Engine::outputs() const { return impl_->outputs; }
 const EngineOptions& Engine::options() const { return impl_->options; }
 const Graph& Engine::graph() const { return *impl_->graph; }
+const std::map<std::string, std::string>& Engine::metadata() const { return impl_->metadata; }
 
 Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
                                              const EngineOptions& options) {
@@ -41,6 +42,7 @@ Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
   impl->options = options;
   for (const Value* v : graph->inputs()) impl->inputs.push_back(info_of(*v));
   for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
+  impl->metadata = graph->metadata;
 
   const Backend& ref = reference_backend();
   for (const auto& n : graph->nodes()) {

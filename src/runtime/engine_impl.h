@@ -1,7 +1,9 @@
 // Engine::Impl and Context::Impl: what an Engine holds and what a Context owns.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/backend.h"
@@ -15,6 +17,7 @@ struct Engine::Impl {
   EngineOptions options;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
+  std::map<std::string, std::string> metadata;     // the model's metadata_props
   std::vector<const Node*> order;                  // execution order
   std::vector<const Backend*> node_backend;        // per node in `order`
   // For each value id: index in `order` of its last reader, or -1 (never read by a node).

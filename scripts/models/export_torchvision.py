@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Exports a torchvision classifier to ONNX with seeded random weights (no downloads).
+
+    /usr/bin/python3 scripts/models/export_torchvision.py NAME [--out PATH] [--opset 13]
+        [--pretrained no] [--batch-norm keep|fold] [--seed 0]
+
+NAME is any torchvision classification model (resnet18, resnet50, mobilenet_v2,
+efficientnet_b0, ...). The graph has one input "input" [batch,3,224,224] float32 with a
+symbolic batch axis and one output "logits".
+
+Random weights alone leave BatchNorm as an identity (running mean 0, variance 1), so deep
+nets blow up or collapse and the logits say little. The script therefore randomizes the
+BatchNorm affine parameters and then sets the running statistics from a few seeded random
+batches, as training would; the exported logits are well scaled and have a clear argmax,
+which the model tests compare. BatchNormalization nodes are kept by default (the form most
+ONNX files in the wild have, and what kiln's folding pass consumes); --batch-norm fold lets
+the exporter fold them into the convolutions.
+"""
+import argparse
+import os
+import sys
+import warnings
+
+import torch
+import torchvision
+
+# The exporter warns about constant folding under TrainingMode.PRESERVE; the model is in
+# eval mode, so BatchNorm is exported in inference form and nothing is mis-folded.
+warnings.filterwarnings("ignore", message="It is recommended that constant folding")
+
+
+def build(name, seed):
+    torch.manual_seed(seed)
+    ctor = getattr(torchvision.models, name, None)
+    if ctor is None or not callable(ctor):
+        raise SystemExit(f"unknown torchvision model '{name}'")
+    # weights=None: random init; never touch the network.
+    model = ctor(weights=None)
+    gen = torch.Generator().manual_seed(seed + 1)
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    with torch.no_grad():
+        for bn in bns:
+            n = bn.num_features
+            bn.weight.copy_(0.5 + torch.rand(n, generator=gen))
+            bn.bias.copy_(0.2 * torch.randn(n, generator=gen))
+            bn.reset_running_stats()
+            bn.momentum = None  # cumulative average over the calibration batches
+        model.train()
+        for _ in range(2):
+            model(torch.randn(4, 3, 224, 224, generator=gen))
+    model.eval()
+    return model
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("name")
+    ap.add_argument("--out", default=None, help="default: models/cache/<name>.onnx")
+    ap.add_argument("--opset", type=int, default=13)
+    ap.add_argument("--pretrained", default="no", choices=["no"],
+                    help="pretrained weights would need a download; only 'no' is supported")
+    ap.add_argument("--batch-norm", default="keep", choices=["keep", "fold"])
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    if args.opset > 17:
+        raise SystemExit("--opset: at most 17")
+
+    torch.set_num_threads(min(2, torch.get_num_threads()))
+    out = args.out or os.path.join("models", "cache", f"{args.name}.onnx")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    model = build(args.name, args.seed)
+    mode = torch.onnx.TrainingMode.PRESERVE if args.batch_norm == "keep" else \
+        torch.onnx.TrainingMode.EVAL
+    torch.onnx.export(model, torch.zeros(1, 3, 224, 224), out, opset_version=args.opset,
+                      input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+                      training=mode, do_constant_folding=True)
+    print(f"wrote {out} ({os.path.getsize(out)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Prepares what kiln's whole-model tests (tests/models) read: the models, seeded inputs and
+# ONNX Runtime's outputs for them. Idempotent: only what is missing or older than its
+# sources is redone, so a second run takes a second.
+#
+#   scripts/models/prepare_test_models.sh            # into models/cache (git-ignored)
+#   KILN_MODEL_CACHE=/some/dir scripts/models/prepare_test_models.sh
+#
+# Layout of the cache (the test reads the same paths):
+#   <cache>/<model>.onnx                                the model
+#   <cache>/cases/<model>/b<N>/input.npy                input "input", batch N
+#   <cache>/cases/<model>/b<N>/ref/logits.npy           ONNX Runtime's output
+# Models: resnet18, resnet50, mobilenet_v2 (torchvision, seeded random weights) and
+# fashion_mnist (models/fashion_mnist.onnx, fed real test images).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+CACHE=${KILN_MODEL_CACHE:-$ROOT/models/cache}
+PYTHON=${PYTHON:-/usr/bin/python3}
+FASHION_DATA=${FASHION_DATA:-/usr/share/datasets/fashion-mnist}
+BATCHES=(1 4)
+mkdir -p "$CACHE/cases"
+
+log() { echo "prepare_test_models: $*"; }
+
+# ONNX Runtime for Node.js; the plain install would try to download CUDA files.
+if [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
+  log "installing onnxruntime-node"
+  (cd scripts/ort && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund)
+fi
+
+for name in resnet18 resnet50 mobilenet_v2; do
+  if [ ! -s "$CACHE/$name.onnx" ]; then
+    log "exporting $name"
+    "$PYTHON" scripts/models/export_torchvision.py "$name" --out "$CACHE/$name.onnx.tmp"
+    mv "$CACHE/$name.onnx.tmp" "$CACHE/$name.onnx"
+  fi
+done
+
+if [ ! -s models/fashion_mnist.onnx ]; then
+  echo "prepare_test_models: models/fashion_mnist.onnx is missing" \
+       "(train it: $PYTHON scripts/models/train_fashion_mnist.py)" >&2
+  exit 1
+fi
+if [ ! -s "$CACHE/fashion_mnist.onnx" ] || ! cmp -s models/fashion_mnist.onnx "$CACHE/fashion_mnist.onnx"; then
+  cp models/fashion_mnist.onnx "$CACHE/fashion_mnist.onnx"
+  rm -rf "$CACHE/cases/fashion_mnist"
+fi
+
+# Inputs: seeded standard-normal images for the ImageNet models (the scale of normalized
+# photos); for Fashion-MNIST, real test images normalized as in training, and at batch 4
+# one seeded random image among them.
+"$PYTHON" - "$CACHE" "$FASHION_DATA" "${BATCHES[@]}" <<'EOF'
+import gzip, os, sys
+import numpy as np
+
+cache, data_dir, batches = sys.argv[1], sys.argv[2], [int(b) for b in sys.argv[3:]]
+
+def save(path, x):
+    if os.path.exists(path):
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    np.save(path + ".tmp.npy", np.ascontiguousarray(x, dtype=np.float32))
+    os.replace(path + ".tmp.npy", path)
+
+for i, name in enumerate(["resnet18", "resnet50", "mobilenet_v2"]):
+    for b in batches:
+        rng = np.random.RandomState(1000 * i + b)
+        save(f"{cache}/cases/{name}/b{b}/input.npy", rng.standard_normal((b, 3, 224, 224)))
+
+with gzip.open(os.path.join(data_dir, "t10k-images-idx3-ubyte.gz"), "rb") as f:
+    raw = f.read()
+images = np.frombuffer(raw, np.uint8, offset=16).reshape(-1, 1, 28, 28)
+x = (images.astype(np.float32) / 255.0 - 0.2860) / 0.3530
+for b in batches:
+    batch = x[:b].copy()
+    if b > 1:
+        batch[b - 1] = np.random.RandomState(7).standard_normal((1, 28, 28))
+    save(f"{cache}/cases/fashion_mnist/b{b}/input.npy", batch)
+EOF
+
+for name in resnet18 resnet50 mobilenet_v2 fashion_mnist; do
+  for b in "${BATCHES[@]}"; do
+    dir=$CACHE/cases/$name/b$b
+    ref=$dir/ref/logits.npy
+    if [ ! -s "$ref" ] || [ "$CACHE/$name.onnx" -nt "$ref" ] || [ "$dir/input.npy" -nt "$ref" ]; then
+      log "ONNX Runtime: $name batch $b"
+      rm -rf "$dir/ref.tmp"
+      node scripts/ort/ort_run.mjs "$CACHE/$name.onnx" --input "input=$dir/input.npy" \
+        --output-dir "$dir/ref.tmp" >/dev/null
+      rm -rf "$dir/ref"
+      mv "$dir/ref.tmp" "$dir/ref"
+    fi
+  done
+done
+log "ready in $CACHE"

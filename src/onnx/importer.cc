@@ -1,0 +1,328 @@
+// ONNX ModelProto → kiln Graph: parse, pre-check what kiln supports (opset, domains),
+// run the ONNX checker and shape inference, then build Values and Nodes, normalizing older
+// opset forms through the per-family normalizers (import_<family>.cc).
+//
+// libonnx reports problems by throwing (checker::ValidationError, InferenceError, and
+// std::exception from protobuf helpers); every such call is wrapped so nothing escapes.
+
+#include "onnx/importer.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "onnx/import_context.h"
+#include "onnx/tensor_proto.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kMaxOpset = 17;
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// Runs `f`, turning any exception into a Status with `what` as context.
+template <class F>
+Status guarded(const std::string& what, F&& f) {
+  try {
+    f();
+    return Status::ok();
+  } catch (const std::exception& e) {
+    return invalid_argument(what + ": " + e.what());
+  } catch (...) {
+    return internal_error(what + ": unknown exception");
+  }
+}
+
+// Checks what kiln itself supports before libonnx sees the model, so errors name the real
+// cause ("opset 18") instead of a checker message about it.
+Result<int64_t> precheck(const onnx::ModelProto& m, const std::string& what) {
+  int64_t opset = -1;
+  for (const auto& imp : m.opset_import())
+    if (is_default_domain(imp.domain())) opset = imp.version();
+  if (opset < 0) {
+    // IR version 1/2 models may omit opset_import: ONNX then means opset 1.
+    if (m.opset_import_size() == 0 && m.ir_version() < 3)
+      opset = 1;
+    else
+      return invalid_argument(what + ": no opset import for the default ONNX domain");
+  }
+  if (opset > kMaxOpset)
+    return unsupported(what + ": opset " + std::to_string(opset) +
+                       " is newer than kiln supports (≤ " + std::to_string(kMaxOpset) + ")");
+  const auto& nodes = m.graph().node();
+  for (int i = 0; i < nodes.size(); ++i) {
+    const auto& n = nodes[i];
+    if (is_default_domain(n.domain())) continue;
+    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
+    return unsupported(what + ": node '" + name + "': op '" + n.op_type() + "' of domain '" +
+                       n.domain() + "' is not supported by kiln (only the default ONNX domain)");
+  }
+  return opset;
+}
+
+Status set_type(Value& v, const onnx::TypeProto& type) {
+  if (type.value_case() != onnx::TypeProto::kTensorType) {
+    const char* kind = type.value_case() == onnx::TypeProto::kSequenceType   ? "a sequence"
+                       : type.value_case() == onnx::TypeProto::kOptionalType ? "an optional"
+                       : type.value_case() == onnx::TypeProto::kMapType      ? "a map"
+                                                                             : "a non-tensor";
+    return unsupported("value '" + v.name + "' has " + kind + " type; kiln supports tensors only");
+  }
+  const auto& tt = type.tensor_type();
+  if (tt.has_elem_type()) v.dtype = static_cast<DataType>(tt.elem_type());
+  if (tt.has_shape()) {
+    v.has_shape = true;
+    v.dims.clear();
+    for (const auto& d : tt.shape().dim()) {
+      Dim dim;
+      if (d.has_dim_value() && d.dim_value() >= 0)
+        dim.value = d.dim_value();
+      else if (d.has_dim_param())
+        dim.param = d.dim_param();
+      v.dims.push_back(dim);
+    }
+  }
+  return Status::ok();
+}
+
+Result<AttrValue> convert_attribute(const onnx::AttributeProto& a, const std::string& base_dir) {
+  using A = onnx::AttributeProto;
+  auto type = a.type();
+  if (type == A::UNDEFINED) {  // very old models leave the type out; infer from the field set
+    if (a.has_f())
+      type = A::FLOAT;
+    else if (a.has_i())
+      type = A::INT;
+    else if (a.has_s())
+      type = A::STRING;
+    else if (a.has_t())
+      type = A::TENSOR;
+    else if (a.has_g())
+      type = A::GRAPH;
+    else if (a.floats_size())
+      type = A::FLOATS;
+    else if (a.ints_size())
+      type = A::INTS;
+    else if (a.strings_size())
+      type = A::STRINGS;
+  }
+  switch (type) {
+    case A::FLOAT: return AttrValue(a.f());
+    case A::INT: return AttrValue(static_cast<int64_t>(a.i()));
+    case A::STRING: return AttrValue(a.s());
+    case A::FLOATS: return AttrValue(std::vector<float>(a.floats().begin(), a.floats().end()));
+    case A::INTS: return AttrValue(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    case A::STRINGS:
+      return AttrValue(std::vector<std::string>(a.strings().begin(), a.strings().end()));
+    case A::TENSOR: {
+      KILN_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(a.t(), base_dir));
+      return AttrValue(std::move(t));
+    }
+    case A::GRAPH:
+    case A::GRAPHS: return unsupported("is a graph; kiln does not support subgraphs");
+    case A::SPARSE_TENSOR:
+    case A::SPARSE_TENSORS: return unsupported("is a sparse tensor; kiln does not support those");
+    default: return unsupported("has unsupported type " + std::to_string(static_cast<int>(type)));
+  }
+}
+
+class OnnxImporter {
+ public:
+  OnnxImporter(const onnx::GraphProto& g, int64_t opset, std::string base_dir)
+      : proto_(g),
+        graph_(std::make_unique<Graph>()),
+        ctx_(*graph_, opset),
+        base_dir_(std::move(base_dir)) {
+    graph_->opset = opset;
+    graph_->name = g.name();
+  }
+
+  Result<std::unique_ptr<Graph>> run() {
+    KILN_RETURN_IF_ERROR(add_values());
+    for (int i = 0; i < proto_.node_size(); ++i) KILN_RETURN_IF_ERROR(add_node(i));
+    for (const auto& o : proto_.output()) {
+      Value* v = find(o.name());
+      if (!v) return invalid_argument("graph output '" + o.name() + "' is never produced");
+      graph_->outputs().push_back(v);
+    }
+    graph_->remove_unused_values();
+    KILN_RETURN_IF_ERROR(graph_->topo_sort());
+    KILN_RETURN_IF_ERROR(verify_graph(*graph_));
+    return std::move(graph_);
+  }
+
+ private:
+  Value* find(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+
+  // Creates every named Value up front (initializers, inputs, node outputs) so the
+  // original names are kept; values the normalizers add later get suffixed names.
+  Status add_values() {
+    std::unordered_map<std::string, const onnx::TypeProto*> types;
+    for (const auto& vi : proto_.value_info()) types[vi.name()] = &vi.type();
+    for (const auto& vi : proto_.output()) types[vi.name()] = &vi.type();
+    for (const auto& vi : proto_.input()) types[vi.name()] = &vi.type();
+
+    for (const auto& init : proto_.initializer()) {
+      if (find(init.name()))
+        return invalid_argument("initializer '" + init.name() + "' appears twice");
+      KILN_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_));
+      by_name_[init.name()] = graph_->add_constant(init.name(), std::move(t));
+    }
+    if (proto_.sparse_initializer_size() > 0)
+      return unsupported("sparse initializers are not supported");
+    // IR < 4 lists initializers among the inputs too; those stay constants.
+    for (const auto& in : proto_.input()) {
+      if (find(in.name())) continue;
+      Value* v = graph_->add_value(in.name());
+      KILN_RETURN_IF_ERROR(set_type(*v, in.type()).with_context("graph input"));
+      by_name_[in.name()] = v;
+      graph_->inputs().push_back(v);
+    }
+    for (const auto& n : proto_.node()) {
+      for (const auto& out : n.output()) {
+        if (out.empty()) continue;
+        if (find(out)) return invalid_argument("value '" + out + "' is produced twice");
+        Value* v = graph_->add_value(out);
+        by_name_[out] = v;
+        auto it = types.find(out);
+        if (it != types.end()) KILN_RETURN_IF_ERROR(set_type(*v, *it->second));
+      }
+    }
+    return Status::ok();
+  }
+
+  Status add_node(int index) {
+    const onnx::NodeProto& n = proto_.node(index);
+    NodeImport ni;
+    ni.op_type = n.op_type();
+    ni.name = ctx_.unique_node_name(n.name().empty() ? n.op_type() + "_" + std::to_string(index)
+                                                     : n.name());
+    const std::string where = "node '" + ni.name + "'";
+    NormalizeFn normalize = find_normalizer(ni.op_type);
+    if (!op_from_name(ni.op_type) && !normalize)
+      return unsupported(where + ": op '" + ni.op_type + "' is not supported by kiln");
+
+    for (const auto& in : n.input()) {
+      if (in.empty()) {
+        ni.inputs.push_back(nullptr);
+        continue;
+      }
+      Value* v = find(in);
+      if (!v) return invalid_argument(where + ": input '" + in + "' is never produced");
+      ni.inputs.push_back(v);
+    }
+    for (const auto& out : n.output()) ni.outputs.push_back(out.empty() ? nullptr : find(out));
+    for (const auto& a : n.attribute()) {
+      auto v = convert_attribute(a, base_dir_);
+      if (!v.is_ok()) return v.status().with_context(where + ": attribute '" + a.name() + "'");
+      ni.attrs.set(a.name(), std::move(v).value());
+    }
+    // A pre-opset-6 memory hint, meaningless for inference.
+    ni.attrs.erase("consumed_inputs");
+
+    if (normalize) KILN_RETURN_IF_ERROR(normalize(ctx_, ni));
+    if (ni.emitted) return Status::ok();
+    auto op = op_from_name(ni.op_type);
+    if (!op) return unsupported(where + ": op '" + ni.op_type + "' is not supported by kiln");
+    while (!ni.inputs.empty() && !ni.inputs.back()) ni.inputs.pop_back();
+    while (!ni.outputs.empty() && !ni.outputs.back()) ni.outputs.pop_back();
+    ctx_.add_node(*op, ni.name, std::move(ni.inputs), std::move(ni.outputs), std::move(ni.attrs));
+    return Status::ok();
+  }
+
+  const onnx::GraphProto& proto_;
+  std::unique_ptr<Graph> graph_;
+  ImportContext ctx_;
+  std::string base_dir_;
+  std::unordered_map<std::string, Value*> by_name_;
+};
+
+// Parses, checks and imports. `path` is set for files (the checker then resolves external
+// data itself), empty for bytes.
+Result<std::unique_ptr<Graph>> import_model(const std::string& bytes, const std::string& base_dir,
+                                            const std::string& what, const std::string& path) {
+  onnx::ModelProto model;
+  bool parsed = false;
+  KILN_RETURN_IF_ERROR(guarded(what, [&] { parsed = model.ParseFromString(bytes); }));
+  if (!parsed)
+    return invalid_argument(what + " is not a valid ONNX model (truncated or corrupted?)");
+  KILN_ASSIGN_OR_RETURN(int64_t opset, precheck(model, what));
+
+  Status checked = guarded(what + ": ONNX checker", [&] {
+    if (!path.empty())
+      onnx::checker::check_model(path);
+    else
+      onnx::checker::check_model(model);
+  });
+  KILN_RETURN_IF_ERROR(checked);
+
+  // Shape inference failing on a valid model only means some shapes stay unknown.
+  // Inferred in place (no copy of the weights); what it added before a failure is valid.
+  (void)guarded("shape inference", [&] { onnx::shape_inference::InferShapes(model); });
+
+  // Building touches protobuf and file helpers that may throw (e.g. a malformed external
+  // data offset); keep the no-exception promise here too.
+  try {
+    OnnxImporter importer(model.graph(), opset, base_dir);
+    return importer.run().with_context(what);
+  } catch (const std::exception& e) {
+    return invalid_argument(what + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::string ImportContext::unique_node_name(const std::string& hint) {
+  std::string name = hint;
+  for (int i = 1; node_names_.count(name); ++i) name = hint + "__" + std::to_string(i);
+  node_names_.insert(name);
+  return name;
+}
+
+Node* ImportContext::add_node(OpKind op, const std::string& name, std::vector<Value*> inputs,
+                              std::vector<Value*> outputs, Attributes attrs) {
+  // Names from NodeImport are already reserved; only fresh names need a suffix.
+  std::string unique = node_names_.count(name) ? name : unique_node_name(name);
+  return graph_.add_node(op, unique, std::move(inputs), std::move(outputs), std::move(attrs));
+}
+
+const Tensor* ImportContext::known_value(const Value* v) const {
+  if (!v) return nullptr;
+  if (v->is_constant()) return &v->constant;
+  if (v->producer && v->producer->op == OpKind::Constant)
+    return v->producer->attrs.get_tensor("value");
+  return nullptr;
+}
+
+bool onnx_op_importable(std::string_view op_type) {
+  return op_from_name(op_type).has_value() || find_normalizer(op_type) != nullptr;
+}
+
+Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::error_code ec;
+  if (!f || std::filesystem::is_directory(path, ec))
+    return not_found("model file '" + path + "' not found");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return import_model(ss.str(), dir.empty() ? "." : dir, "'" + path + "'", path);
+}
+
+Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes,
+                                                 const std::string& base_dir,
+                                                 const std::string& what) {
+  return import_model(bytes, base_dir, what, "");
+}
+
+}  // namespace kiln

@@ -1,0 +1,221 @@
+// Whole models against ONNX Runtime, and Fashion-MNIST accuracy on the real test set.
+//
+// The models, inputs and ONNX Runtime outputs come from scripts/models/prepare_test_models.sh
+// (cache dir: $KILN_MODEL_CACHE, else models/cache in the source tree). A missing cache is a
+// failure that says to run the script, never a silent pass or skip.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/npy.h"
+#include "kiln/engine.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string cache_dir() {
+  if (const char* env = std::getenv("KILN_MODEL_CACHE"); env && *env) return env;
+  return KILN_MODEL_CACHE_DIR;
+}
+
+const char* kPrepareHint =
+    "run scripts/models/prepare_test_models.sh first (it exports the models and writes "
+    "ONNX Runtime's reference outputs into the cache; set KILN_MODEL_CACHE to use another "
+    "directory)";
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct ModelCase {
+  std::string model;
+  int batch;
+};
+
+std::string case_name(const testing::TestParamInfo<ModelCase>& info) {
+  return info.param.model + "_b" + std::to_string(info.param.batch);
+}
+
+class ModelVsOrt : public testing::TestWithParam<ModelCase> {};
+
+// Runs the model in kiln on the cached input and compares with ONNX Runtime's output:
+// relative L2 error ≤ 1e-4 over the whole output, and the same argmax in every row whose
+// top two reference logits are further apart than the largest difference seen in it.
+TEST_P(ModelVsOrt, MatchesOnnxRuntime) {
+  const ModelCase& c = GetParam();
+  const std::string dir = cache_dir();
+  const std::string model_path = dir + "/" + c.model + ".onnx";
+  const std::string case_dir = dir + "/cases/" + c.model + "/b" + std::to_string(c.batch);
+  for (const std::string& f : {model_path, case_dir + "/input.npy", case_dir + "/ref/logits.npy"})
+    ASSERT_TRUE(fs::exists(f)) << f << " is missing: " << kPrepareHint;
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto engine = Engine::load(model_path, {});
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  auto input = read_npy(case_dir + "/input.npy");
+  ASSERT_TRUE(input.is_ok()) << input.status().to_string();
+  auto ref = read_npy(case_dir + "/ref/logits.npy");
+  ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+  ASSERT_EQ(input->dim(0), c.batch);
+  double load_s = seconds_since(t0);
+
+  auto ctx = (*engine)->create_context();
+  t0 = std::chrono::steady_clock::now();
+  auto outputs = ctx->run({{"input", *input}});
+  double run_s = seconds_since(t0);
+  ASSERT_TRUE(outputs.is_ok()) << outputs.status().to_string();
+  auto it = outputs->find("logits");
+  ASSERT_NE(it, outputs->end()) << "no output 'logits'";
+  const Tensor& out = it->second;
+  ASSERT_EQ(out.dtype(), DataType::kFloat32);
+  ASSERT_EQ(out.shape(), ref->shape())
+      << shape_str(out.shape()) << " vs " << shape_str(ref->shape());
+  ASSERT_EQ(out.rank(), 2);
+
+  const float* o = out.data<float>();
+  const float* r = ref->data<float>();
+  double diff2 = 0, ref2 = 0;
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    ASSERT_TRUE(std::isfinite(o[i])) << "element " << i << " is " << o[i];
+    diff2 += (double(o[i]) - r[i]) * (double(o[i]) - r[i]);
+    ref2 += double(r[i]) * r[i];
+  }
+  ASSERT_GT(ref2, 0) << "reference output is all zeros";
+  double rel = std::sqrt(diff2 / ref2);
+
+  const int64_t rows = out.dim(0), cols = out.dim(1);
+  int agree = 0, checked = 0;
+  for (int64_t b = 0; b < rows; ++b) {
+    const float* orow = o + b * cols;
+    const float* rrow = r + b * cols;
+    int64_t oa = 0, ra = 0;
+    double max_diff = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      if (orow[j] > orow[oa]) oa = j;
+      if (rrow[j] > rrow[ra]) ra = j;
+      max_diff = std::max(max_diff, std::fabs(double(orow[j]) - rrow[j]));
+    }
+    double second = -INFINITY;
+    for (int64_t j = 0; j < cols; ++j)
+      if (j != ra) second = std::max(second, double(rrow[j]));
+    if (rrow[ra] - second <= 2 * max_diff) continue;  // a near tie: either answer is right
+    ++checked;
+    if (oa == ra) ++agree;
+    EXPECT_EQ(oa, ra) << "row " << b << ": kiln's argmax " << oa << ", ONNX Runtime's " << ra;
+  }
+  std::printf(
+      "[ model    ] %s batch %d: relative L2 error %.3g, argmax %d/%d rows agree "
+      "(%d near ties), load %.2f s, run %.2f s\n",
+      c.model.c_str(), c.batch, rel, agree, checked, static_cast<int>(rows) - checked, load_s,
+      run_s);
+  EXPECT_LE(rel, 1e-4) << "relative L2 error against ONNX Runtime";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ModelVsOrt,
+                         testing::Values(ModelCase{"fashion_mnist", 1},
+                                         ModelCase{"fashion_mnist", 4},
+                                         ModelCase{"mobilenet_v2", 1}, ModelCase{"mobilenet_v2", 4},
+                                         ModelCase{"resnet18", 1}, ModelCase{"resnet18", 4},
+                                         ModelCase{"resnet50", 1}, ModelCase{"resnet50", 4}),
+                         case_name);
+
+// Reads a gzipped IDX file of unsigned bytes; `dims` receives its shape.
+bool read_idx_gz(const std::string& path, std::vector<uint8_t>& data, std::vector<int64_t>& dims,
+                 std::string& error) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) {
+    error = "cannot open " + path;
+    return false;
+  }
+  std::vector<uint8_t> bytes;
+  uint8_t chunk[1 << 16];
+  int n;
+  while ((n = gzread(f, chunk, sizeof(chunk))) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
+  bool read_ok = n == 0;
+  gzclose(f);
+  if (!read_ok || bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08) {
+    error = path + ": not a gzipped unsigned-byte IDX file";
+    return false;
+  }
+  size_t rank = bytes[3];
+  size_t offset = 4 + 4 * rank;
+  if (bytes.size() < offset) {
+    error = path + ": truncated header";
+    return false;
+  }
+  int64_t count = 1;
+  dims.clear();
+  for (size_t i = 0; i < rank; ++i) {
+    const uint8_t* p = &bytes[4 + 4 * i];
+    dims.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
+    count *= dims.back();
+  }
+  if (bytes.size() - offset != static_cast<size_t>(count)) {
+    error = path + ": size does not match its header";
+    return false;
+  }
+  data.assign(bytes.begin() + offset, bytes.end());
+  return true;
+}
+
+// kiln runs the shipped Fashion-MNIST model over the whole 10k test set, normalized as in
+// training, in batches of 500 (the batch axis is symbolic).
+TEST(FashionMnist, TestSetAccuracyAtLeast90Percent) {
+  const std::string data_dir = KILN_FASHION_MNIST_DIR;
+  const std::string model_path = std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
+  ASSERT_TRUE(fs::exists(model_path))
+      << model_path << " is missing (train it: scripts/models/train_fashion_mnist.py)";
+  std::vector<uint8_t> images, labels;
+  std::vector<int64_t> idims, ldims;
+  std::string error;
+  ASSERT_TRUE(read_idx_gz(data_dir + "/t10k-images-idx3-ubyte.gz", images, idims, error))
+      << error << " (install Debian's dataset-fashion-mnist)";
+  ASSERT_TRUE(read_idx_gz(data_dir + "/t10k-labels-idx1-ubyte.gz", labels, ldims, error)) << error;
+  ASSERT_EQ(idims, (std::vector<int64_t>{10000, 28, 28}));
+  ASSERT_EQ(ldims, (std::vector<int64_t>{10000}));
+
+  auto engine = Engine::load(model_path, {});
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  auto ctx = (*engine)->create_context();
+
+  constexpr float kMean = 0.2860f, kStd = 0.3530f;
+  constexpr int64_t kBatch = 500, kPixels = 28 * 28;
+  const int64_t total = idims[0];
+  int64_t correct = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int64_t start = 0; start < total; start += kBatch) {
+    int64_t n = std::min(kBatch, total - start);
+    Tensor x(DataType::kFloat32, {n, 1, 28, 28});
+    float* px = x.data<float>();
+    for (int64_t i = 0; i < n * kPixels; ++i)
+      px[i] = (images[start * kPixels + i] / 255.0f - kMean) / kStd;
+    auto out = ctx->run({{"input", x}});
+    ASSERT_TRUE(out.is_ok()) << "images " << start << ".." << start + n << ": "
+                             << out.status().to_string();
+    const Tensor& logits = out->at("logits");
+    ASSERT_EQ(logits.shape(), (Shape{n, 10}));
+    for (int64_t b = 0; b < n; ++b) {
+      const float* row = logits.data<float>() + b * 10;
+      int64_t best = 0;
+      for (int64_t j = 1; j < 10; ++j)
+        if (row[j] > row[best]) best = j;
+      correct += best == labels[start + b];
+    }
+  }
+  double accuracy = static_cast<double>(correct) / total;
+  std::printf("[ model    ] fashion_mnist: test accuracy %.4f (%lld/%lld) in %.1f s\n", accuracy,
+              static_cast<long long>(correct), static_cast<long long>(total), seconds_since(t0));
+  EXPECT_GE(accuracy, 0.90);
+}
+
+}  // namespace
+}  // namespace kiln

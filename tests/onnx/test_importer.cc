@@ -1,0 +1,354 @@
+// The ONNX importer: the IR it builds (ops, attributes, constants, shapes, names),
+// external data, and every way a model file can be bad.
+
+#include <functional>
+#include <random>
+
+#include "onnx/onnx_test_util.h"
+#include "onnx/tensor_proto.h"
+
+namespace kiln::test {
+namespace {
+
+// x[N,3,8,8] → Conv(W[4,3,3,3], B[4], pads 1) → Relu → y
+ModelBuilder conv_relu_model() {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {"N", 3, 8, 8});
+  std::vector<float> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i) - 0.5f;
+  b.initializer("W", {4, 3, 3, 3}, w);
+  b.initializer("B", {4}, {0.1f, -0.2f, 0.3f, -0.4f});
+  auto& conv = b.node("Conv", {"x", "W", "B"}, {"c"}, "conv1");
+  add_attr(conv, "kernel_shape", std::vector<int64_t>{3, 3});
+  add_attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  add_attr(conv, "auto_pad", std::string("NOTSET"));
+  b.node("Relu", {"c"}, {"y"}, "relu1");
+  b.output("y", kFloat, {"N", 4, 8, 8});
+  return b;
+}
+
+TEST(Importer, BuildsOpsAttributesConstantsAndShapes) {
+  auto g = import_onnx_bytes(conv_relu_model().bytes(), ".");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const Graph& graph = **g;
+  EXPECT_EQ(graph.opset, 13);
+  ASSERT_EQ(graph.nodes().size(), 2u);
+  const Node& conv = *graph.nodes()[0];
+  EXPECT_EQ(conv.op, OpKind::Conv);
+  EXPECT_EQ(conv.name, "conv1");
+  EXPECT_EQ(conv.attrs.get_ints("kernel_shape"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(conv.attrs.get_ints("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(conv.attrs.get_string("auto_pad"), "NOTSET");
+  ASSERT_EQ(conv.inputs.size(), 3u);
+  const Value* w = conv.inputs[1];
+  ASSERT_TRUE(w->is_constant());
+  EXPECT_EQ(w->constant.shape(), (Shape{4, 3, 3, 3}));
+  EXPECT_FLOAT_EQ(w->constant.data<float>()[7], 0.07f - 0.5f);
+  EXPECT_FLOAT_EQ(conv.inputs[2]->constant.data<float>()[3], -0.4f);
+  EXPECT_EQ(graph.nodes()[1]->op, OpKind::Relu);
+
+  // Inputs: only x (initializers are constants); its batch dim keeps its name.
+  ASSERT_EQ(graph.inputs().size(), 1u);
+  const Value* x = graph.inputs()[0];
+  EXPECT_EQ(x->name, "x");
+  EXPECT_EQ(x->dtype, DataType::kFloat32);
+  EXPECT_EQ(x->shape_string(), "[N,3,8,8]");
+  // The intermediate got its shape from shape inference.
+  const Value* c = conv.outputs[0];
+  EXPECT_EQ(c->dtype, DataType::kFloat32);
+  EXPECT_EQ(c->shape_string(), "[N,4,8,8]");
+  ASSERT_EQ(graph.outputs().size(), 1u);
+  EXPECT_EQ(graph.outputs()[0]->name, "y");
+  EXPECT_TRUE(verify_graph(graph).is_ok());
+}
+
+TEST(Importer, UnknownDimsAndInferredOutputs) {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {"N", 5});
+  b.graph()
+      .mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(1)
+      ->clear_dim_value();  // a dim with neither value nor name
+  b.node("Relu", {"x"}, {"y"});
+  b.output_any("y", kFloat, 2);
+  auto g = import_onnx_bytes(b.bytes(), ".");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const Value* x = (*g)->inputs()[0];
+  ASSERT_EQ(x->dims.size(), 2u);
+  EXPECT_EQ(x->dims[0].param, "N");
+  EXPECT_EQ(x->dims[1].value, -1);
+  EXPECT_TRUE(x->dims[1].param.empty());
+  EXPECT_EQ((*g)->outputs()[0]->dtype, DataType::kFloat32);
+}
+
+TEST(Importer, UnnamedNodesGetUniqueNames) {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {2});
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Relu", {"a"}, {"b"}, "Relu_2");  // collides with the name node 2 would get
+  b.node("Relu", {"b"}, {"c"});
+  b.output("c", kFloat, {2});
+  auto g = import_onnx_bytes(b.bytes(), ".");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  std::vector<std::string> names;
+  for (const auto& n : (*g)->nodes()) names.push_back(n->name);
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(names[0], "Relu_0");
+  EXPECT_EQ(names[1], "Relu_2");
+  EXPECT_NE(names[2], "Relu_2");
+  EXPECT_EQ(names[2].rfind("Relu_2", 0), 0u);
+}
+
+TEST(Importer, InitializersListedAsInputsAreConstants) {
+  ModelBuilder b(8, /*ir_version=*/3);
+  b.input("x", kFloat, {2, 3});
+  b.input("bias", kFloat, {3});
+  b.initializer("bias", {3}, {1, 2, 3});
+  b.node("Add", {"x", "bias"}, {"y"});
+  b.output("y", kFloat, {2, 3});
+  auto g = import_onnx_bytes(b.bytes(), ".");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_EQ((*g)->inputs().size(), 1u);
+  EXPECT_EQ((*g)->inputs()[0]->name, "x");
+  const Node* add = only_node(**g, OpKind::Add);
+  ASSERT_TRUE(add);
+  EXPECT_TRUE(add->inputs[1]->is_constant());
+  EXPECT_FLOAT_EQ(add->inputs[1]->constant.data<float>()[2], 3.f);
+}
+
+struct ConstantCase {
+  const char* attr;
+  std::function<void(onnx::NodeProto&)> set;
+  DataType dtype;
+  Shape shape;
+  std::vector<double> values;
+};
+
+TEST(Importer, ConstantValueAttributesBecomeOneTensor) {
+  onnx::TensorProto tp;
+  tp.set_data_type(kFloat);
+  tp.add_dims(2);
+  tp.add_float_data(1.5f);
+  tp.add_float_data(-2.5f);
+  std::vector<ConstantCase> cases = {
+      {"value", [&](auto& n) { add_attr(n, "value", tp); }, DataType::kFloat32, {2}, {1.5, -2.5}},
+      {"value_float",
+       [](auto& n) { add_attr(n, "value_float", 0.25f); },
+       DataType::kFloat32,
+       {},
+       {0.25}},
+      {"value_floats",
+       [](auto& n) {
+         add_attr(n, "value_floats", std::vector<float>{1, 2, 3});
+       },
+       DataType::kFloat32,
+       {3},
+       {1, 2, 3}},
+      {"value_int",
+       [](auto& n) { add_attr(n, "value_int", int64_t{-7}); },
+       DataType::kInt64,
+       {},
+       {-7}},
+      {"value_ints",
+       [](auto& n) {
+         add_attr(n, "value_ints", std::vector<int64_t>{4, 5});
+       },
+       DataType::kInt64,
+       {2},
+       {4, 5}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.attr);
+    ModelBuilder b(13);
+    c.set(b.node("Constant", {}, {"y"}, "k"));
+    b.output_any("y", c.dtype == DataType::kInt64 ? kInt64 : kFloat,
+                 static_cast<int>(c.shape.size()));
+    auto g = import_onnx_bytes(b.bytes(), ".");
+    ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+    const Node* k = only_node(**g, OpKind::Constant);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->attrs.all().size(), 1u);
+    const Tensor* t = k->attrs.get_tensor("value");
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->dtype(), c.dtype);
+    EXPECT_EQ(t->shape(), c.shape);
+    for (size_t i = 0; i < c.values.size(); ++i) EXPECT_DOUBLE_EQ(t->at_double(i), c.values[i]);
+    EXPECT_EQ(k->outputs[0]->shape_string(), shape_str(c.shape));
+  }
+}
+
+TEST(Importer, StringConstantIsUnsupported) {
+  ModelBuilder b(13);
+  add_attr(b.node("Constant", {}, {"y"}, "k"), "value_string", std::string("hi"));
+  b.output_any("y", onnx::TensorProto::STRING, 0);
+  auto g = import_onnx_bytes(b.bytes(), ".");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(g.status().message().find("value_string"), std::string::npos) << g.status().message();
+}
+
+// Writes conv_relu_model with W stored in `weights.bin` at offset 16.
+std::string write_external_model(const TempDir& dir, bool write_bin) {
+  ModelBuilder b = conv_relu_model();
+  onnx::TensorProto& w = *b.graph().mutable_initializer(0);
+  std::string raw(16, 'z');
+  for (float v : w.float_data()) raw.append(reinterpret_cast<const char*>(&v), sizeof v);
+  w.clear_float_data();
+  w.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add_kv = [&](const char* k, const std::string& v) {
+    auto* e = w.add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add_kv("location", "weights.bin");
+  add_kv("offset", "16");
+  add_kv("length", std::to_string(raw.size() - 16));
+  if (write_bin) dir.write("weights.bin", raw);
+  dir.write("model.onnx", b.bytes());
+  return dir.file("model.onnx");
+}
+
+TEST(Importer, ExternalDataIsReadFromTheModelsFolder) {
+  TempDir dir;
+  auto g = import_onnx_file(write_external_model(dir, true));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const Node* conv = only_node(**g, OpKind::Conv);
+  ASSERT_TRUE(conv);
+  const Tensor& w = conv->inputs[1]->constant;
+  ASSERT_EQ(w.numel(), 108);
+  for (int64_t i = 0; i < w.numel(); ++i)
+    EXPECT_FLOAT_EQ(w.data<float>()[i], 0.01f * static_cast<float>(i) - 0.5f);
+}
+
+TEST(Importer, MissingExternalDataIsAnError) {
+  TempDir dir;
+  auto g = import_onnx_file(write_external_model(dir, false));
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_NE(g.status().message().find("weights.bin"), std::string::npos) << g.status().message();
+}
+
+// ---- errors -------------------------------------------------------------------------
+
+void expect_error(const Result<std::unique_ptr<Graph>>& g, StatusCode code,
+                  const std::vector<std::string>& words) {
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().code(), code) << g.status().to_string();
+  for (const auto& w : words)
+    EXPECT_NE(g.status().message().find(w), std::string::npos)
+        << "'" << w << "' not in: " << g.status().message();
+}
+
+TEST(ImporterErrors, MissingFile) {
+  expect_error(import_onnx_file("/nonexistent/dir/model.onnx"), StatusCode::kNotFound,
+               {"/nonexistent/dir/model.onnx"});
+}
+
+TEST(ImporterErrors, TruncatedFile) {
+  TempDir dir;
+  std::string bytes = conv_relu_model().bytes();
+  dir.write("cut.onnx", bytes.substr(0, bytes.size() / 2));
+  expect_error(import_onnx_file(dir.file("cut.onnx")), StatusCode::kInvalidArgument,
+               {dir.file("cut.onnx"), "not a valid ONNX model (truncated or corrupted?)"});
+}
+
+TEST(ImporterErrors, GarbageBytes) {
+  expect_error(import_onnx_bytes(std::string("\xff\xff\xff\xff not a model", 18), "."),
+               StatusCode::kInvalidArgument, {"not a valid ONNX model"});
+}
+
+// Every truncation point and many single-bit flips: each must give an error or a valid
+// graph, never a crash, an exception or an error without a message.
+TEST(ImporterErrors, CorruptedBytesNeverCrash) {
+  const std::string bytes = conv_relu_model().bytes();
+  int errors = 0, loaded = 0;
+  auto check = [&](const std::string& b) {
+    auto g = import_onnx_bytes(b, ".");
+    if (g.is_ok()) {
+      ++loaded;
+      EXPECT_TRUE(verify_graph(**g).is_ok());
+    } else {
+      ++errors;
+      EXPECT_FALSE(g.status().message().empty());
+    }
+  };
+  for (size_t n = 0; n < bytes.size(); n += 3) check(bytes.substr(0, n));
+  std::mt19937 gen(42);
+  for (int i = 0; i < 1500; ++i) {
+    std::string b = bytes;
+    int flips = 1 + static_cast<int>(gen() % 3);
+    for (int k = 0; k < flips; ++k) b[gen() % b.size()] ^= static_cast<char>(1 << (gen() % 8));
+    check(b);
+  }
+  EXPECT_GT(errors, 0);
+  EXPECT_GT(loaded, 0);  // flips inside weight values still give a valid model
+}
+
+TEST(ImporterErrors, OpKilnLacks) {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {3, 3});
+  b.node("Det", {"x"}, {"y"}, "det1");
+  b.output("y", kFloat, {});
+  expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kUnsupported,
+               {"node 'det1'", "op 'Det' is not supported by kiln"});
+}
+
+TEST(ImporterErrors, OpsetNewerThanSupported) {
+  ModelBuilder b(18);
+  b.input("x", kFloat, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", kFloat, {2});
+  expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kUnsupported,
+               {"opset 18 is newer than kiln supports (≤ 17)"});
+}
+
+TEST(ImporterErrors, CustomDomain) {
+  ModelBuilder b(13);
+  auto* imp = b.model().add_opset_import();
+  imp->set_domain("com.example");
+  imp->set_version(1);
+  b.input("x", kFloat, {2});
+  b.node("FancyRelu", {"x"}, {"y"}, "fancy").set_domain("com.example");
+  b.output("y", kFloat, {2});
+  expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kUnsupported,
+               {"node 'fancy'", "com.example"});
+}
+
+TEST(ImporterErrors, CheckerFailure) {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {2});
+  b.node("Relu", {"nowhere"}, {"y"});  // input never produced
+  b.output("y", kFloat, {2});
+  expect_error(import_onnx_bytes(b.bytes(), ".", "'m.onnx'"), StatusCode::kInvalidArgument,
+               {"'m.onnx'", "nowhere"});
+}
+
+TEST(ImporterErrors, SequenceInputIsUnsupported) {
+  ModelBuilder b(13);
+  auto* in = b.graph().add_input();
+  in->set_name("s");
+  in->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(kFloat);
+  b.node("Identity", {"s"}, {"y"});
+  auto* out = b.graph().add_output();
+  out->set_name("y");
+  *out->mutable_type() = in->type();
+  expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kUnsupported, {"'s'", "sequence"});
+}
+
+TEST(ImporterErrors, NoDefaultOpset) {
+  ModelBuilder b(13);
+  b.model().mutable_opset_import(0)->set_domain("com.example");
+  b.input("x", kFloat, {2});
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", kFloat, {2});
+  expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kInvalidArgument, {"opset"});
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,125 @@
+// Engine::stats() on hand-built graphs whose FLOPs are worked out here from the layer sizes.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ir/graph.h"
+#include "runtime/engine_impl.h"
+
+namespace kiln {
+namespace {
+
+Tensor random_weights(const Shape& shape, uint32_t seed) {
+  Tensor t(DataType::kFloat32, shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
+  return t;
+}
+
+// A float32 value of shape `dims`; -1 is the symbolic dimension "batch".
+Value* typed(Graph& g, const std::string& name, const std::vector<int64_t>& dims) {
+  Value* v = g.add_value(name);
+  v->dtype = DataType::kFloat32;
+  v->has_shape = true;
+  for (int64_t d : dims) v->dims.push_back(d < 0 ? Dim{-1, "batch"} : Dim{d, ""});
+  return v;
+}
+
+Engine engine_of(std::unique_ptr<Graph> g) {
+  auto impl = std::make_unique<Engine::Impl>();
+  impl->graph = std::move(g);
+  return Engine(std::move(impl));
+}
+
+// x[B,3,8,8] → Conv 3→4 3x3 → [B,4,6,6] → Conv 4→8 3x3 group 2 → [B,8,4,4] → Flatten
+// [B,128] → Gemm(·, W[10,128]ᵀ) → [B,10], and Flatten → MatMul(·, C[128,5]) → [B,5].
+// `batch` < 0 makes the batch dimension symbolic.
+std::unique_ptr<Graph> small_cnn(int64_t batch) {
+  auto g = std::make_unique<Graph>();
+  const int64_t b = batch;
+  Value* x = typed(*g, "x", {b, 3, 8, 8});
+  Value* w1 = g->add_constant("w1", random_weights({4, 3, 3, 3}, 1));
+  Value* b1 = g->add_constant("b1", random_weights({4}, 2));
+  Value* y1 = typed(*g, "y1", {b, 4, 6, 6});
+  Value* w2 = g->add_constant("w2", random_weights({8, 2, 3, 3}, 3));
+  Value* y2 = typed(*g, "y2", {b, 8, 4, 4});
+  Value* f = typed(*g, "f", {b, 128});
+  Value* wg = g->add_constant("wg", random_weights({10, 128}, 4));
+  Value* y3 = typed(*g, "y3", {b, 10});
+  Value* wm = g->add_constant("wm", random_weights({128, 5}, 5));
+  Value* y4 = typed(*g, "y4", {b, 5});
+  Attributes conv2;
+  conv2.set("group", int64_t{2});
+  Attributes gemm;
+  gemm.set("transB", int64_t{1});
+  g->add_node(OpKind::Conv, "conv1", {x, w1, b1}, {y1});
+  g->add_node(OpKind::Conv, "conv2", {y1, w2}, {y2}, conv2);
+  g->add_node(OpKind::Flatten, "flatten", {y2}, {f});
+  g->add_node(OpKind::Gemm, "fc", {f, wg}, {y3}, gemm);
+  g->add_node(OpKind::MatMul, "mm", {f, wm}, {y4});
+  g->inputs().push_back(x);
+  g->outputs() = {y3, y4};
+  return g;
+}
+
+// Per image, from the layer sizes: 2·Cout·Hout·Wout·(Cin/group)·kh·kw for the convs,
+// 2·N·K for the Gemm and the MatMul.
+constexpr double kSmallCnnFlops = 2.0 * 4 * 6 * 6 * 3 * 3 * 3    // conv1
+                                  + 2.0 * 8 * 4 * 4 * 2 * 3 * 3  // conv2, Cin/group = 2
+                                  + 2.0 * 10 * 128               // fc
+                                  + 2.0 * 5 * 128;               // mm
+
+TEST(ModelStats, CountsOpsParametersAndFlops) {
+  Engine e = engine_of(small_cnn(-1));
+  ModelStats s = e.stats();
+  EXPECT_EQ(s.num_nodes, 5);
+  EXPECT_EQ(s.op_counts, (std::map<std::string, int64_t>{
+                             {"Conv", 2}, {"Flatten", 1}, {"Gemm", 1}, {"MatMul", 1}}));
+  const int64_t params = 4 * 3 * 3 * 3 + 4 + 8 * 2 * 3 * 3 + 10 * 128 + 128 * 5;
+  EXPECT_EQ(s.num_parameters, params);
+  EXPECT_EQ(s.parameter_bytes, params * 4);
+  EXPECT_DOUBLE_EQ(s.flops_per_image, kSmallCnnFlops);
+}
+
+TEST(ModelStats, FixedBatchIsDividedOut) {
+  for (int64_t batch : {1, 2, 7}) {
+    Engine e = engine_of(small_cnn(batch));
+    EXPECT_DOUBLE_EQ(e.stats().flops_per_image, kSmallCnnFlops) << "batch " << batch;
+  }
+}
+
+TEST(ModelStats, ConvTransposeAndTransposedGemm) {
+  auto g = std::make_unique<Graph>();
+  // ConvTranspose: x[1,2,5,5], W[Cin=2, Cout/group=3, 3, 3] → [1,3,7,7]; every input
+  // element is multiplied into 3·3·3 outputs.
+  Value* x = typed(*g, "x", {1, 2, 5, 5});
+  Value* w = g->add_constant("w", random_weights({2, 3, 3, 3}, 6));
+  Value* y = typed(*g, "y", {1, 3, 7, 7});
+  g->add_node(OpKind::ConvTranspose, "deconv", {x, w}, {y});
+  // Gemm with transA: A[K=6, M=1]ᵀ · B[6, 4] → [1,4].
+  Value* a = typed(*g, "a", {6, 1});
+  Value* bm = g->add_constant("bm", random_weights({6, 4}, 7));
+  Value* z = typed(*g, "z", {1, 4});
+  Attributes ta;
+  ta.set("transA", int64_t{1});
+  g->add_node(OpKind::Gemm, "gemm", {a, bm}, {z}, ta);
+  // Batched MatMul: [2,3,6] · [6,4] → [2,3,4], K = 6.
+  Value* m = typed(*g, "m", {2, 3, 6});
+  Value* mo = typed(*g, "mo", {2, 3, 4});
+  g->add_node(OpKind::MatMul, "bmm", {m, bm}, {mo});
+  // A Relu adds no FLOPs (elementwise ops are not counted); unknown rank counts nothing.
+  Value* r = g->add_value("r");
+  g->add_node(OpKind::Relu, "relu", {y}, {r});
+  g->inputs() = {x, a, m};
+  g->outputs() = {r, z, mo};
+  Engine e = engine_of(std::move(g));
+  ModelStats s = e.stats();
+  double want = 2.0 * (1 * 2 * 5 * 5) * (3 * 3 * 3) + 2.0 * 1 * 4 * 6 + 2.0 * (2 * 3 * 4) * 6;
+  EXPECT_DOUBLE_EQ(s.flops_per_image, want);  // the first input's batch is 1: no division
+  EXPECT_EQ(s.num_parameters, 2 * 3 * 3 * 3 + 6 * 4);
+  EXPECT_EQ(s.op_counts.at("Relu"), 1);
+}
+
+}  // namespace
+}  // namespace kiln

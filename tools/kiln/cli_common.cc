@@ -1,0 +1,111 @@
+#include "kiln/cli_common.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace kiln::cli {
+
+void print_error(const std::string& message) {
+  std::string one_line = message;
+  for (char& c : one_line)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::fprintf(stderr, "kiln: error: %s\n", one_line.c_str());
+}
+
+int fail(const Status& status) {
+  print_error(status.message());
+  return status.code() == StatusCode::kUnsupported ? kExitUsage : kExitBadInput;
+}
+
+int usage_error(const std::string& message) {
+  print_error(message);
+  return kExitUsage;
+}
+
+EngineOptions engine_options(const GlobalOptions& global) {
+  EngineOptions o;
+  o.device = global.device == "cuda" ? Device::kCuda : Device::kCpu;
+  o.threads = global.threads;
+  return o;
+}
+
+int resolved_threads(const GlobalOptions& global) {
+  if (global.threads > 0) return global.threads;
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global) {
+  double t0 = now_seconds();
+  auto engine = Engine::load(path, engine_options(global));
+  if (engine.is_ok())
+    spdlog::info("loaded {} in {:.1f} ms ({} nodes)", path, (now_seconds() - t0) * 1e3,
+                 (*engine)->stats().num_nodes);
+  return engine;
+}
+
+Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what) {
+  std::vector<float> r;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    char* stop = nullptr;
+    float v = std::strtof(item.c_str(), &stop);
+    if (item.empty() || stop != item.c_str() + item.size())
+      return invalid_argument(what + ": '" + text + "' is not a number or a comma-separated list");
+    r.push_back(v);
+    start = end + 1;
+  }
+  return r;
+}
+
+Result<Shape> parse_dims(const std::string& text) {
+  Shape s;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find_first_of("x,", start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    if (item.empty() || item.size() > 12 ||
+        item.find_first_not_of("0123456789") != std::string::npos)
+      return invalid_argument("'" + text + "' is not a shape like 1x3x224x224");
+    s.push_back(std::stoll(item));
+    start = end + 1;
+  }
+  return s;
+}
+
+std::string declared_shape(const TensorInfo& info) {
+  if (!info.has_shape) return "[?]";
+  std::string r = "[";
+  for (size_t i = 0; i < info.dims.size(); ++i) {
+    if (i) r += ",";
+    r += info.dims[i] >= 0 ? std::to_string(info.dims[i])
+                           : (info.dim_params[i].empty() ? "?" : info.dim_params[i]);
+  }
+  return r + "]";
+}
+
+std::string sanitize_file_name(const std::string& name) {
+  std::string r = name;
+  for (char& c : r) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) c = '_';
+  }
+  // "." and ".." would name directories.
+  if (r.empty() || r.find_first_not_of('.') == std::string::npos) r = "_" + r;
+  return r;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace kiln::cli

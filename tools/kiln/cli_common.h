@@ -1,0 +1,65 @@
+// What every `kiln` subcommand shares: global options, loading an engine, turning a Status
+// into the one-line error and exit code, and small parsers for option values.
+//
+// Exit codes: 0 success, 1 bad input or model (a file is missing or malformed, an input
+// has the wrong shape...), 2 usage errors and unsupported requests (bad flag, --device cuda
+// in a build without CUDA, an op kiln cannot run).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/engine.h"
+
+namespace kiln::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 1;
+constexpr int kExitUsage = 2;
+
+struct GlobalOptions {
+  std::string device = "cpu";
+  int threads = 0;  // 0: the engine's default (all cores)
+  int verbose = 0;  // -v info, -vv debug, -vvv trace
+};
+
+// A registered subcommand: its CLI11 app and what to run once parsing succeeded.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// Each subcommand file defines one of these.
+Command add_run_command(CLI::App& root, const GlobalOptions& global);
+Command add_inspect_command(CLI::App& root, const GlobalOptions& global);
+Command add_bench_command(CLI::App& root, const GlobalOptions& global);
+Command add_demo_command(CLI::App& root, const GlobalOptions& global);
+
+// Prints "kiln: error: <message>" (newlines flattened) to stderr.
+void print_error(const std::string& message);
+// Prints the error and returns its exit code: 2 for kUnsupported, 1 otherwise.
+int fail(const Status& status);
+// Prints the error and returns 2.
+int usage_error(const std::string& message);
+
+EngineOptions engine_options(const GlobalOptions& global);
+// The thread count the engine runs with (the option, or the core count when 0).
+int resolved_threads(const GlobalOptions& global);
+Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global);
+
+// "0.5" or "0.485,0.456,0.406" → floats; an error names `what`.
+Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what);
+// "1x3x224x224" → {1,3,224,224}.
+Result<Shape> parse_dims(const std::string& text);
+// Declared shape with symbolic dims by name: "[batch,3,224,224]".
+std::string declared_shape(const TensorInfo& info);
+// Output name → file name: characters outside [A-Za-z0-9_.-] become '_'.
+std::string sanitize_file_name(const std::string& name);
+
+double now_seconds();  // steady clock
+
+}  // namespace kiln::cli

@@ -1,0 +1,80 @@
+// `kiln`: run, inspect and benchmark ONNX models; `kiln demo` classifies Fashion-MNIST.
+//
+// Global options (--device, --threads, -v) may come before or after the subcommand: the
+// subcommands fall through to the root for options they do not define. Every failure
+// prints one line "kiln: error: ..." to stderr; exit codes are in cli_common.h.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+#include <vector>
+
+#include "kiln/cli_common.h"
+
+namespace {
+
+using namespace kiln::cli;
+
+int run_main(int argc, char** argv) {
+  GlobalOptions global;
+  CLI::App app{"kiln: an ONNX inference engine for vision models", "kiln"};
+  app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
+  app.fallthrough();
+  app.require_subcommand(1);
+  app.add_option("--device", global.device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--threads", global.threads, "CPU threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("-v,--verbose", global.verbose, "log more (-vv, -vvv for even more)");
+
+  std::vector<Command> commands = {
+      add_run_command(app, global),
+      add_inspect_command(app, global),
+      add_bench_command(app, global),
+      add_demo_command(app, global),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string message = e.what();
+    // CLI11 reports "kiln frobnicate" as a missing subcommand; name the word instead.
+    if (app.get_subcommands().empty() && !app.remaining().empty())
+      message = "unknown subcommand '" + app.remaining().front() + "'";
+    return usage_error(message + " (see kiln --help)");
+  }
+
+  auto logger = spdlog::stderr_color_mt("kiln");
+  logger->set_pattern("kiln: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(global.verbose >= 3   ? spdlog::level::trace
+                    : global.verbose == 2 ? spdlog::level::debug
+                    : global.verbose == 1 ? spdlog::level::info
+                                          : spdlog::level::warn);
+
+  for (const Command& c : commands)
+    if (c.app->parsed()) return c.run();
+  return usage_error("no subcommand (see kiln --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Nothing may escape as a crash: a library exception becomes one error line.
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    print_error(std::string("internal error: ") + e.what());
+  } catch (...) {
+    print_error("internal error: unknown exception");
+  }
+  return kExitBadInput;
+}

@@ -1,6 +1,7 @@
 // Options that shape how an Engine is built and run.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -12,6 +13,10 @@ struct EngineOptions {
   Device device = Device::kCpu;
   // CPU worker threads; 0 means the number of cores.
   int threads = 0;
+  // The largest tensor one run may allocate. A model or input whose shapes would need more
+  // (a corrupted pad, an absurd batch) fails with kResourceExhausted instead of exhausting
+  // the host's memory.
+  int64_t max_tensor_bytes = int64_t{8} << 30;
 };
 
 }  // namespace kiln

@@ -1,6 +1,6 @@
-// ONNX ModelProto → kiln Graph: parse, pre-check what kiln supports (opset, domains),
-// run the ONNX checker and shape inference, then build Values and Nodes, normalizing older
-// opset forms through the per-family normalizers (import_<family>.cc).
+// ONNX ModelProto → kiln Graph: parse, pre-check what kiln supports (opset, domains, ops),
+// run the ONNX checker and shape inference (shape_infer.cc), then build Values and Nodes,
+// normalizing older opset forms through the per-family normalizers (import_<family>.cc).
 //
 // libonnx reports problems by throwing (checker::ValidationError, InferenceError, and
 // std::exception from protobuf helpers); every such call is wrapped so nothing escapes.
@@ -9,7 +9,6 @@
 
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <filesystem>
 #include <fstream>
@@ -17,6 +16,7 @@
 #include <unordered_map>
 
 #include "onnx/import_context.h"
+#include "onnx/shape_infer.h"
 #include "onnx/tensor_proto.h"
 
 namespace kiln {
@@ -59,20 +59,26 @@ Result<int64_t> precheck(const onnx::ModelProto& m, const std::string& what) {
   const auto& nodes = m.graph().node();
   for (int i = 0; i < nodes.size(); ++i) {
     const auto& n = nodes[i];
-    if (is_default_domain(n.domain())) continue;
     std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
-    return unsupported(what + ": node '" + name + "': op '" + n.op_type() + "' of domain '" +
-                       n.domain() + "' is not supported by kiln (only the default ONNX domain)");
+    if (!is_default_domain(n.domain()))
+      return unsupported(what + ": node '" + name + "': op '" + n.op_type() + "' of domain '" +
+                         n.domain() + "' is not supported by kiln (only the default ONNX domain)");
+    // Checked before libonnx runs too: its shape inference of ops kiln never runs (function
+    // ops such as LayerNormalization) is where corrupted models have crashed it.
+    if (!onnx_op_importable(n.op_type()))
+      return unsupported(what + ": node '" + name + "': op '" + n.op_type() +
+                         "' is not supported by kiln");
   }
   return opset;
 }
 
 Status set_type(Value& v, const onnx::TypeProto& type) {
   if (type.value_case() != onnx::TypeProto::kTensorType) {
-    const char* kind = type.value_case() == onnx::TypeProto::kSequenceType   ? "a sequence"
-                       : type.value_case() == onnx::TypeProto::kOptionalType ? "an optional"
-                       : type.value_case() == onnx::TypeProto::kMapType      ? "a map"
-                                                                             : "a non-tensor";
+    const char* kind = type.value_case() == onnx::TypeProto::kSequenceType       ? "a sequence"
+                       : type.value_case() == onnx::TypeProto::kOptionalType     ? "an optional"
+                       : type.value_case() == onnx::TypeProto::kMapType          ? "a map"
+                       : type.value_case() == onnx::TypeProto::kSparseTensorType ? "a sparse tensor"
+                                                                                 : "a non-tensor";
     return unsupported("value '" + v.name + "' has " + kind + " type; kiln supports tensors only");
   }
   const auto& tt = type.tensor_type();
@@ -135,11 +141,12 @@ Result<AttrValue> convert_attribute(const onnx::AttributeProto& a, const std::st
 
 class OnnxImporter {
  public:
-  OnnxImporter(const onnx::GraphProto& g, int64_t opset, std::string base_dir)
+  OnnxImporter(const onnx::GraphProto& g, int64_t opset, std::string base_dir, TypeMap types)
       : proto_(g),
         graph_(std::make_unique<Graph>()),
         ctx_(*graph_, opset),
-        base_dir_(std::move(base_dir)) {
+        base_dir_(std::move(base_dir)),
+        types_(std::move(types)) {
     graph_->opset = opset;
     graph_->name = g.name();
   }
@@ -167,11 +174,6 @@ class OnnxImporter {
   // Creates every named Value up front (initializers, inputs, node outputs) so the
   // original names are kept; values the normalizers add later get suffixed names.
   Status add_values() {
-    std::unordered_map<std::string, const onnx::TypeProto*> types;
-    for (const auto& vi : proto_.value_info()) types[vi.name()] = &vi.type();
-    for (const auto& vi : proto_.output()) types[vi.name()] = &vi.type();
-    for (const auto& vi : proto_.input()) types[vi.name()] = &vi.type();
-
     for (const auto& init : proto_.initializer()) {
       if (find(init.name()))
         return invalid_argument("initializer '" + init.name() + "' appears twice");
@@ -194,8 +196,8 @@ class OnnxImporter {
         if (find(out)) return invalid_argument("value '" + out + "' is produced twice");
         Value* v = graph_->add_value(out);
         by_name_[out] = v;
-        auto it = types.find(out);
-        if (it != types.end()) KILN_RETURN_IF_ERROR(set_type(*v, *it->second));
+        auto it = types_.find(out);
+        if (it != types_.end()) KILN_RETURN_IF_ERROR(set_type(*v, it->second));
       }
     }
     return Status::ok();
@@ -244,6 +246,7 @@ class OnnxImporter {
   std::unique_ptr<Graph> graph_;
   ImportContext ctx_;
   std::string base_dir_;
+  TypeMap types_;
   std::unordered_map<std::string, Value*> by_name_;
 };
 
@@ -258,8 +261,13 @@ Result<std::unique_ptr<Graph>> import_model(const std::string& bytes, const std:
     return invalid_argument(what + " is not a valid ONNX model (truncated or corrupted?)");
   KILN_ASSIGN_OR_RETURN(int64_t opset, precheck(model, what));
 
+  // The path-based checker re-reads the file but resolves external data; use it only when
+  // the model has external data (parsing a 100 MB model twice costs about a second).
+  bool has_external = false;
+  for (const auto& t : model.graph().initializer())
+    has_external |= t.data_location() == onnx::TensorProto::EXTERNAL;
   Status checked = guarded(what + ": ONNX checker", [&] {
-    if (!path.empty())
+    if (has_external && !path.empty())
       onnx::checker::check_model(path);
     else
       onnx::checker::check_model(model);
@@ -267,14 +275,18 @@ Result<std::unique_ptr<Graph>> import_model(const std::string& bytes, const std:
   KILN_RETURN_IF_ERROR(checked);
 
   // Shape inference failing on a valid model only means some shapes stay unknown.
-  // Inferred in place (no copy of the weights); what it added before a failure is valid.
-  (void)guarded("shape inference", [&] { onnx::shape_inference::InferShapes(model); });
+  // Types of every value: declared, or inferred node by node (see shape_infer.h).
+  auto types = infer_value_types(model.graph(), opset);
+  if (!types.is_ok()) return types.status().with_context(what);
 
   // Building touches protobuf and file helpers that may throw (e.g. a malformed external
   // data offset); keep the no-exception promise here too.
   try {
-    OnnxImporter importer(model.graph(), opset, base_dir);
-    return importer.run().with_context(what);
+    OnnxImporter importer(model.graph(), opset, base_dir, std::move(types).value());
+    auto graph = importer.run().with_context(what);
+    if (graph.is_ok())
+      for (const auto& p : model.metadata_props()) (*graph)->metadata[p.key()] = p.value();
+    return graph;
   } catch (const std::exception& e) {
     return invalid_argument(what + ": " + e.what());
   }

@@ -20,6 +20,14 @@ std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
+// Advances the row-major multi-index idx over dims (both of one size), wrapping to zeros.
+void advance(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (size_t d = idx.size(); d-- > 0;) {
+    if (++idx[d] < dims[d]) return;
+    idx[d] = 0;
+  }
+}
+
 }  // namespace
 
 Result<ConvAttrs> parse_conv_attrs(const Attributes& attrs) {
@@ -185,7 +193,10 @@ RowMap make_row_map(const ConvGeometry& g) {
     m.x_hi[kx] = std::max(m.x_lo[kx], std::min(m.out_w, floor_div(m.in_w - 1 - off, m.sw) + 1));
   }
   m.row_in.assign(m.k_outer * m.rows, -1);
-  std::vector<int64_t> kidx(rank, 0), oidx(rank, 0);
+  // Multi-indices over the outer axes of the kernel and of the output.
+  const std::vector<int64_t> k_dims(g.kernel.begin(), g.kernel.end() - 1);
+  const std::vector<int64_t> o_dims(g.out_spatial.begin(), g.out_spatial.end() - 1);
+  std::vector<int64_t> kidx(last, 0), oidx(last, 0);
   for (int64_t ko = 0; ko < m.k_outer; ++ko) {
     for (int64_t r = 0; r < m.rows; ++r) {
       int64_t off = 0, ok = 1;
@@ -195,9 +206,9 @@ RowMap make_row_map(const ConvGeometry& g) {
         off = off * g.in_spatial[d] + pos;
       }
       if (ok) m.row_in[ko * m.rows + r] = off * m.in_w;
-      for (int64_t d = last - 1; d >= 0 && ++oidx[d] == g.out_spatial[d]; --d) oidx[d] = 0;
+      advance(oidx, o_dims);
     }
-    for (int64_t d = last - 1; d >= 0 && ++kidx[d] == g.kernel[d]; --d) kidx[d] = 0;
+    advance(kidx, k_dims);
   }
   return m;
 }

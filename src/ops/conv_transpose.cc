@@ -16,6 +16,14 @@ namespace {
 int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
+// Advances the row-major multi-index idx over dims (both of one size), wrapping to zeros.
+void advance(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (size_t d = idx.size(); d-- > 0;) {
+    if (++idx[d] < dims[d]) return;
+    idx[d] = 0;
+  }
+}
+
 }  // namespace
 
 Result<ConvTransposeAttrs> parse_conv_transpose_attrs(const Attributes& attrs) {
@@ -150,7 +158,10 @@ void conv_transpose_forward(const ConvGeometry& g, const A* x, const A* w, const
   }
   // For each (outer kernel position, input row): offset of the output row it feeds, or -1.
   std::vector<int64_t> row_out(k_outer * rows, -1);
-  std::vector<int64_t> kidx(rank, 0), iidx(rank, 0);
+  // Multi-indices over the outer axes of the kernel and of the input.
+  const std::vector<int64_t> k_dims(g.kernel.begin(), g.kernel.end() - 1);
+  const std::vector<int64_t> i_dims(g.in_spatial.begin(), g.in_spatial.end() - 1);
+  std::vector<int64_t> kidx(last, 0), iidx(last, 0);
   for (int64_t ko = 0; ko < k_outer; ++ko) {
     for (int64_t r = 0; r < rows; ++r) {
       int64_t off = 0, ok = 1;
@@ -160,9 +171,9 @@ void conv_transpose_forward(const ConvGeometry& g, const A* x, const A* w, const
         off = off * g.out_spatial[d] + pos;
       }
       if (ok) row_out[ko * rows + r] = off * out_w;
-      for (int64_t d = last - 1; d >= 0 && ++iidx[d] == g.in_spatial[d]; --d) iidx[d] = 0;
+      advance(iidx, i_dims);
     }
-    for (int64_t d = last - 1; d >= 0 && ++kidx[d] == g.kernel[d]; --d) kidx[d] = 0;
+    advance(kidx, k_dims);
   }
 
   for (int64_t n = 0; n < g.batch; ++n) {

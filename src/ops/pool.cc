@@ -53,18 +53,7 @@ Result<PoolAttrs> parse_pool_attrs(const Attributes& attrs, int64_t spatial_rank
       if (d != 1) return unsupported("dilations " + ints_str(a.dilations) + " on this op");
   }
 
-  std::string auto_pad = attrs.get_string("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET" || auto_pad.empty())
-    a.auto_pad = AutoPad::kNotSet;
-  else if (auto_pad == "SAME_UPPER")
-    a.auto_pad = AutoPad::kSameUpper;
-  else if (auto_pad == "SAME_LOWER")
-    a.auto_pad = AutoPad::kSameLower;
-  else if (auto_pad == "VALID")
-    a.auto_pad = AutoPad::kValid;
-  else
-    return invalid_argument("auto_pad '" + auto_pad +
-                            "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  KILN_ASSIGN_OR_RETURN(a.auto_pad, parse_auto_pad(attrs.get_string("auto_pad", "NOTSET")));
 
   a.pads = attrs.get_ints("pads", std::vector<int64_t>(2 * spatial_rank, 0));
   if (static_cast<int64_t>(a.pads.size()) != 2 * spatial_rank)

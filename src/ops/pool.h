@@ -18,10 +18,9 @@
 #include "ir/attributes.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "ops/auto_pad.h"
 
 namespace kiln {
-
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
 struct PoolAttrs {
   std::vector<int64_t> kernel_shape;

@@ -1,3 +1,4 @@
+#include <new>
 #include <string>
 
 #include "runtime/engine_impl.h"
@@ -38,6 +39,20 @@ Status check_input(const TensorInfo& info, const Tensor& t) {
   return Status::ok();
 }
 
+// Refuses shapes whose size overflows or exceeds the engine's per-tensor limit.
+Status check_size(const TensorDesc& d, int64_t max_bytes) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(d.dtype));
+  for (int64_t dim : d.shape)
+    if (dim == 0) return Status::ok();
+  for (int64_t dim : d.shape)
+    if (__builtin_mul_overflow(bytes, dim, &bytes) || bytes > max_bytes)
+      return Status(StatusCode::kResourceExhausted,
+                    "shape " + shape_str(d.shape) + " of " + dtype_name(d.dtype) +
+                        " exceeds the per-tensor limit of " + std::to_string(max_bytes) +
+                        " bytes (EngineOptions::max_tensor_bytes)");
+  return Status::ok();
+}
+
 }  // namespace
 
 Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -57,8 +72,8 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
   for (size_t i = 0; i < e.inputs.size(); ++i) {
     auto it = inputs.find(e.inputs[i].name);
     if (it == inputs.end())
-      return invalid_argument("missing input '" + e.inputs[i].name + "' (the model's inputs: " +
-                              names_of(e.inputs) + ")");
+      return invalid_argument("missing input '" + e.inputs[i].name +
+                              "' (the model's inputs: " + names_of(e.inputs) + ")");
     KILN_RETURN_IF_ERROR(check_input(e.inputs[i], it->second));
     slots[g.inputs()[i]->id()] = it->second;
   }
@@ -101,12 +116,26 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
         return internal_error(node.describe() + ": no type for output " + std::to_string(i));
       for (int64_t d : out_desc[i].shape)
         if (d < 0)
-          return invalid_argument(node.describe() + ": output '" + v->name +
-                                  "' would have shape " + shape_str(out_desc[i].shape));
-      slots[v->id()] = Tensor(out_desc[i].dtype, out_desc[i].shape);
+          return invalid_argument(node.describe() + ": output '" + v->name + "' would have shape " +
+                                  shape_str(out_desc[i].shape));
+      KILN_RETURN_IF_ERROR_CTX(check_size(out_desc[i], e.options.max_tensor_bytes),
+                               node.describe() + ": output '" + v->name + "'");
+      try {
+        slots[v->id()] = Tensor(out_desc[i].dtype, out_desc[i].shape);
+      } catch (const std::bad_alloc&) {
+        return Status(StatusCode::kResourceExhausted,
+                      node.describe() + ": out of memory allocating output '" + v->name + "' " +
+                          shape_str(out_desc[i].shape));
+      }
       out[i] = &slots[v->id()];
     }
-    KILN_RETURN_IF_ERROR(kernel.execute(in, out));
+    Status executed;
+    try {
+      executed = kernel.execute(in, out);
+    } catch (const std::bad_alloc&) {
+      executed = Status(StatusCode::kResourceExhausted, node.describe() + ": out of memory");
+    }
+    KILN_RETURN_IF_ERROR(executed);
     // Free what no later node reads.
     for (const Value* v : node.inputs)
       if (v && e.last_use[v->id()] == static_cast<int>(k) && !e.is_graph_output[v->id()] &&

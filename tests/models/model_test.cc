@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,9 @@ struct ModelCase {
   std::string model;
   int batch;
 };
+
+// Keeps gtest and ctest from printing the struct as raw bytes.
+void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.model << " batch " << c.batch; }
 
 std::string case_name(const testing::TestParamInfo<ModelCase>& info) {
   return info.param.model + "_b" + std::to_string(info.param.batch);

@@ -191,4 +191,28 @@ inline Tensor ramp(const Shape& shape, float scale = 0.37f, float offset = -1.1f
   return t;
 }
 
+// An opset-6 model using the legacy forms the importer rewrites:
+// x[1,3,4,4] → Add(bias[3], broadcast=1, axis=1) → Clip(min -0.5, max 0.8)
+//   → Pad(pads [0,0,1,1,0,0,0,0], value 0.25) → Upsample-1(×2, nearest) → Softmax(axis 1) → y
+inline ModelBuilder legacy_pipeline_model() {
+  ModelBuilder b(6);
+  b.input("x", kFloat, {1, 3, 4, 4});
+  b.initializer("bias", {3}, {0.1f, -0.2f, 0.3f});
+  auto& add = b.node("Add", {"x", "bias"}, {"a"}, "add");
+  add_attr(add, "broadcast", int64_t{1});
+  add_attr(add, "axis", int64_t{1});
+  auto& clip = b.node("Clip", {"a"}, {"c"}, "clip");
+  add_attr(clip, "min", -0.5f);
+  add_attr(clip, "max", 0.8f);
+  auto& pad = b.node("Pad", {"c"}, {"p"}, "pad");
+  add_attr(pad, "pads", std::vector<int64_t>{0, 0, 1, 1, 0, 0, 0, 0});
+  add_attr(pad, "value", 0.25f);
+  auto& up = b.node("Upsample", {"p"}, {"u"}, "up");
+  add_attr(up, "height_scale", 2.f);
+  add_attr(up, "width_scale", 2.f);
+  b.node("Softmax", {"u"}, {"y"}, "softmax");
+  b.output("y", kFloat, {1, 3, 10, 10});
+  return b;
+}
+
 }  // namespace kiln::test

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <random>
+#include <set>
 
 #include "onnx/onnx_test_util.h"
 #include "onnx/tensor_proto.h"
@@ -261,8 +262,7 @@ TEST(ImporterErrors, GarbageBytes) {
 
 // Every truncation point and many single-bit flips: each must give an error or a valid
 // graph, never a crash, an exception or an error without a message.
-TEST(ImporterErrors, CorruptedBytesNeverCrash) {
-  const std::string bytes = conv_relu_model().bytes();
+void corrupt_and_import(const std::string& bytes) {
   int errors = 0, loaded = 0;
   auto check = [&](const std::string& b) {
     auto g = import_onnx_bytes(b, ".");
@@ -284,6 +284,115 @@ TEST(ImporterErrors, CorruptedBytesNeverCrash) {
   }
   EXPECT_GT(errors, 0);
   EXPECT_GT(loaded, 0);  // flips inside weight values still give a valid model
+}
+
+TEST(ImporterErrors, CorruptedBytesNeverCrash) {
+  for (const std::string& bytes : {conv_relu_model().bytes(), legacy_pipeline_model().bytes()})
+    corrupt_and_import(bytes);
+}
+
+// Models that pass the ONNX checker but break what libonnx's shape inference assumes (it
+// crashed on each of these before the importer checked them).
+TEST(ImporterErrors, ShapeInferencePreconditions) {
+  struct Case {
+    const char* what;
+    std::function<void(ModelBuilder&)> build;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"zero stride",
+       [](ModelBuilder& b) {
+         b.input("x", kFloat, {1, 1, 4, 4});
+         auto& n = b.node("MaxPool", {"x"}, {"y"}, "pool");
+         add_attr(n, "kernel_shape", std::vector<int64_t>{2, 2});
+         add_attr(n, "strides", std::vector<int64_t>{0, 1});
+         b.output("y", kFloat, {1, 1, 2, 2});
+       },
+       "'strides' has value 0"},
+      {"rank-2 ConvTranspose weight",
+       [](ModelBuilder& b) {
+         b.input("x", kFloat, {1, 1, 3, 3});
+         b.input("w", kFloat, {1, 2});
+         b.node("ConvTranspose", {"x", "w"}, {"y"}, "deconv");
+         b.output("y", kFloat, {1, 2, 5, 5});
+       },
+       "weight rank 2"},
+      {"kernel_shape of the wrong length",
+       [](ModelBuilder& b) {
+         b.input("x", kFloat, {1, 1, 4, 4, 4});
+         add_attr(b.node("AveragePool", {"x"}, {"y"}, "pool"), "kernel_shape",
+                  std::vector<int64_t>{2, 2});
+         b.output("y", kFloat, {1, 1, 2, 2, 2});
+       },
+       "'kernel_shape' has 2 values for 3 spatial dimensions"},
+      {"rank-1 Gemm input",
+       [](ModelBuilder& b) {
+         b.input("a", kFloat, {2, 3});
+         b.input("b", kFloat, {3});
+         b.node("Gemm", {"a", "b"}, {"y"}, "gemm");
+         b.output("y", kFloat, {2, 4});
+       },
+       "input 1 has rank 1"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    ModelBuilder b(13);
+    c.build(b);
+    expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kInvalidArgument, {c.message});
+  }
+}
+
+// A weight that is not a dense tensor (here a sparse one) has no rank for inference:
+// that node's inference is skipped (libonnx read its missing shape and crashed), and
+// the importer then refuses the non-tensor value.
+TEST(ImporterErrors, NonTensorWeightIsRefusedWithoutCrash) {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {1, 1, 3, 3});
+  auto* w = b.graph().add_input();
+  w->set_name("w");
+  auto* st = w->mutable_type()->mutable_sparse_tensor_type();
+  st->set_elem_type(kFloat);
+  for (int64_t d : {1, 2, 3, 3}) st->mutable_shape()->add_dim()->set_dim_value(d);
+  b.node("ConvTranspose", {"x", "w"}, {"y"}, "deconv");
+  b.output("y", kFloat, {1, 2, 5, 5});
+  auto g = import_onnx_bytes(b.bytes(), ".");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_NE(g.status().message().find("'w'"), std::string::npos) << g.status().message();
+}
+
+// Two unknown output dims from different nodes must not share a symbolic name.
+TEST(Importer, InferredUnknownDimsGetDistinctNames) {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {4, 6});
+  b.input("s1", kInt64, {2});
+  b.input("s2", kInt64, {2});
+  b.node("Reshape", {"x", "s1"}, {"a"});
+  b.node("Reshape", {"x", "s2"}, {"c"});
+  b.output("a", kFloat, {"p", "q"});
+  b.output("c", kFloat, {"r", "s"});
+  b.graph().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->Clear();
+  b.graph().mutable_output(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->Clear();
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 2; ++k)
+      b.graph()
+          .mutable_output(i)
+          ->mutable_type()
+          ->mutable_tensor_type()
+          ->mutable_shape()
+          ->add_dim();
+  auto g = import_onnx_bytes(b.bytes(), ".");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  std::set<std::string> names;
+  int unknown = 0;
+  for (const Value* o : (*g)->outputs())
+    for (const Dim& d : o->dims) {
+      EXPECT_FALSE(d.known());
+      if (!d.param.empty())
+        names.insert(d.param);
+      else
+        ++unknown;
+    }
+  EXPECT_EQ(names.size() + unknown, 4u);
 }
 
 TEST(ImporterErrors, OpKilnLacks) {

@@ -100,5 +100,35 @@ TEST(ImporterNormalize, PReluFrom7KeepsNumpyBroadcast) {
   EXPECT_EQ(g->nodes().size(), 1u);
 }
 
+// The whole legacy pipeline runs and matches the math written out here.
+TEST(ImporterNormalize, LegacyPipelineRuns) {
+  ModelBuilder b = legacy_pipeline_model();
+  auto g = import_ok(b);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(nodes_of(*g, OpKind::Resize).size(), 1u);
+  EXPECT_EQ(nodes_of(*g, OpKind::Flatten).size(), 1u);  // Softmax-1 over C·H·W
+
+  Tensor x = ramp({1, 3, 4, 4}, 0.61f, 0.f);
+  Tensor y = run_model(b, {{"x", x}}, "y");
+  ASSERT_EQ(y.shape(), (Shape{1, 3, 10, 10}));
+  const float bias[3] = {0.1f, -0.2f, 0.3f};
+  // p[c][i][j] on the padded 5x5 grid (one row/column of 0.25 before), then ×2 nearest.
+  auto padded = [&](int c, int i, int j) {
+    if (i == 0 || j == 0) return 0.25f;
+    float v = x.data<float>()[(c * 4 + i - 1) * 4 + j - 1] + bias[c];
+    return std::min(std::max(v, -0.5f), 0.8f);
+  };
+  double sum = 0;
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 10; ++i)
+      for (int j = 0; j < 10; ++j) sum += std::exp(padded(c, i / 2, j / 2));
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 10; ++i)
+      for (int j = 0; j < 10; ++j)
+        EXPECT_NEAR(y.data<float>()[(c * 10 + i) * 10 + j], std::exp(padded(c, i / 2, j / 2)) / sum,
+                    1e-7)
+            << c << "," << i << "," << j;
+}
+
 }  // namespace
 }  // namespace kiln::test

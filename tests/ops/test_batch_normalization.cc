@@ -14,6 +14,9 @@ struct BnCase {
   float epsilon;  // < 0: attribute absent (default 1e-5)
 };
 
+// gtest prints a failing case by name, not as bytes.
+void PrintTo(const BnCase& c, std::ostream* os) { *os << c.name; }
+
 Tensor bn_formula(const Tensor& x, const Tensor& s, const Tensor& b, const Tensor& mean,
                   const Tensor& var, double eps) {
   Tensor y(DataType::kFloat32, x.shape());

@@ -1,3 +1,5 @@
+#include <sstream>
+
 #include "ops/shape_op_test_util.h"
 
 namespace kiln::test {
@@ -25,9 +27,10 @@ TEST(Concat, TableOfShapesAndAxes) {
   };
   for (const ConcatCase& c : cases) {
     for (DataType dt : movable_dtypes()) {
-      std::string trace = "axis " + std::to_string(c.axis) + " " + dtype_name(dt);
-      for (const Shape& s : c.ins) trace += " " + shape_str(s);
-      SCOPED_TRACE(trace);
+      std::ostringstream trace;
+      trace << "axis " << c.axis << " " << dtype_name(dt);
+      for (const Shape& s : c.ins) trace << " " << shape_str(s);
+      SCOPED_TRACE(trace.str());
       std::vector<Tensor> xs;
       for (size_t k = 0; k < c.ins.size(); ++k)
         xs.push_back(random_of(dt, c.ins[k], 100 + static_cast<uint32_t>(k)));

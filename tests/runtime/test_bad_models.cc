@@ -282,5 +282,39 @@ TEST(BadModels, MutatedProtoFashionMnist) {
   EXPECT_GT(tally.load_errors + tally.run_errors, kCases / 4);
 }
 
+// The shipped model, fed what it does not take: each request fails naming the input and
+// what was expected, and the Context still runs a good request afterwards.
+TEST(BadModels, FashionMnistWrongInputs) {
+  REQUIRE_FASHION_MODEL();
+  auto engine = Engine::from_bytes(fashion_bytes(), {});
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  auto ctx = (*engine)->create_context();
+  TensorInfo info = (*engine)->inputs().at(0);
+  Tensor good = input_for(info);
+  struct Bad {
+    std::string name;
+    Tensor t;
+    std::vector<std::string> words;
+  };
+  const std::vector<Bad> bad = {
+      {"images", good, {"images", "input"}},
+      {"input", Tensor::zeros(DataType::kFloat32, {2, 3, 28, 28}), {"input", "[2,3,28,28]"}},
+      {"input", Tensor::zeros(DataType::kFloat32, {2, 28, 28}), {"input", "[2,28,28]"}},
+      {"input", Tensor::zeros(DataType::kFloat32, {1, 1, 32, 32}), {"input", "[1,1,32,32]"}},
+      {"input", Tensor::zeros(DataType::kUInt8, {2, 1, 28, 28}), {"input", "float32", "uint8"}},
+      {"input", Tensor::zeros(DataType::kFloat64, {2, 1, 28, 28}), {"input", "float64"}},
+  };
+  for (const Bad& b : bad) {
+    auto out = ctx->run({{b.name, b.t}});
+    ASSERT_FALSE(out.is_ok()) << b.name << " " << shape_str(b.t.shape()) << " ran";
+    for (const std::string& w : b.words)
+      EXPECT_NE(out.status().message().find(w), std::string::npos)
+          << "'" << w << "' not in: " << out.status().to_string();
+  }
+  auto out = ctx->run({{"input", good}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(out->at("logits").shape(), (Shape{2, 10}));
+}
+
 }  // namespace
 }  // namespace kiln

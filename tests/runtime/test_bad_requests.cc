@@ -214,12 +214,31 @@ const std::vector<BrokenCase>& broken_cases() {
          a->set_i(2);
        },
        {"conv"}},
-      {"conv_zero_stride", [](auto& m) { attr(m, "conv", "strides")->set_ints(0, 0); }, {"conv"}},
+      // libonnx 1.12's shape inference divides by the stride (SIGFPE): the importer must
+      // refuse strides < 1 before it runs.
+      {"conv_zero_stride",
+       [](auto& m) { attr(m, "conv", "strides")->set_ints(0, 0); },
+       {"conv", "strides"}},
+      {"maxpool_zero_stride",
+       [](auto& m) {
+         auto* n = node(m, "gap");
+         n->set_op_type("MaxPool");
+         add_ints(n, "kernel_shape", {2, 2});
+         add_ints(n, "strides", {0, 0});
+       },
+       {"gap", "strides"}},
       {"conv_negative_stride",
        [](auto& m) { attr(m, "conv", "strides")->set_ints(1, -2); },
        {"conv"}},
       {"conv_huge_pads",
        [](auto& m) { attr(m, "conv", "pads")->set_ints(0, int64_t{1} << 40); },
+       {"conv"}},
+      // Output dims whose product overflows int64 (2·4·2^40·2^40 wraps to 0).
+      {"conv_overflowing_pads",
+       [](auto& m) {
+         attr(m, "conv", "pads")->set_ints(0, int64_t{1} << 40);
+         attr(m, "conv", "pads")->set_ints(1, int64_t{1} << 40);
+       },
        {"conv"}},
       {"conv_kernel_shape_mismatch",
        [](auto& m) { attr(m, "conv", "kernel_shape")->set_ints(0, 5); },

@@ -1,6 +1,9 @@
 // Engine::stats() on hand-built graphs whose FLOPs are worked out here from the layer sizes.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "ir/graph.h"
@@ -119,6 +122,23 @@ TEST(ModelStats, ConvTransposeAndTransposedGemm) {
   EXPECT_DOUBLE_EQ(s.flops_per_image, want);  // the first input's batch is 1: no division
   EXPECT_EQ(s.num_parameters, 2 * 3 * 3 * 3 + 6 * 4);
   EXPECT_EQ(s.op_counts.at("Relu"), 1);
+}
+
+// The demo model records the FLOPs its trainer counted with PyTorch forward hooks
+// (scripts/models/train_fashion_mnist.py); the IR-based count must agree.
+TEST(ModelStats, FashionMnistMatchesTheTrainersCount) {
+  const std::string path = std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " has not been trained";
+  onnx::ModelProto m;
+  std::ifstream f(path, std::ios::binary);
+  ASSERT_TRUE(m.ParseFromIstream(&f));
+  std::string recorded;
+  for (const auto& p : m.metadata_props())
+    if (p.key() == "kiln.flops_per_image") recorded = p.value();
+  if (recorded.empty()) GTEST_SKIP() << "no kiln.flops_per_image in " << path;
+  auto e = Engine::load(path, {});
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_DOUBLE_EQ((*e)->stats().flops_per_image, std::stod(recorded));
 }
 
 }  // namespace

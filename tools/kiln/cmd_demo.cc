@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "kiln/cli_common.h"
@@ -30,7 +31,8 @@ struct DemoOptions {
   std::string data = "/usr/share/datasets/fashion-mnist";
   int64_t batch = 100;
   bool batch_given = false;
-  int64_t limit = 0;  // 0: all images
+  int64_t limit = 0;               // 0: all images
+  std::optional<float> mean, std;  // override the model's metadata
 };
 
 // A gzip-compressed IDX file of unsigned bytes: dims and the data that follows them.
@@ -150,8 +152,8 @@ int run(const DemoOptions& o, const GlobalOptions& g) {
   int64_t total = images->dims[0];
   if (o.limit > 0) total = std::min(total, o.limit);
 
-  const float mean = metadata_float(e, "kiln.mean", 0.f);
-  const float std = metadata_float(e, "kiln.std", 1.f);
+  const float mean = o.mean ? *o.mean : metadata_float(e, "kiln.mean", 0.f);
+  const float std = o.std ? *o.std : metadata_float(e, "kiln.std", 1.f);
   if (std == 0.f) return fail(invalid_argument("model metadata kiln.std is 0"));
   spdlog::info("normalization: (x/255 - {}) / {}", mean, std);
   const std::vector<std::string> names = class_names(e);
@@ -224,6 +226,10 @@ Command add_demo_command(CLI::App& root, const GlobalOptions& global) {
                        ->capture_default_str();
   app->add_option("--limit", o->limit, "classify only the first N images")
       ->check(CLI::PositiveNumber);
+  app->add_option("--mean", o->mean,
+                  "pixel mean on the [0,1] scale (default: model metadata "
+                  "kiln.mean, else 0)");
+  app->add_option("--std", o->std, "pixel std (default: model metadata kiln.std, else 1)");
   return {app, [o, b, &global] {
             o->batch_given = b->count() > 0;
             return run(*o, global);

@@ -223,9 +223,10 @@ int run(RunOptions& o, const GlobalOptions& g) {
                 top.softmax_applied ? " (softmax)" : "");
     for (size_t i = 0; i < top.entries.size(); ++i) {
       auto [cls, prob] = top.entries[i];
-      const char* label = cls < static_cast<int64_t>(labels.size()) ? labels[cls].c_str() : "";
-      std::printf("  %2zu. %8.4f%%  class %-5lld %s\n", i + 1, prob * 100,
-                  static_cast<long long>(cls), label);
+      std::string line = "class " + std::to_string(cls);
+      if (cls < static_cast<int64_t>(labels.size()) && !labels[cls].empty())
+        line += std::string(line.size() < 11 ? 11 - line.size() : 1, ' ') + labels[cls];
+      std::printf("  %2zu. %8.4f%%  %s\n", i + 1, prob * 100, line.c_str());
     }
   }
   return kExitOk;

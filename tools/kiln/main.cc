@@ -36,6 +36,11 @@ int run_main(int argc, char** argv) {
       add_demo_command(app, global),
   };
 
+  for (const Command& c : commands)
+    c.app->footer(
+        "Global options (--device, --threads, -v) may also follow the subcommand; "
+        "see kiln --help.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,148 @@
+// `kiln run` with JPEG/PNG inputs: decoding, resizing, channel conversion, normalization
+// (flags and model metadata) and the top-k printout.
+// stb_image_write's implementation lives here; its code is not ours to lint.
+// clang-format off
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb_image_write.h>
+#undef STB_IMAGE_WRITE_IMPLEMENTATION
+#pragma GCC diagnostic pop
+// clang-format on
+
+#include "runtime/cli_test_util.h"
+
+#ifdef KILN_CLI_PATH
+
+namespace kiln::test {
+namespace {
+
+TEST_F(Cli, PngInputIsScaledAndNormalized) {
+  const int h = 4, w = 5;
+  auto px = random_pixels(h * w * 3, 3);
+  ASSERT_TRUE(stbi_write_png(path("img.png").c_str(), w, h, 3, px.data(), w * 3));
+  // RGB, per-channel mean/std; the image already has the model's size, so no resampling.
+  std::string model = identity_model(3, h, w);
+  auto r = kiln("run " + model + " -i " + path("img.png").string() +
+                " --mean 0.1,0.2,0.3 --std 0.5,0.25,2 -o " + path("o").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const float mean[3] = {0.1f, 0.2f, 0.3f}, stdv[3] = {0.5f, 0.25f, 2.f};
+  Tensor want(DataType::kFloat32, {1, 3, h, w});
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < h * w; ++i)
+      want.data<float>()[c * h * w + i] = (px[3 * i + c] / 255.f - mean[c]) / stdv[c];
+  expect_close(read_output("o/out.npy"), want, 1e-5);
+
+  // One channel: luminance, and a single --mean for all channels; default std 1.
+  std::string gray = identity_model(1, h, w, "gray.onnx");
+  r = kiln("run " + gray + " -i image=" + path("img.png").string() + " --mean 0.5 -o " +
+           path("g").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  Tensor want_gray(DataType::kFloat32, {1, 1, h, w});
+  for (int i = 0; i < h * w; ++i)
+    want_gray.data<float>()[i] =
+        (0.299f * px[3 * i] + 0.587f * px[3 * i + 1] + 0.114f * px[3 * i + 2]) / 255.f - 0.5f;
+  expect_close(read_output("g/out.npy"), want_gray, 1e-5);
+}
+
+TEST_F(Cli, JpegInputIsDecodedAndResized) {
+  // A flat colour survives JPEG (almost) and any resampling filter.
+  const int h = 24, w = 30;
+  const uint8_t color[3] = {200, 50, 120};
+  std::vector<uint8_t> px(h * w * 3);
+  for (int i = 0; i < h * w; ++i)
+    for (int c = 0; c < 3; ++c) px[3 * i + c] = color[c];
+  ASSERT_TRUE(stbi_write_jpg(path("img.jpg").c_str(), w, h, 3, px.data(), 100));
+  std::string model = identity_model(3, 6, 7);
+  auto r = kiln("run " + model + " -i " + path("img.jpg").string() + " --mean 0 --std 1 -o " +
+                path("o").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  Tensor got = read_output("o/out.npy");
+  ASSERT_EQ(got.shape(), (Shape{1, 3, 6, 7}));
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 42; ++i)
+      ASSERT_NEAR(got.data<float>()[c * 42 + i], color[c] / 255.f, 3 / 255.f);
+  // --size must agree with a model of fixed size: the engine refuses the wrong shape.
+  expect_error(kiln("run " + model + " -i " + path("img.jpg").string() + " --size 8x8"), 1,
+               "expected shape");
+  expect_error(kiln("run " + model + " -i " + path("img.jpg").string() + " --size 8y8"), 2,
+               "--size");
+  expect_error(kiln("run " + model + " -i " + path("img.jpg").string() + " --mean a,b"), 2,
+               "--mean");
+  expect_error(kiln("run " + model + " -i " + path("img.jpg").string() + " --std 1,0,1"), 2,
+               "--std");
+  // Broken images: a PNG signature with garbage after it, a JPEG cut short in its header.
+  std::ofstream(path("broken.png")) << "\x89PNG\r\n\x1a\n but then nothing valid";
+  std::string jpg = slurp(path("img.jpg"));
+  std::ofstream(path("cut.jpg"), std::ios::binary) << jpg.substr(0, 20);
+  expect_error(kiln("run " + model + " -i " + path("broken.png").string()), 1,
+               "broken.png: bad PNG");
+  expect_error(kiln("run " + model + " -i " + path("cut.jpg").string()), 1, "cut.jpg: bad JPEG");
+}
+
+TEST_F(Cli, ModelMetadataSetsTheNormalization) {
+  const int h = 3, w = 3;
+  auto px = random_pixels(h * w * 3, 9);
+  ASSERT_TRUE(stbi_write_png(path("img.png").c_str(), w, h, 3, px.data(), w * 3));
+  std::vector<std::string> dims = {"1", "1", "3", "3"};
+  std::string model = ModelBuilder()
+                          .input("image", dims)
+                          .output("out", dims)
+                          .node("Identity", {"image"}, {"out"})
+                          .metadata("kiln.mean", "0.2860")
+                          .metadata("kiln.std", "0.3530")
+                          .save(path("m.onnx"));
+  auto r = kiln("run " + model + " -i " + path("img.png").string() + " -o " + path("o").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  Tensor want(DataType::kFloat32, {1, 1, h, w});
+  for (int i = 0; i < h * w; ++i)
+    want.data<float>()[i] =
+        ((0.299f * px[3 * i] + 0.587f * px[3 * i + 1] + 0.114f * px[3 * i + 2]) / 255.f - 0.286f) /
+        0.353f;
+  expect_close(read_output("o/out.npy"), want, 1e-5);
+}
+
+TEST_F(Cli, ImageRunPrintsTopKWithLabels) {
+  const uint8_t color[3] = {30, 220, 140};
+  std::vector<uint8_t> px(8 * 8 * 3);
+  for (int i = 0; i < 64; ++i)
+    for (int c = 0; c < 3; ++c) px[3 * i + c] = color[c];
+  ASSERT_TRUE(stbi_write_png(path("img.png").c_str(), 8, 8, 3, px.data(), 24));
+  std::ofstream(path("labels.txt")) << "red\r\ngreen\nblue\n";
+  std::string model = channel_mean_model(path("m.onnx"));
+  // The model's H×W is 8×8, but its batch is symbolic: --size is not needed.
+  auto r = kiln("run " + model + " -i " + path("img.png").string() + " --labels " +
+                path("labels.txt").string() + " --top-k 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // ImageNet normalization (the 3-channel default), then softmax over the three means.
+  const double mean[3] = {0.485, 0.456, 0.406}, stdv[3] = {0.229, 0.224, 0.225};
+  double z[3], sum = 0;
+  for (int c = 0; c < 3; ++c) sum += (z[c] = std::exp((color[c] / 255.0 - mean[c]) / stdv[c]));
+  EXPECT_NE(r.out.find("top-2 of 'scores' (softmax)"), std::string::npos) << r.out;
+  // Lines "  1.  74.6305%  class 1     green": rank, probability, class, label.
+  std::istringstream lines(r.out.substr(r.out.find("(softmax):")));
+  std::string line;
+  std::getline(lines, line);
+  const int want_class[2] = {1, 2};
+  const char* want_label[2] = {"green", "blue"};
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(std::getline(lines, line)) << r.out;
+    int got_rank = 0, got_class = -1;
+    double prob = 0;
+    char label[32] = {};
+    ASSERT_EQ(
+        std::sscanf(line.c_str(), " %d. %lf%% class %d %31s", &got_rank, &prob, &got_class, label),
+        4)
+        << line;
+    EXPECT_EQ(got_rank, rank + 1);
+    EXPECT_EQ(got_class, want_class[rank]);
+    EXPECT_STREQ(label, want_label[rank]);
+    EXPECT_NEAR(prob, 100 * z[want_class[rank]] / sum, 2e-4) << line;
+  }
+  EXPECT_FALSE(std::getline(lines, line)) << "only the top 2 are printed: " << line;
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+#endif  // KILN_CLI_PATH

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/attributes.h"
+#include "ir/epilogue.h"
 #include "ir/op_kind.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
@@ -57,6 +58,9 @@ class Node {
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
   Attributes attrs;
+  // Fused work on the output (set by the epilogue-fusion pass on Conv/Gemm/MatMul...);
+  // a residual input, if any, is one of `inputs` (see epilogue.h).
+  Epilogue epilogue;
 
   int id() const { return id_; }
   // Input i, or nullptr when absent/omitted.

@@ -46,6 +46,7 @@ std::string print_graph(const Graph& g) {
       os << (i ? ", " : "") << value_str(n->outputs[i]);
     os << ")";
     for (const auto& [k, a] : n->attrs.all()) os << " " << k << "=" << attr_str(a);
+    if (!n->epilogue.empty()) os << " epilogue=[" << n->epilogue.describe() << "]";
     os << "\n";
   }
   for (const Value* v : g.outputs()) os << "  output " << value_str(v) << "\n";

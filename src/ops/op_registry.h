@@ -46,6 +46,15 @@ class OpRegistry {
   static const OpDef* find(OpKind op);
 };
 
+// The op's shape rule and reference kernel applied to a node with a fused epilogue
+// (ir/epilogue.h): the residual input is hidden from the op's own rule and kernel, then
+// added to output 0, then the activation is applied. Equal to def->infer/run when the
+// epilogue is empty. Float outputs only when the epilogue is not empty.
+Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDesc>& in,
+                  std::vector<TensorDesc>& out);
+Status run_node(const OpDef& def, const Node& node, const std::vector<const Tensor*>& in,
+                const std::vector<Tensor*>& out);
+
 // Runs `node` on the reference kernel: infer → allocate outputs → run. `out` receives one
 // tensor per node output (undefined for omitted outputs). Errors carry the node's name.
 Status run_reference(const Node& node, const std::vector<const Tensor*>& in,

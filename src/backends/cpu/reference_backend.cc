@@ -11,10 +11,10 @@ class ReferenceKernel final : public Kernel {
   ReferenceKernel(const Node& node, const OpDef& def) : node_(node), def_(def) {}
 
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) override {
-    return def_.infer(node_, in, out).with_context(node_.describe());
+    return infer_node(def_, node_, in, out).with_context(node_.describe());
   }
   Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    return def_.run(node_, in, out).with_context(node_.describe());
+    return run_node(def_, node_, in, out).with_context(node_.describe());
   }
 
  private:

@@ -1,0 +1,52 @@
+#include "ir/epilogue.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace kiln {
+
+const char* activation_name(Activation a) {
+  switch (a) {
+    case Activation::kNone: return "None";
+    case Activation::kRelu: return "Relu";
+    case Activation::kClip: return "Clip";
+    case Activation::kLeakyRelu: return "LeakyRelu";
+    case Activation::kSigmoid: return "Sigmoid";
+    case Activation::kTanh: return "Tanh";
+    case Activation::kSilu: return "SiLU";
+    case Activation::kHardSigmoid: return "HardSigmoid";
+    case Activation::kHardSwish: return "HardSwish";
+  }
+  return "?";
+}
+
+float apply_activation(Activation a, float alpha, float beta, float x) {
+  switch (a) {
+    case Activation::kNone: return x;
+    case Activation::kRelu: return x > 0.f ? x : 0.f;
+    case Activation::kClip: return std::min(std::max(x, alpha), beta);
+    case Activation::kLeakyRelu: return x < 0.f ? alpha * x : x;
+    case Activation::kSigmoid: return 1.f / (1.f + std::exp(-x));
+    case Activation::kTanh: return std::tanh(x);
+    case Activation::kSilu: return x / (1.f + std::exp(-x));
+    case Activation::kHardSigmoid: return std::max(0.f, std::min(1.f, alpha * x + beta));
+    case Activation::kHardSwish: return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
+  }
+  return x;
+}
+
+std::string Epilogue::describe() const {
+  std::ostringstream os;
+  if (residual_input >= 0) os << "+ residual";
+  if (act != Activation::kNone) {
+    if (residual_input >= 0) os << " → ";
+    os << activation_name(act);
+    if (act == Activation::kClip) os << "(" << alpha << ", " << beta << ")";
+    if (act == Activation::kLeakyRelu) os << "(" << alpha << ")";
+    if (act == Activation::kHardSigmoid) os << "(" << alpha << ", " << beta << ")";
+  }
+  return os.str();
+}
+
+}  // namespace kiln

@@ -1,0 +1,44 @@
+// A fused epilogue: what a Conv/ConvTranspose/Gemm/MatMul node does to its result before
+// writing it. Fusion is an epilogue on the producing node, not a new op kind, so it maps
+// one-to-one onto oneDNN post-ops and cuDNN/cuBLASLt epilogues:
+//
+//   y = act(op(inputs...) + residual)
+//
+// The bias is the op's own bias input (Conv B, Gemm C). The residual, when present, is the
+// node input at `residual_input` (after the op's own inputs), with the output's shape; it
+// is added before the activation, as in ResNet's relu(bn(conv(x)) + shortcut).
+#pragma once
+
+#include <string>
+
+namespace kiln {
+
+enum class Activation {
+  kNone,
+  kRelu,
+  kClip,         // min(max(x, alpha), beta); ReLU6 is Clip(0, 6)
+  kLeakyRelu,    // x < 0 ? alpha·x : x
+  kSigmoid,
+  kTanh,
+  kSilu,         // x·sigmoid(x) (exporters write it as Mul(x, Sigmoid(x)))
+  kHardSigmoid,  // max(0, min(1, alpha·x + beta))
+  kHardSwish,    // x·max(0, min(1, x/6 + 1/2))
+};
+
+const char* activation_name(Activation a);
+
+// The scalar definition every backend must match.
+float apply_activation(Activation a, float alpha, float beta, float x);
+
+struct Epilogue {
+  Activation act = Activation::kNone;
+  float alpha = 0.f;
+  float beta = 0.f;
+  int residual_input = -1;  // index into Node::inputs, or -1
+
+  bool empty() const { return act == Activation::kNone && residual_input < 0; }
+  // "+ residual → Relu", "Clip(0, 6)", "" when empty.
+  std::string describe() const;
+};
+
+}  // namespace kiln

@@ -1,7 +1,9 @@
 #include <algorithm>
 
+#include "backends/cpu/dnnl_backend.h"
 #include "core/check.h"
 #include "onnx/importer.h"
+#include "passes/pass.h"
 #include "runtime/engine_impl.h"
 
 namespace kiln {
@@ -35,6 +37,7 @@ Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
                                              const EngineOptions& options) {
   if (options.device == Device::kCuda)
     return unsupported("--device cuda: this kiln build has no CUDA backend yet");
+  if (options.optimize) KILN_RETURN_IF_ERROR(optimize_graph(*graph));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
 
@@ -44,12 +47,17 @@ Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
   for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
   impl->metadata = graph->metadata;
 
+  if (options.backend != "auto" && options.backend != "reference")
+    return invalid_argument("backend '" + options.backend + "': expected auto or reference");
   const Backend& ref = reference_backend();
+  // "auto": oneDNN for the nodes it supports, the reference kernels for the rest.
+  const Backend* fast = options.backend == "auto" ? &onednn_backend(options.threads) : nullptr;
   for (const auto& n : graph->nodes()) {
-    if (!ref.supports(*n))
+    const Backend* b = fast && fast->supports(*n) ? fast : &ref;
+    if (b == &ref && !ref.supports(*n))
       return unsupported(n->describe() + ": op " + op_name(n->op) + " has no kernel");
     impl->order.push_back(n.get());
-    impl->node_backend.push_back(&ref);
+    impl->node_backend.push_back(b);
   }
   impl->last_use.assign(graph->value_id_limit(), -1);
   impl->is_graph_output.assign(graph->value_id_limit(), false);

@@ -1,10 +1,14 @@
-// `kiln inspect MODEL [--graph]`: what a model takes and gives, what it is made of and how
-// much it costs (op counts, parameters, FLOPs per image), and with --graph the kiln IR.
+// `kiln inspect MODEL [--graph] [--passes]`: what a model takes and gives, what it is made
+// of and how much it costs (op counts, parameters, FLOPs per image), with --graph the kiln
+// IR, with --passes what the graph optimizer does to it. The description is of the model
+// as imported (optimize off), so it matches the .onnx file the user knows.
 #include <cstdio>
 #include <vector>
 
 #include "ir/graph.h"  // print_graph: the IR dump is what --graph promises
 #include "kiln/cli_common.h"
+#include "onnx/importer.h"
+#include "passes/pass.h"
 
 namespace kiln::cli {
 
@@ -13,6 +17,7 @@ namespace {
 struct InspectOptions {
   std::string model;
   bool graph = false;
+  bool passes = false;
 };
 
 std::string human_count(double v) {
@@ -50,8 +55,27 @@ void print_tensors(const char* title, const std::vector<TensorInfo>& infos) {
                 declared_shape(i).c_str());
 }
 
+// Node counts after each pass and the fused groups, on a fresh import of the model.
+int print_passes(const std::string& model) {
+  auto graph = import_onnx_file(model);
+  if (!graph.is_ok()) return fail(graph.status());
+  PassReport report;
+  Status s = optimize_graph(**graph, &report);
+  if (!s.is_ok()) return fail(s.with_context(model));
+  std::printf("\npasses\n  %-22s %lld nodes\n", "imported",
+              static_cast<long long>(report.nodes_before));
+  for (const auto& step : report.steps)
+    std::printf("  %-22s %lld nodes\n", step.pass.c_str(),
+                static_cast<long long>(step.nodes_after));
+  std::printf("fused groups (%zu)\n", report.fused_groups.size());
+  for (const std::string& line : report.fused_groups) std::printf("  %s\n", line.c_str());
+  return kExitOk;
+}
+
 int run(const InspectOptions& o, const GlobalOptions& g) {
-  auto engine_or = load_engine(o.model, g);
+  EngineOptions opts = engine_options(g);
+  opts.optimize = false;
+  auto engine_or = Engine::load(o.model, opts);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
   const Graph& graph = e.graph();
@@ -79,6 +103,7 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     for (const auto& [k, v] : e.metadata()) std::printf("  %s = %s\n", k.c_str(), v.c_str());
   }
   if (o.graph) std::printf("\n%s", print_graph(graph).c_str());
+  if (o.passes) return print_passes(o.model);
   return kExitOk;
 }
 
@@ -89,6 +114,8 @@ Command add_inspect_command(CLI::App& root, const GlobalOptions& global) {
   CLI::App* app = root.add_subcommand("inspect", "describe a model: I/O, ops, parameters, FLOPs");
   app->add_option("model", o->model, "the .onnx model")->required();
   app->add_flag("--graph", o->graph, "also print the imported graph (kiln IR), one node a line");
+  app->add_flag("--passes", o->passes,
+                "also print the node count after each optimizer pass and the fused groups");
   return {app, [o, &global] { return run(*o, global); }};
 }
 

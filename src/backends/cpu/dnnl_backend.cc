@@ -1,0 +1,137 @@
+// The oneDNN CPU backend: Conv and Gemm (with their fused epilogue as post-ops) and 2-D
+// pooling in fp32. Everything else stays on the reference backend (see runtime/engine.cc).
+
+#include <omp.h>
+
+#include <map>
+#include <mutex>
+
+#include "backends/cpu/dnnl_common.h"
+
+namespace kiln::dnnl_cpu {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+void set_threads(int threads) { omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs()); }
+
+bool is_f32(const Value* v, bool optional) {
+  if (!v) return optional;
+  return v->dtype == DataType::kFloat32;
+}
+
+dnnl::memory::dims to_dims(const std::vector<int64_t>& v) {
+  return dnnl::memory::dims(v.begin(), v.end());
+}
+
+// Appends the epilogue activation as eltwise post-ops; false when oneDNN 2.6 has none.
+bool append_activation(const Epilogue& e, dnnl::post_ops& ops) {
+  using alg = dnnl::algorithm;
+  switch (e.act) {
+    case Activation::kNone: return true;
+    case Activation::kRelu: ops.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f); return true;
+    case Activation::kLeakyRelu:
+      ops.append_eltwise(1.f, alg::eltwise_relu, e.alpha, 0.f);
+      return true;
+    case Activation::kClip:
+      ops.append_eltwise(1.f, alg::eltwise_clip, e.alpha, e.beta);
+      return true;
+    case Activation::kSigmoid:
+      ops.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f);
+      return true;
+    case Activation::kTanh: ops.append_eltwise(1.f, alg::eltwise_tanh, 0.f, 0.f); return true;
+    case Activation::kSilu: ops.append_eltwise(1.f, alg::eltwise_swish, 1.f, 0.f); return true;
+    case Activation::kHardSigmoid:
+      // 2.6 has no hardsigmoid: alpha·x + beta, then clip to [0, 1].
+      ops.append_eltwise(1.f, alg::eltwise_linear, e.alpha, e.beta);
+      ops.append_eltwise(1.f, alg::eltwise_clip, 0.f, 1.f);
+      return true;
+    case Activation::kHardSwish:
+      ops.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
+      return true;
+  }
+  return false;
+}
+
+namespace {
+bool same_descs(const std::vector<TensorDesc>& a, const std::vector<TensorDesc>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].dtype != b[i].dtype || a[i].shape != b[i].shape) return false;
+  return true;
+}
+}  // namespace
+
+Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) {
+  const OpDef* def = OpRegistry::find(node_.op);
+  if (!def) return unsupported(node_.describe() + ": no shape rule");
+  // The reference shape rule validates attributes and shapes and gives the output descs.
+  KILN_RETURN_IF_ERROR(infer_node(*def, node_, in, out).with_context(node_.describe()));
+  if (!prepared_in_.empty() && same_descs(in, prepared_in_)) return Status();
+  set_threads(threads_);
+  try {
+    fallback_ = !try_prepare(in, out);
+  } catch (const dnnl::error&) {
+    fallback_ = true;  // oneDNN has no implementation for these shapes/attributes
+  }
+  prepared_in_ = in;
+  return Status();
+}
+
+Status DnnlKernel::execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+  if (fallback_) {
+    const OpDef* def = OpRegistry::find(node_.op);
+    return run_node(*def, node_, in, out).with_context(node_.describe());
+  }
+  set_threads(threads_);
+  try {
+    run(in, out);
+  } catch (const dnnl::error& e) {
+    return internal_error(node_.describe() + ": oneDNN: " + e.what());
+  }
+  return Status();
+}
+
+namespace {
+
+class OnednnBackend final : public Backend {
+ public:
+  explicit OnednnBackend(int threads) : threads_(threads) {}
+  const char* name() const override { return "onednn"; }
+  bool supports(const Node& node) const override {
+    switch (node.op) {
+      case OpKind::Conv: return conv_supported(node);
+      case OpKind::Gemm: return gemm_supported(node);
+      case OpKind::MaxPool:
+      case OpKind::AveragePool: return pool_supported(node);
+      default: return false;
+    }
+  }
+  Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
+    if (!supports(node)) return unsupported(node.describe() + ": not supported by oneDNN");
+    if (node.op == OpKind::Conv) return make_conv_kernel(node, threads_);
+    if (node.op == OpKind::Gemm) return make_gemm_kernel(node, threads_);
+    return make_pool_kernel(node, threads_);
+  }
+
+ private:
+  int threads_;
+};
+
+}  // namespace
+}  // namespace kiln::dnnl_cpu
+
+namespace kiln {
+
+const Backend& onednn_backend(int threads) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<dnnl_cpu::OnednnBackend>> backends;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& b = backends[threads];
+  if (!b) b = std::make_unique<dnnl_cpu::OnednnBackend>(threads);
+  return *b;
+}
+
+}  // namespace kiln

@@ -1,0 +1,65 @@
+// Shared plumbing of the oneDNN CPU backend: one engine/stream per process, the thread
+// count every kernel sets before creating or running a primitive, and a kernel base that
+// falls back to the reference kernel when oneDNN cannot take the concrete shapes (a rank
+// supports() could not see, a padding oneDNN rejects), so a claimed node always runs.
+#pragma once
+
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/cpu/dnnl_backend.h"
+
+namespace kiln::dnnl_cpu {
+
+dnnl::engine& cpu_engine();
+// OpenMP's thread count is per calling thread, so kernels set it on every prepare/execute;
+// 0 means all cores.
+void set_threads(int threads);
+
+// Whether `v` is a float32 value (or an omitted optional input when `optional`).
+bool is_f32(const Value* v, bool optional = false);
+
+// dnnl dims from kiln shapes.
+dnnl::memory::dims to_dims(const std::vector<int64_t>& v);
+
+// Appends the epilogue's activation as eltwise post-ops (after any sum post-op for the
+// residual); false when oneDNN 2.6 cannot express it.
+bool append_activation(const Epilogue& e, dnnl::post_ops& ops);
+
+// Base for oneDNN kernels: subclasses implement try_prepare (false → use the reference
+// kernel for these shapes) and run.
+class DnnlKernel : public Kernel {
+ public:
+  DnnlKernel(const Node& node, int threads) : node_(node), threads_(threads) {}
+
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) final;
+  Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) final;
+  // Whether the prepared shapes run the reference kernel (tests check which path ran).
+  bool uses_reference() const { return fallback_; }
+
+ protected:
+  // Builds the primitive for `in`; `out` already holds the inferred output descs. Returns
+  // false (not an error) when oneDNN cannot run these shapes.
+  virtual bool try_prepare(const std::vector<TensorDesc>& in,
+                           const std::vector<TensorDesc>& out) = 0;
+  virtual void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) = 0;
+
+  const Node& node_;
+  int threads_;
+
+ private:
+  bool fallback_ = false;
+  std::vector<TensorDesc> prepared_in_;
+};
+
+std::unique_ptr<Kernel> make_conv_kernel(const Node& node, int threads);
+bool conv_supported(const Node& node);
+std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, int threads);
+bool gemm_supported(const Node& node);
+std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads);
+bool pool_supported(const Node& node);
+
+}  // namespace kiln::dnnl_cpu

@@ -1,0 +1,94 @@
+// oneDNN MaxPool / AveragePool, 2-D fp32 NCHW, without MaxPool's Indices output. Geometry
+// comes from the shared pool_dims(); ceil mode maps onto a larger end padding
+// (padded_end_for_output). Shapes oneDNN cannot express exactly fall back to the reference:
+// an end padding that cannot be made non-negative, or AveragePool counting padding with ceil-mode
+// overflow (those positions are not padding in ONNX, but oneDNN would count them).
+
+#include "backends/cpu/dnnl_common.h"
+#include "ops/pool.h"
+
+namespace kiln::dnnl_cpu {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+PoolAttrOptions options_for(OpKind op) {
+  if (op == OpKind::MaxPool) return PoolAttrOptions{.dilations = true, .storage_order = true};
+  return PoolAttrOptions{.count_include_pad = true};
+}
+
+class DnnlPoolKernel final : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
+    const Shape& xs = in[0].shape;
+    if (xs.size() != 4) return false;
+    auto attrs = parse_pool_attrs(node_.attrs, 2, options_for(node_.op));
+    if (!attrs.is_ok()) return false;
+    auto dims = pool_dims(*attrs, xs);
+    if (!dims.is_ok()) return false;
+    const bool is_max = node_.op == OpKind::MaxPool;
+    memory::dims strides, kernel, dil, pad_l, pad_r;
+    for (const PoolDim& d : *dims) {
+      // A negative end padding (the last inputs are never read) is raised to 0 when
+      // that keeps the output size: any pe in [pe, pe + stride) gives the same size.
+      int64_t pe = d.padded_end_for_output();
+      if (pe < 0) pe = 0;
+      if ((d.in + d.pad_begin + pe - d.effective_kernel()) / d.stride + 1 != d.out) return false;
+      if (!is_max && attrs->count_include_pad && pe > d.pad_end) return false;
+      strides.push_back(d.stride);
+      kernel.push_back(d.kernel);
+      dil.push_back(d.dilation - 1);
+      pad_l.push_back(d.pad_begin);
+      pad_r.push_back(pe);
+    }
+    dnnl::algorithm alg = is_max                     ? dnnl::algorithm::pooling_max
+                          : attrs->count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                     : dnnl::algorithm::pooling_avg_exclude_padding;
+    memory::desc src_md(to_dims(xs), dt::f32, tag::nchw);
+    memory::desc dst_md(to_dims(out[0].shape), dt::f32, tag::nchw);
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
+                                        strides, kernel, dil, pad_l, pad_r);
+    pd_ = dnnl::pooling_v2_forward::primitive_desc(desc, cpu_engine());
+    prim_ = dnnl::pooling_v2_forward(pd_);
+    stream_ = dnnl::stream(cpu_engine());
+    return true;
+  }
+
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(in[0]->data<float>()));
+    memory dst(pd_.dst_desc(), cpu_engine(), out[0]->data<float>());
+    prim_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    stream_.wait();
+  }
+
+ private:
+  dnnl::pooling_v2_forward::primitive_desc pd_;
+  dnnl::pooling_v2_forward prim_;
+  dnnl::stream stream_;
+};
+
+}  // namespace
+
+bool pool_supported(const Node& node) {
+  if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool) return false;
+  if (node.inputs.size() != 1 || node.outputs.empty() || !node.epilogue.empty()) return false;
+  // MaxPool's Indices output is not produced.
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (node.outputs[i]) return false;
+  if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
+  const Value* x = node.inputs[0];
+  if (x->has_shape && x->dims.size() != 4) return false;
+  return parse_pool_attrs(node.attrs, 2, options_for(node.op)).is_ok();
+}
+
+std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads) {
+  return std::make_unique<DnnlPoolKernel>(node, threads);
+}
+
+}  // namespace kiln::dnnl_cpu

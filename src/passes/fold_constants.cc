@@ -1,0 +1,98 @@
+// fold_constants: a node whose inputs are all constants computes the same thing on every
+// run, so it is run once here on the reference kernels and its outputs become constants.
+// Shape of a value whose shape is fully static is folded too, which collapses the
+// Shape → Gather → Concat → Reshape chains exporters write for flatten/reshape. Constant
+// nodes become constant values.
+#include <algorithm>
+
+#include "ops/op_registry.h"
+#include "passes/pass.h"
+
+namespace kiln {
+
+namespace {
+
+// Folding trades run time for model size; a huge folded tensor (an Expand to a big
+// shape, say) is better computed at run time.
+constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
+
+bool is_graph_output(const Graph& g, const Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+// Shape(x) with x's shape static, honouring opset-15 start/end (clamped to [0, rank]).
+bool fold_shape(const Node& n, Tensor* out) {
+  Shape s;
+  if (!n.input(0) || !n.input(0)->static_shape(&s)) return false;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  auto fix = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = fix(n.attrs.get_int("start", 0));
+  const int64_t end = std::max(start, fix(n.attrs.get_int("end", rank)));
+  *out =
+      Tensor::from_int64s({end - start}, std::vector<int64_t>(s.begin() + start, s.begin() + end));
+  return true;
+}
+
+bool foldable(const Graph& g, const Node& n) {
+  // Dropout in training mode is random: never fold it.
+  if (n.op == OpKind::Dropout) return false;
+  bool any_output = false;
+  for (const Value* o : n.outputs) {
+    if (!o) continue;
+    if (is_graph_output(g, o)) return false;  // graph outputs stay produced by a node
+    any_output = true;
+    Shape s;
+    if (o->static_shape(&s) && o->dtype != DataType::kUndefined &&
+        shape_numel(s) * static_cast<int64_t>(dtype_size(o->dtype)) > kMaxFoldedBytes)
+      return false;
+  }
+  return any_output;
+}
+
+void make_constant(Value* v, Tensor t) {
+  v->dtype = t.dtype();
+  v->has_shape = true;
+  v->dims.clear();
+  for (int64_t d : t.shape()) v->dims.push_back({d, ""});
+  v->constant = std::move(t);
+}
+
+}  // namespace
+
+Result<bool> fold_constants(Graph& g) {
+  KILN_RETURN_IF_ERROR(g.topo_sort());
+  bool changed = false;
+  std::vector<Node*> order;
+  for (const auto& n : g.nodes()) order.push_back(n.get());
+  // In topological order, so a chain folds in one sweep.
+  for (Node* n : order) {
+    if (!foldable(g, *n)) continue;
+    std::vector<Tensor> out;
+    if (n->op == OpKind::Shape) {
+      out.resize(1);
+      if (!fold_shape(*n, &out[0])) continue;
+    } else {
+      bool all_constant = true;
+      std::vector<const Tensor*> in;
+      for (const Value* v : n->inputs) {
+        if (v && !v->is_constant()) all_constant = false;
+        in.push_back(v ? &v->constant : nullptr);
+      }
+      if (!all_constant) continue;
+      KILN_RETURN_IF_ERROR(run_reference(*n, in, out));
+    }
+    bool too_big = false;
+    for (const Tensor& t : out)
+      if (t.defined() && static_cast<int64_t>(t.nbytes()) > kMaxFoldedBytes) too_big = true;
+    if (too_big) continue;
+    std::vector<Value*> outputs = n->outputs;
+    g.remove_node(n);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i]) make_constant(outputs[i], std::move(out[i]));
+    changed = true;
+  }
+  if (changed) g.remove_unused_values();
+  return changed;
+}
+
+}  // namespace kiln

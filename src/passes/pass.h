@@ -1,0 +1,52 @@
+// Graph optimization passes. Each pass rewrites the graph in place and returns whether it
+// changed anything; a pass whose preconditions fail on a pattern leaves that pattern as it
+// is (never an error for a graph it merely cannot improve). Errors are for graphs the
+// reference kernels reject while folding. pipeline.cc lists the order in one place.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+// What optimize_graph did, for `kiln inspect --passes`.
+struct PassReport {
+  struct Step {
+    std::string pass;
+    int64_t nodes_after = 0;
+  };
+  int64_t nodes_before = 0;
+  std::vector<Step> steps;
+  // One line per fused group: "conv1 + bn1 + relu1 → Conv[+ residual → Relu]".
+  std::vector<std::string> fused_groups;
+};
+
+// Identity and inference-mode Dropout (mask unused) removed, their uses rewired.
+Result<bool> remove_identity(Graph& g);
+// Nodes with all-constant inputs (and Shape of static shapes, Constant nodes) replaced by
+// constant values computed on the reference kernels.
+Result<bool> fold_constants(Graph& g);
+// BatchNormalization folded into the preceding Conv/Gemm, or turned into Mul + Add.
+// `groups` (optional) receives "conv + bn" name lists for the report.
+Result<bool> fold_batch_norm(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
+// Conv/ConvTranspose/Gemm/MatMul + residual Add and/or activation → node.epilogue.
+Result<bool> fuse_epilogue(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
+// Nodes whose outputs reach no graph output removed, then unused values.
+Result<bool> eliminate_dead_nodes(Graph& g);
+
+// Structural checks after each pass cost a graph walk: on in debug builds (tests pass
+// true explicitly, since they build in Release too).
+#ifdef NDEBUG
+inline constexpr bool kVerifyEachPass = false;
+#else
+inline constexpr bool kVerifyEachPass = true;
+#endif
+
+// Runs every pass in order, verify_graph after each one when `verify_each_pass`.
+Status optimize_graph(Graph& g, PassReport* report = nullptr,
+                      bool verify_each_pass = kVerifyEachPass);
+
+}  // namespace kiln

@@ -1,0 +1,65 @@
+// remove_identity: Identity, and Dropout in inference mode whose mask output is unused, pass
+// their input through unchanged, so their uses can read the input directly.
+#include <algorithm>
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+namespace {
+
+bool is_graph_output(const Graph& g, const Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+bool is_graph_input(const Graph& g, const Value* v) {
+  return std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
+}
+
+// Dropout is the identity when not training: training_mode (input 2) absent or a constant
+// false, and nobody reads the mask.
+bool is_inference_dropout(const Node& n) {
+  const Value* mode = n.input(2);
+  if (mode) {
+    if (!mode->is_constant() || mode->constant.numel() != 1) return false;
+    if (mode->constant.at_double(0) != 0) return false;
+  }
+  const Value* mask = n.output(1);
+  return !mask || mask->consumers.empty();
+}
+
+}  // namespace
+
+Result<bool> remove_identity(Graph& g) {
+  bool changed = false;
+  std::vector<Node*> candidates;
+  for (const auto& n : g.nodes())
+    if ((n->op == OpKind::Identity || (n->op == OpKind::Dropout && is_inference_dropout(*n))) &&
+        n->input(0) && n->output(0))
+      candidates.push_back(n.get());
+  for (Node* n : candidates) {
+    Value* x = n->input(0);
+    Value* y = n->output(0);
+    if (n->op == OpKind::Dropout && n->output(1) && is_graph_output(g, n->output(1))) continue;
+    if (is_graph_output(g, y)) {
+      // The graph output keeps its name: x takes it over, which needs x to be a plain
+      // intermediate (not a graph input, constant or another graph output) whose name may
+      // change. Otherwise the Identity stays.
+      if (!x->producer || is_graph_input(g, x) || x->is_constant() || is_graph_output(g, x))
+        continue;
+      std::string name = y->name;
+      g.replace_all_uses(y, x);
+      g.remove_node(n);
+      y->name = name + "__removed";
+      x->name = name;
+    } else {
+      g.replace_all_uses(y, x);
+      g.remove_node(n);
+    }
+    changed = true;
+  }
+  if (changed) g.remove_unused_values();
+  return changed;
+}
+
+}  // namespace kiln

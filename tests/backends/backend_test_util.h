@@ -1,0 +1,62 @@
+// Helpers for backend tests: run one node through a backend's kernel and through the
+// reference kernel on the same inputs, and compare.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "backends/backend.h"
+#include "ops/op_test_util.h"
+
+namespace kiln::test {
+
+// A float32 value of `shape` in `g` (what supports() looks at).
+inline Value* f32_value(Graph& g, const std::string& name, const Shape& shape) {
+  Value* v = g.add_value(name);
+  v->dtype = DataType::kFloat32;
+  v->has_shape = true;
+  for (int64_t d : shape) v->dims.push_back(Dim{d, ""});
+  return v;
+}
+
+// prepare + execute of `backend`'s kernel for `node` (inputs nullptr when omitted).
+// The kernel is handed back through `keep` when given.
+inline Result<std::vector<Tensor>> run_backend(const Backend& backend, const Node& node,
+                                               const std::vector<const Tensor*>& in,
+                                               std::unique_ptr<Kernel>* keep = nullptr) {
+  KILN_ASSIGN_OR_RETURN(auto kernel, backend.create_kernel(node));
+  std::vector<TensorDesc> descs(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) descs[i] = TensorDesc{in[i]->dtype(), in[i]->shape(), in[i]};
+  std::vector<TensorDesc> out_descs(node.outputs.size());
+  KILN_RETURN_IF_ERROR(kernel->prepare(descs, out_descs));
+  std::vector<Tensor> out;
+  std::vector<Tensor*> out_ptrs;
+  out.reserve(out_descs.size());
+  for (const TensorDesc& d : out_descs) {
+    if (!d.present()) {
+      out_ptrs.push_back(nullptr);
+      continue;
+    }
+    out.emplace_back(d.dtype, d.shape);
+    out_ptrs.push_back(&out.back());
+  }
+  KILN_RETURN_IF_ERROR(kernel->execute(in, out_ptrs));
+  if (keep) *keep = std::move(kernel);
+  return out;
+}
+
+// Runs `node` on `backend` and on the reference backend; expects equal shapes and values
+// within 1e-4 relative (plus a small absolute floor for values near zero). `keep` receives
+// the backend's kernel.
+inline void expect_matches_reference(const Backend& backend, const Node& node,
+                                     const std::vector<const Tensor*>& in,
+                                     std::unique_ptr<Kernel>* keep = nullptr) {
+  auto got = run_backend(backend, node, in, keep);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  auto want = run_backend(reference_backend(), node, in);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  ASSERT_EQ(got->size(), want->size());
+  for (size_t i = 0; i < got->size(); ++i) expect_near((*got)[i], (*want)[i], 1e-5, 1e-4);
+}
+
+}  // namespace kiln::test

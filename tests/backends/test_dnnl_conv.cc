@@ -1,0 +1,187 @@
+// oneDNN Conv against the reference Conv on random data: a table of geometries (strides,
+// pads, dilations, groups, depthwise, auto_pad) × epilogues (every activation, residual).
+#include <string>
+
+#include "backends/backend_test_util.h"
+#include "backends/cpu/dnnl_common.h"
+
+namespace kiln::test {
+namespace {
+
+struct Geometry {
+  const char* name;
+  Shape x, w;
+  bool bias;
+  int64_t group;
+  std::vector<int64_t> strides, dilations, pads;
+  const char* auto_pad;  // nullptr: absent
+};
+
+const Geometry kGeometries[] = {
+    {"1x1", {1, 8, 5, 5}, {16, 8, 1, 1}, true, 1, {}, {}, {}, nullptr},
+    {"3x3_pad1", {2, 3, 9, 7}, {4, 3, 3, 3}, true, 1, {}, {}, {1, 1, 1, 1}, nullptr},
+    {"3x3_stride2_asym_pad",
+     {1, 5, 11, 10},
+     {6, 5, 3, 3},
+     false,
+     1,
+     {2, 2},
+     {},
+     {0, 1, 2, 1},
+     nullptr},
+    {"7x7_stride2_pad3", {1, 3, 20, 20}, {8, 3, 7, 7}, true, 1, {2, 2}, {}, {3, 3, 3, 3}, nullptr},
+    {"dilated", {1, 4, 12, 12}, {4, 4, 3, 3}, true, 1, {}, {2, 3}, {2, 3, 2, 3}, nullptr},
+    {"grouped", {1, 8, 7, 7}, {12, 2, 3, 3}, true, 4, {1, 2}, {}, {1, 1, 1, 1}, nullptr},
+    {"depthwise", {2, 16, 10, 10}, {16, 1, 3, 3}, true, 16, {}, {}, {1, 1, 1, 1}, nullptr},
+    {"depthwise_mult2_stride2",
+     {1, 8, 9, 9},
+     {16, 1, 5, 5},
+     false,
+     8,
+     {2, 2},
+     {},
+     {2, 2, 2, 2},
+     nullptr},
+    {"same_upper", {1, 3, 8, 7}, {5, 3, 4, 3}, true, 1, {2, 2}, {}, {}, "SAME_UPPER"},
+    {"same_lower", {1, 3, 8, 7}, {5, 3, 4, 3}, true, 1, {2, 1}, {}, {}, "SAME_LOWER"},
+    {"valid", {1, 2, 9, 6}, {3, 2, 2, 3}, false, 1, {3, 1}, {}, {}, "VALID"},
+    {"wide_channels", {1, 64, 8, 8}, {32, 64, 3, 3}, true, 1, {}, {}, {1, 1, 1, 1}, nullptr},
+};
+
+struct Epi {
+  const char* name;
+  Activation act;
+  float alpha, beta;
+  bool residual;
+};
+
+const Epi kEpilogues[] = {
+    {"none", Activation::kNone, 0, 0, false},
+    {"relu", Activation::kRelu, 0, 0, false},
+    {"clip", Activation::kClip, 0.f, 0.5f, false},
+    {"leaky", Activation::kLeakyRelu, 0.1f, 0, false},
+    {"sigmoid", Activation::kSigmoid, 0, 0, false},
+    {"tanh", Activation::kTanh, 0, 0, false},
+    {"silu", Activation::kSilu, 0, 0, false},
+    {"hardsigmoid", Activation::kHardSigmoid, 0.2f, 0.5f, false},
+    {"hardswish", Activation::kHardSwish, 0, 0, false},
+    {"residual", Activation::kNone, 0, 0, true},
+    {"residual_relu", Activation::kRelu, 0, 0, true},
+    {"residual_clip", Activation::kClip, -0.3f, 0.6f, true},
+    {"residual_silu", Activation::kSilu, 0, 0, true},
+};
+
+// Builds the Conv node (W constant, as the backend requires), runs both backends.
+void check_conv(const Geometry& c, const Epi& e, uint32_t seed) {
+  Graph g;
+  Tensor x = random_tensor(c.x, seed), w = random_tensor(c.w, seed + 1);
+  Tensor b = random_tensor({c.w[0]}, seed + 2);
+  Attributes a;
+  if (c.group != 1) a.set("group", c.group);
+  if (!c.strides.empty()) a.set("strides", c.strides);
+  if (!c.dilations.empty()) a.set("dilations", c.dilations);
+  if (!c.pads.empty()) a.set("pads", c.pads);
+  if (c.auto_pad) a.set("auto_pad", std::string(c.auto_pad));
+  std::vector<Value*> ins{f32_value(g, "x", c.x), g.add_constant("w", w)};
+  std::vector<const Tensor*> tensors{&x, &w};
+  if (c.bias) {
+    ins.push_back(f32_value(g, "b", {c.w[0]}));
+    tensors.push_back(&b);
+  }
+  Value* y = f32_value(g, "y", {});
+  y->has_shape = false;
+  Node* n = g.add_node(OpKind::Conv, "conv", ins, {y}, a);
+  // The residual has the output's shape, which the reference shape rule gives.
+  Tensor residual;
+  if (e.residual) {
+    auto plain = run_op(OpKind::Conv, a, tensors);
+    ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+    residual = random_tensor((*plain)[0].shape(), seed + 3);
+    g.set_input(n, n->inputs.size(), f32_value(g, "r", residual.shape()));
+    tensors.push_back(&residual);
+    n->epilogue.residual_input = static_cast<int>(n->inputs.size()) - 1;
+  }
+  n->epilogue.act = e.act;
+  n->epilogue.alpha = e.alpha;
+  n->epilogue.beta = e.beta;
+  const Backend& dnnl = onednn_backend(2);
+  ASSERT_TRUE(dnnl.supports(*n));
+  std::unique_ptr<Kernel> kernel;
+  expect_matches_reference(dnnl, *n, tensors, &kernel);
+  ASSERT_TRUE(kernel);
+  EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).uses_reference());
+}
+
+TEST(DnnlConv, MatchesReferenceOverGeometriesAndEpilogues) {
+  uint32_t seed = 10;
+  for (const Geometry& c : kGeometries)
+    for (const Epi& e : kEpilogues) {
+      SCOPED_TRACE(std::string(c.name) + " / " + e.name);
+      check_conv(c, e, seed += 7);
+    }
+}
+
+// The same kernel re-prepared for a new input shape (batch and spatial change).
+TEST(DnnlConv, ReprepareOnShapeChange) {
+  Graph g;
+  Tensor w = random_tensor({4, 3, 3, 3}, 5), b = random_tensor({4}, 6);
+  Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  Value* y = g.add_value("y");
+  y->dtype = DataType::kFloat32;
+  Node* n = g.add_node(
+      OpKind::Conv, "conv",
+      {f32_value(g, "x", {1, 3, 6, 6}), g.add_constant("w", w), f32_value(g, "b", {4})}, {y}, a);
+  auto kernel = onednn_backend(1).create_kernel(*n);
+  ASSERT_TRUE(kernel.is_ok());
+  for (Shape xs : {Shape{1, 3, 6, 6}, Shape{3, 3, 5, 9}, Shape{1, 3, 6, 6}}) {
+    Tensor x = random_tensor(xs, 7);
+    std::vector<const Tensor*> in{&x, &w, &b};
+    auto want = run_op(OpKind::Conv, a, in);
+    ASSERT_TRUE(want.is_ok());
+    std::vector<TensorDesc> descs{{x.dtype(), x.shape(), nullptr},
+                                  {w.dtype(), w.shape(), &w},
+                                  {b.dtype(), b.shape(), nullptr}};
+    std::vector<TensorDesc> out(1);
+    ASSERT_TRUE((*kernel)->prepare(descs, out).is_ok());
+    Tensor got(out[0].dtype, out[0].shape);
+    ASSERT_TRUE((*kernel)->execute(in, {&got}).is_ok());
+    expect_near(got, (*want)[0], 1e-5, 1e-4);
+    EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference());
+  }
+}
+
+// What the backend does not claim: weights that are not constants, non-float inputs.
+TEST(DnnlConv, DeclinesNonConstantWeightsAndOtherDtypes) {
+  Graph g;
+  Value* w = f32_value(g, "w", {4, 3, 3, 3});
+  Node* n = g.add_node(OpKind::Conv, "conv", {f32_value(g, "x", {1, 3, 6, 6}), w},
+                       {f32_value(g, "y", {1, 4, 4, 4})});
+  EXPECT_FALSE(onednn_backend(1).supports(*n));
+  Graph g2;
+  Value* x16 = g2.add_value("x");
+  x16->dtype = DataType::kFloat16;
+  Node* n2 =
+      g2.add_node(OpKind::Conv, "conv", {x16, g2.add_constant("w", random_tensor({4, 3, 3, 3}))},
+                  {g2.add_value("y")});
+  EXPECT_FALSE(onednn_backend(1).supports(*n2));
+}
+
+// Bad shapes are reported by prepare as errors, as the reference does.
+TEST(DnnlConv, PrepareRejectsMismatchedChannels) {
+  Graph g;
+  Tensor w = random_tensor({4, 3, 3, 3});
+  Value* y = g.add_value("y");
+  y->dtype = DataType::kFloat32;
+  Node* n = g.add_node(OpKind::Conv, "conv",
+                       {f32_value(g, "x", {1, 5, 6, 6}), g.add_constant("w", w)}, {y});
+  auto kernel = onednn_backend(1).create_kernel(*n);
+  ASSERT_TRUE(kernel.is_ok());
+  std::vector<TensorDesc> descs{{DataType::kFloat32, {1, 5, 6, 6}, nullptr},
+                                {DataType::kFloat32, w.shape(), &w}};
+  std::vector<TensorDesc> out(1);
+  EXPECT_FALSE((*kernel)->prepare(descs, out).is_ok());
+}
+
+}  // namespace
+}  // namespace kiln::test

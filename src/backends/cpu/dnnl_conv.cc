@@ -1,6 +1,10 @@
 // oneDNN Conv: 2-D fp32, any groups/strides/dilations/pads (auto_pad resolved by the shared
 // conv_geometry), the node's epilogue as post-ops. Weights are constants, reordered once
-// per prepared shape into the layout oneDNN picks (format_tag::any); activations stay NCHW.
+// per prepared shape into the layout oneDNN picks (format_tag::any). Activations are NCHW
+// between nodes; each conv lets oneDNN choose its own activation layout too (blocked
+// nChw16c on AVX-512, which selects the direct JIT kernels instead of the generic GEMM
+// path) and reorders in and out around the call. Keeping blocked layouts across nodes
+// would save those reorders; that is the next step.
 
 #include <cstring>
 
@@ -44,8 +48,10 @@ class DnnlConvKernel final : public DnnlKernel {
                  pad_r = to_dims(g.pad_end), dil;
     for (int64_t d : g.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
 
-    memory::desc src_md(src_dims, dt::f32, tag::nchw);
-    memory::desc dst_md(dst_dims, dt::f32, tag::nchw);
+    memory::desc src_md(src_dims, dt::f32, tag::any);
+    memory::desc dst_md(dst_dims, dt::f32, tag::any);
+    src_plain_ = memory::desc(src_dims, dt::f32, tag::nchw);
+    dst_plain_ = memory::desc(dst_dims, dt::f32, tag::nchw);
     memory::desc w_any(w_dims, dt::f32, tag::any);
     const int b = bias_index(node_);
     memory::desc bias_md = b >= 0 ? memory::desc({ws[0]}, dt::f32, tag::x) : memory::desc();
@@ -70,17 +76,46 @@ class DnnlConvKernel final : public DnnlKernel {
     weights_ = memory(pd_.weights_desc(), cpu_engine());
     dnnl::reorder(user, weights_).execute(stream_, user, weights_);
     stream_.wait();
+
+    // Activation layouts oneDNN chose: scratch buffers and reorders, made once here so
+    // run() only executes.
+    src_blocked_ = pd_.src_desc() != src_plain_;
+    dst_blocked_ = pd_.dst_desc() != dst_plain_;
+    if (src_blocked_) {
+      src_mem_ = memory(pd_.src_desc(), cpu_engine());
+      src_reorder_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), src_plain_, cpu_engine(), pd_.src_desc()));
+    }
+    if (dst_blocked_) {
+      dst_mem_ = memory(pd_.dst_desc(), cpu_engine());
+      dst_reorder_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), pd_.dst_desc(), cpu_engine(), dst_plain_));
+      if (node_.epilogue.residual_input >= 0)
+        residual_reorder_ = dnnl::reorder(
+            dnnl::reorder::primitive_desc(cpu_engine(), dst_plain_, cpu_engine(), pd_.dst_desc()));
+    }
     return true;
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     float* dst = out[0]->data<float>();
     const int r = node_.epilogue.residual_input;
+    memory src_user(src_plain_, cpu_engine(), const_cast<float*>(in[0]->data<float>()));
+    memory dst_user(dst_plain_, cpu_engine(), dst);
+    memory src = src_user;
+    if (src_blocked_) {
+      src_reorder_.execute(stream_, src_user, src_mem_);
+      src = src_mem_;
+    }
+    memory dmem = dst_blocked_ ? dst_mem_ : dst_user;
     // The sum post-op accumulates into dst: start dst as the residual.
-    if (r >= 0 && in[r]->data<float>() != dst)
-      std::memcpy(dst, in[r]->data<float>(), sizeof(float) * out[0]->numel());
-    memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(in[0]->data<float>()));
-    memory dmem(pd_.dst_desc(), cpu_engine(), dst);
+    if (r >= 0) {
+      memory res(dst_plain_, cpu_engine(), const_cast<float*>(in[r]->data<float>()));
+      if (dst_blocked_)
+        residual_reorder_.execute(stream_, res, dst_mem_);
+      else if (in[r]->data<float>() != dst)
+        std::memcpy(dst, in[r]->data<float>(), sizeof(float) * out[0]->numel());
+    }
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dmem}};
     const int b = bias_index(node_);
@@ -88,6 +123,7 @@ class DnnlConvKernel final : public DnnlKernel {
       args[DNNL_ARG_BIAS] =
           memory(pd_.bias_desc(), cpu_engine(), const_cast<float*>(in[b]->data<float>()));
     prim_.execute(stream_, args);
+    if (dst_blocked_) dst_reorder_.execute(stream_, dst_mem_, dst_user);
     stream_.wait();
   }
 
@@ -97,6 +133,10 @@ class DnnlConvKernel final : public DnnlKernel {
   dnnl::convolution_forward prim_;
   dnnl::stream stream_;
   memory weights_;
+  memory::desc src_plain_, dst_plain_;
+  bool src_blocked_ = false, dst_blocked_ = false;
+  memory src_mem_, dst_mem_;  // oneDNN-layout scratch when the layouts are blocked
+  dnnl::reorder src_reorder_, dst_reorder_, residual_reorder_;
 };
 
 }  // namespace

@@ -58,8 +58,23 @@ Status normalize_cast(ImportContext& ctx, NodeImport& node) {
   return Status::ok();
 }
 
+// CastLike(input, target_type) is Cast(input, to = dtype of target_type); only the
+// second input's type matters, so it is dropped.
+Status normalize_cast_like(ImportContext& ctx, NodeImport& node) {
+  const Value* like = node.input(1);
+  DataType to = dtype_or(like, DataType::kUndefined);
+  if (to == DataType::kUndefined)
+    return unsupported(node.describe() + ": the type of input 1 (target_type) is unknown");
+  node.op_type = "Cast";
+  node.inputs.resize(1);
+  node.attrs.erase("saturate");
+  node.attrs.set("to", static_cast<int64_t>(to));
+  return Status::ok();
+}
+
 }  // namespace
 
+KILN_REGISTER_IMPORT(CastLike, normalize_cast_like);
 KILN_REGISTER_IMPORT(Add, normalize_legacy_broadcast);
 KILN_REGISTER_IMPORT(Sub, normalize_legacy_broadcast);
 KILN_REGISTER_IMPORT(Mul, normalize_legacy_broadcast);

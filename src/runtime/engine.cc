@@ -37,6 +37,8 @@ Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
                                              const EngineOptions& options) {
   if (options.device == Device::kCuda)
     return unsupported("--device cuda: this kiln build has no CUDA backend yet");
+  if (options.backend != "auto" && options.backend != "reference")
+    return invalid_argument("backend '" + options.backend + "': expected auto or reference");
   if (options.optimize) KILN_RETURN_IF_ERROR(optimize_graph(*graph));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
@@ -47,8 +49,6 @@ Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
   for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
   impl->metadata = graph->metadata;
 
-  if (options.backend != "auto" && options.backend != "reference")
-    return invalid_argument("backend '" + options.backend + "': expected auto or reference");
   const Backend& ref = reference_backend();
   // "auto": oneDNN for the nodes it supports, the reference kernels for the rest.
   const Backend* fast = options.backend == "auto" ? &onednn_backend(options.threads) : nullptr;

@@ -115,10 +115,7 @@ Status infer_conv_transpose(const Node& node, const std::vector<TensorDesc>& in,
   const DataType dt = in[0].dtype;
   if (!dtype_is_float(dt))
     return unsupported(std::string("ConvTranspose on ") + dtype_name(dt) + " (takes float types)");
-  for (size_t i = 1; i < in.size(); ++i)
-    if (in[i].present() && in[i].dtype != dt)
-      return invalid_argument("input " + std::to_string(i) + ": expected " + dtype_name(dt) +
-                              ", got " + dtype_name(in[i].dtype));
+  KILN_RETURN_IF_ERROR(check_same_dtypes(in));
   KILN_ASSIGN_OR_RETURN(ConvTransposeAttrs attrs, parse_conv_transpose_attrs(node.attrs));
   KILN_ASSIGN_OR_RETURN(ConvGeometry g, conv_transpose_geometry(attrs, in[0].shape, in[1].shape));
   if (in.size() > 2 && in[2].present() && in[2].shape != Shape{g.out_channels})

@@ -26,10 +26,7 @@ Result<GemmDims> gemm_dims(const Node& node, const std::vector<TensorDesc>& in) 
   if (!gemm_dtype_ok(in[0].dtype))
     return unsupported(std::string("input 0: element type ") + dtype_name(in[0].dtype) +
                        " (Gemm takes float types and 32/64-bit integers)");
-  for (size_t i = 1; i < in.size(); ++i)
-    if (in[i].present() && in[i].dtype != in[0].dtype)
-      return invalid_argument("input " + std::to_string(i) + ": expected " +
-                              dtype_name(in[0].dtype) + ", got " + dtype_name(in[i].dtype));
+  KILN_RETURN_IF_ERROR(check_same_dtypes(in));
   for (int i = 0; i < 2; ++i)
     if (in[i].shape.size() != 2)
       return invalid_argument("input " + std::to_string(i) + ": expected rank 2, got shape " +

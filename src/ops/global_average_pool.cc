@@ -8,30 +8,18 @@ namespace kiln {
 
 namespace {
 
-Result<ReduceSpec> global_average_pool_spec(const TensorDesc& x) {
-  if (!dtype_is_float(x.dtype))
-    return unsupported(std::string("input 0: element type ") + dtype_name(x.dtype) +
-                       " (GlobalAveragePool takes float types)");
-  if (x.shape.size() < 3)
-    return invalid_argument("input 0: expected rank ≥ 3 (N, C, spatial...), got shape " +
-                            shape_str(x.shape));
-  std::vector<int64_t> spatial;
-  for (size_t i = 2; i < x.shape.size(); ++i) spatial.push_back(static_cast<int64_t>(i));
-  return reduce_spec(x.shape, spatial, /*keepdims=*/true, false);
-}
-
 Status infer_global_average_pool(const Node& node, const std::vector<TensorDesc>& in,
                                  std::vector<TensorDesc>& out) {
   KILN_RETURN_IF_ERROR(check_input_count(in, 1, 1));
-  KILN_ASSIGN_OR_RETURN(ReduceSpec spec, global_average_pool_spec(in[0]));
+  KILN_ASSIGN_OR_RETURN(ReduceSpec spec, global_pool_spec(in[0], "GlobalAveragePool"));
   out[0] = {in[0].dtype, spec.out_shape};
   return Status::ok();
 }
 
 Status run_global_average_pool(const Node& node, const std::vector<const Tensor*>& in,
                                const std::vector<Tensor*>& out) {
-  KILN_ASSIGN_OR_RETURN(ReduceSpec spec,
-                        global_average_pool_spec({in[0]->dtype(), in[0]->shape(), in[0]}));
+  KILN_ASSIGN_OR_RETURN(ReduceSpec spec, global_pool_spec({in[0]->dtype(), in[0]->shape(), in[0]},
+                                                          "GlobalAveragePool"));
   return run_reduce(ReduceKind::kMean, *in[0], spec, *out[0]);
 }
 

@@ -13,6 +13,14 @@ Status check_input_count(const std::vector<TensorDesc>& in, size_t min, size_t m
   return Status::ok();
 }
 
+Status check_same_dtypes(const std::vector<TensorDesc>& in) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].present() && in[i].dtype != in[0].dtype)
+      return invalid_argument("input " + std::to_string(i) + ": expected " +
+                              dtype_name(in[0].dtype) + ", got " + dtype_name(in[i].dtype));
+  return Status::ok();
+}
+
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const char* what) {
   if (axis < -rank || axis >= rank)
     return invalid_argument(std::string(what) + " " + std::to_string(axis) +

@@ -15,6 +15,9 @@ namespace kiln {
 // Requires at least `min` present inputs at the front (ONNX: required inputs come first).
 Status check_input_count(const std::vector<TensorDesc>& in, size_t min, size_t max);
 
+// Every present input has input 0's dtype ("input 2: expected float32, got float16").
+Status check_same_dtypes(const std::vector<TensorDesc>& in);
+
 // Maps a possibly negative axis into [0, rank); error names the attribute.
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank, const char* what = "axis");
 
@@ -80,28 +83,43 @@ Status dispatch_float(DataType dt, F&& f) {
     case DataType::kFloat64: return f(double{});
     case DataType::kFloat16: return f(Half{});
     case DataType::kBFloat16: return f(BFloat16{});
-    default: return unsupported(std::string("element type ") + dtype_name(dt) +
-                                " (this op takes float types)");
+    default:
+      return unsupported(std::string("element type ") + dtype_name(dt) +
+                         " (this op takes float types)");
   }
 }
 
 // The DataType of a C++ element type (inverse of dispatch).
 template <class T>
 constexpr DataType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DataType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DataType::kFloat64;
-  else if constexpr (std::is_same_v<T, Half>) return DataType::kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DataType::kBFloat16;
-  else if constexpr (std::is_same_v<T, int8_t>) return DataType::kInt8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DataType::kUInt8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DataType::kInt16;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DataType::kUInt16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DataType::kInt32;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DataType::kUInt32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DataType::kInt64;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DataType::kUInt64;
-  else if constexpr (std::is_same_v<T, bool>) return DataType::kBool;
-  else return DataType::kUndefined;
+  if constexpr (std::is_same_v<T, float>)
+    return DataType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DataType::kFloat64;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DataType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return DataType::kBFloat16;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DataType::kInt8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DataType::kUInt8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DataType::kInt16;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DataType::kUInt16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DataType::kInt32;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DataType::kUInt32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DataType::kInt64;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return DataType::kUInt64;
+  else if constexpr (std::is_same_v<T, bool>)
+    return DataType::kBool;
+  else
+    return DataType::kUndefined;
 }
 
 // Reads a shape-like input (int64 tensor) whose value must be known.

@@ -76,6 +76,20 @@ inline Result<ReduceSpec> reduce_spec_from_input(const Node& node,
   return reduce_spec(in[0].shape, axes, keepdims, noop);
 }
 
+// GlobalAveragePool/GlobalMaxPool as a reduction over every spatial axis of a float
+// (N, C, D1..Dn) input, n ≥ 1, keeping the reduced dims: output (N, C, 1, .., 1).
+inline Result<ReduceSpec> global_pool_spec(const TensorDesc& x, const char* op) {
+  if (!dtype_is_float(x.dtype))
+    return unsupported(std::string("input 0: element type ") + dtype_name(x.dtype) + " (" + op +
+                       " takes float types)");
+  if (x.shape.size() < 3)
+    return invalid_argument("input 0: expected rank ≥ 3 (N, C, spatial...), got shape " +
+                            shape_str(x.shape));
+  std::vector<int64_t> spatial;
+  for (size_t i = 2; i < x.shape.size(); ++i) spatial.push_back(static_cast<int64_t>(i));
+  return reduce_spec(x.shape, spatial, /*keepdims=*/true, false);
+}
+
 // Descs of run()'s tensors, to share reduce_spec_from_input between infer and run.
 inline std::vector<TensorDesc> reduce_descs(const std::vector<const Tensor*>& in) {
   std::vector<TensorDesc> d(in.size());

@@ -25,6 +25,13 @@ bool is_f32(const Value* v, bool optional = false);
 // dnnl dims from kiln shapes.
 dnnl::memory::dims to_dims(const std::vector<int64_t>& v);
 
+// Input index of a Conv/Gemm bias (the optional third input), or -1 when absent or when
+// that slot holds the epilogue's residual.
+inline int bias_index(const Node& node) {
+  if (node.inputs.size() > 2 && node.inputs[2] && node.epilogue.residual_input != 2) return 2;
+  return -1;
+}
+
 // Appends the epilogue's activation as eltwise post-ops (after any sum post-op for the
 // residual); false when oneDNN 2.6 cannot express it.
 bool append_activation(const Epilogue& e, dnnl::post_ops& ops);

@@ -19,13 +19,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// Input index of the bias, or -1: Conv's optional third input, unless that slot is the
-// epilogue's residual.
-int bias_index(const Node& node) {
-  if (node.inputs.size() > 2 && node.inputs[2] && node.epilogue.residual_input != 2) return 2;
-  return -1;
-}
-
 class DnnlConvKernel final : public DnnlKernel {
  public:
   DnnlConvKernel(const Node& node, int threads, ConvAttrs attrs)

@@ -14,11 +14,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-int bias_index(const Node& node) {
-  if (node.inputs.size() > 2 && node.inputs[2] && node.epilogue.residual_input != 2) return 2;
-  return -1;
-}
-
 class DnnlGemmKernel final : public DnnlKernel {
  public:
   using DnnlKernel::DnnlKernel;

@@ -1,0 +1,235 @@
+// Helpers for CUDA kernel tests: run one node's CUDA kernel on host inputs and compare with
+// the reference kernel. Inputs are converted on the host (float32 -> the precision's
+// activation dtype, 4-D float tensors -> the layout the kernel asks for), outputs are
+// poisoned (all bytes 0xFF: NaN for floats) before the launch and converted back to float32
+// in plain layout after, so an unwritten element shows as NaN.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_kernel.h"
+#include "core/half.h"
+#include "ops/op_registry.h"
+#include "ops/op_test_util.h"
+
+namespace kiln::test {
+
+// Host-side layout/dtype conversion of a float32 tensor for upload.
+inline std::vector<uint8_t> to_device_bytes(const Tensor& t, DataType dt, Layout layout) {
+  std::vector<float> v = t.to_floats();
+  if (layout == Layout::kNHWC && t.rank() == 4 && dtype_is_float(t.dtype())) {
+    int64_t n = t.dim(0), c = t.dim(1), hw = t.dim(2) * t.dim(3);
+    std::vector<float> o(v.size());
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t p = 0; p < hw; ++p) o[(b * hw + p) * c + ch] = v[(b * c + ch) * hw + p];
+    v.swap(o);
+  }
+  std::vector<uint8_t> bytes;
+  if (!dtype_is_float(t.dtype())) {  // integer/bool tensors travel as they are
+    bytes.resize(t.nbytes());
+    std::memcpy(bytes.data(), t.raw(), t.nbytes());
+  } else if (dt == DataType::kFloat16) {
+    bytes.resize(v.size() * 2);
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint16_t h = float_to_half_bits(v[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+  } else {
+    bytes.resize(v.size() * 4);
+    std::memcpy(bytes.data(), v.data(), bytes.size());
+  }
+  return bytes;
+}
+
+inline Tensor from_device_bytes(const std::vector<uint8_t>& bytes, const DevDesc& d) {
+  if (!dtype_is_float(d.dtype)) {
+    Tensor t(d.dtype, d.shape);
+    std::memcpy(t.raw(), bytes.data(), t.nbytes());
+    return t;
+  }
+  int64_t n = d.numel();
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (d.dtype == DataType::kFloat16) {
+      uint16_t h;
+      std::memcpy(&h, &bytes[i * 2], 2);
+      v[i] = half_bits_to_float(h);
+    } else {
+      std::memcpy(&v[i], &bytes[i * 4], 4);
+    }
+  }
+  if (d.layout == Layout::kNHWC) {
+    int64_t b = d.shape[0], c = d.shape[1], hw = d.shape[2] * d.shape[3];
+    std::vector<float> o(v.size());
+    for (int64_t x = 0; x < b; ++x)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t p = 0; p < hw; ++p) o[(x * c + ch) * hw + p] = v[(x * hw + p) * c + ch];
+    v.swap(o);
+  }
+  return Tensor::from_floats(d.shape, v);
+}
+
+struct CudaNodeResult {
+  std::vector<Tensor> outputs;  // float outputs as float32, plain layout
+  std::string tactic;
+};
+
+// A device buffer freed on scope exit.
+struct DeviceBytes {
+  void* p = nullptr;
+  DeviceBytes() = default;
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes(DeviceBytes&& o) noexcept : p(o.p) { o.p = nullptr; }
+  ~DeviceBytes() { cudaFree(p); }
+};
+
+// Creates, prepares and enqueues the CUDA kernel of `node` on host inputs (nullptr for
+// omitted ones). `offered` is the layout offered for 4-D float inputs that are not
+// constants; the kernel's input_layout() decides.
+inline Result<CudaNodeResult> run_cuda_node(const Node& node,
+                                            const std::vector<const Tensor*>& inputs,
+                                            Precision precision,
+                                            Layout offered = Layout::kNHWC) {
+  CudaKernelFactory factory = CudaKernelRegistry::find(node.op);
+  if (!factory) return unsupported(std::string("no CUDA kernel for ") + op_name(node.op));
+  KILN_ASSIGN_OR_RETURN(auto kernel, factory(node, precision));
+
+  static WeightStore* weights = new WeightStore();  // lives for the test process
+  TacticCache tactics;
+  CudaBuildContext bctx;
+  bctx.precision = precision;
+  bctx.weights = weights;
+  bctx.tactics = &tactics;
+  KILN_CUDNN(cudnnCreate(&bctx.cudnn));
+  std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> cudnn_guard(bctx.cudnn, cudnnDestroy);
+  KILN_CUBLAS(cublasLtCreate(&bctx.cublaslt));
+  std::unique_ptr<cublasLtContext, decltype(&cublasLtDestroy)> lt_guard(bctx.cublaslt,
+                                                                        cublasLtDestroy);
+  KILN_CUDA(cudaStreamCreate(&bctx.stream));
+  std::unique_ptr<CUstream_st, decltype(&cudaStreamDestroy)> stream_guard(bctx.stream,
+                                                                          cudaStreamDestroy);
+  KILN_CUDNN(cudnnSetStream(bctx.cudnn, bctx.stream));
+
+  std::vector<DevDesc> in_desc(inputs.size());
+  std::vector<DevTensor> in_dev(inputs.size());
+  std::vector<DeviceBytes> in_bufs(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* t = inputs[i];
+    if (!t) continue;
+    const Value* v = i < node.inputs.size() ? node.inputs[i] : nullptr;
+    bool constant = v && v->is_constant();
+    DevDesc d;
+    d.dtype = dtype_is_float(t->dtype()) ? bctx.act_dtype() : t->dtype();
+    d.shape = t->shape();
+    d.value = constant ? &v->constant : nullptr;
+    Layout want = Layout::kPlain;
+    if (!constant && t->rank() == 4 && dtype_is_float(t->dtype()))
+      want = kernel->input_layout(static_cast<int>(i), offered);
+    d.layout = want;
+    in_desc[i] = d;
+    in_dev[i].desc = d;
+    if (constant && kernel->reads_on_host(static_cast<int>(i))) continue;
+    std::vector<uint8_t> bytes = to_device_bytes(*t, d.dtype, want);
+    KILN_CUDA(cudaMalloc(&in_bufs[i].p, bytes.size() + 1));
+    KILN_CUDA(cudaMemcpy(in_bufs[i].p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    in_dev[i].data = in_bufs[i].p;
+  }
+  std::vector<DevDesc> out_desc(node.outputs.size());
+  KILN_RETURN_IF_ERROR(kernel->prepare(in_desc, out_desc, bctx));
+
+  CudaNodeResult result;
+  result.tactic = kernel->tactic();
+  std::vector<DevTensor> out_dev(out_desc.size());
+  std::vector<DeviceBytes> out_bufs(out_desc.size());
+  std::vector<DevTensor*> out_ptrs(out_desc.size(), nullptr);
+  for (size_t i = 0; i < out_desc.size(); ++i) {
+    if (!out_desc[i].present()) continue;
+    out_dev[i].desc = out_desc[i];
+    if (kernel->is_alias()) {
+      out_dev[i].data = in_dev[0].data;
+    } else {
+      KILN_CUDA(cudaMalloc(&out_bufs[i].p, out_desc[i].nbytes() + 1));
+      KILN_CUDA(cudaMemset(out_bufs[i].p, 0xFF, out_desc[i].nbytes() + 1));
+      out_dev[i].data = out_bufs[i].p;
+    }
+    out_ptrs[i] = &out_dev[i];
+  }
+  DeviceBytes workspace;
+  CudaRunContext run;
+  run.stream = bctx.stream;
+  run.cudnn = bctx.cudnn;
+  run.cublaslt = bctx.cublaslt;
+  run.workspace_bytes = kernel->workspace_bytes();
+  if (run.workspace_bytes) {
+    KILN_CUDA(cudaMalloc(&workspace.p, run.workspace_bytes));
+    run.workspace = workspace.p;
+  }
+  std::vector<const DevTensor*> in_ptrs(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]) in_ptrs[i] = &in_dev[i];
+  if (!kernel->is_alias()) KILN_RETURN_IF_ERROR(kernel->enqueue(in_ptrs, out_ptrs, run));
+  KILN_CUDA(cudaStreamSynchronize(bctx.stream));
+  for (size_t i = 0; i < out_desc.size(); ++i) {
+    if (!out_ptrs[i]) {
+      result.outputs.emplace_back();
+      continue;
+    }
+    std::vector<uint8_t> bytes(out_desc[i].nbytes());
+    KILN_CUDA(cudaMemcpy(bytes.data(), out_dev[i].data, bytes.size(), cudaMemcpyDeviceToHost));
+    result.outputs.push_back(from_device_bytes(bytes, out_desc[i]));
+  }
+  return result;
+}
+
+// ‖got − want‖ / ‖want‖ over all elements; NaN in `got` gives +inf.
+inline double relative_l2(const Tensor& got, const Tensor& want) {
+  std::vector<float> g = got.to_floats(), w = want.to_floats();
+  if (g.size() != w.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && !std::isnan(w[i])) return INFINITY;
+    double d = double(g[i]) - double(w[i]);
+    num += d * d;
+    den += double(w[i]) * w[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// Tolerance of relative_l2 per precision (DESIGN: fp32 ≤ 1e-5-ish per kernel, tf32 ~3e-4,
+// fp16 ~1e-3 with fp32 accumulation).
+inline double tolerance(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return 1e-5;
+    case Precision::kTf32: return 2e-3;
+    case Precision::kFp16: return 5e-3;
+  }
+  return 0;
+}
+
+// Runs `node` through its CUDA kernel and the reference; expects every output within the
+// precision's tolerance (and identical shapes; exact equality for integer outputs).
+inline void expect_cuda_matches_reference(const Node& node, const std::vector<const Tensor*>& in,
+                                          Precision p, Layout offered = Layout::kNHWC) {
+  auto got = run_cuda_node(node, in, p, offered);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  std::vector<Tensor> want;
+  ASSERT_TRUE(run_reference(node, in, want).is_ok());
+  ASSERT_EQ(got->outputs.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!want[i].defined()) continue;
+    ASSERT_EQ(got->outputs[i].shape(), want[i].shape()) << "output " << i;
+    double err = relative_l2(got->outputs[i], want[i]);
+    EXPECT_LE(err, dtype_is_float(want[i].dtype()) ? tolerance(p) : 0.0)
+        << node.describe() << " output " << i << " (" << precision_name(p) << ", "
+        << got->tactic << ")";
+  }
+}
+
+}  // namespace kiln::test

@@ -18,13 +18,30 @@ Status cudnn_status(cudnnStatus_t e, const char* what) {
   return Status(code, std::string(what) + ": cuDNN error " + cudnnGetErrorString(e));
 }
 
+// cuBLASLt has no status-to-string call of its own (cublasGetStatusName lives in libcublas,
+// which kiln does not otherwise need).
+static const char* cublas_status_name(cublasStatus_t e) {
+  switch (e) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    case CUBLAS_STATUS_LICENSE_ERROR: return "CUBLAS_STATUS_LICENSE_ERROR";
+    default: return "CUBLAS_STATUS_UNKNOWN";
+  }
+}
+
 Status cublas_status(cublasStatus_t e, const char* what) {
   if (e == CUBLAS_STATUS_SUCCESS) return Status::ok();
   StatusCode code = e == CUBLAS_STATUS_NOT_SUPPORTED ? StatusCode::kUnsupported
                     : e == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::kResourceExhausted
                                                       : StatusCode::kInternal;
-  return Status(code, std::string(what) + ": cuBLAS error " + cublasGetStatusName(e) + " (" +
-                          cublasGetStatusString(e) + ")");
+  return Status(code, std::string(what) + ": cuBLAS error " + cublas_status_name(e) + " (" +
+                          std::to_string(static_cast<int>(e)) + ")");
 }
 
 Status last_launch_status(const char* what) {

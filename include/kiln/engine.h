@@ -42,6 +42,31 @@ struct ModelStats {
   double flops_per_image = 0;  // multiply-add = 2 FLOPs; symbolic batch taken as 1
 };
 
+// GPU times of one run, from CUDA events: host->device copies, the device compute, and
+// device->host copies.
+struct DeviceTiming {
+  double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
+};
+
+// One step of a device plan and its mean time in a profile.
+struct LayerProfile {
+  std::string name;    // the node's name (or what a conversion converts)
+  std::string op;      // op kind; "CPU:<op>" for a node that fell back to the CPU
+  std::string tactic;  // the chosen implementation
+  bool on_cpu = false;
+  double ms = 0;
+};
+
+// Device memory a Context's current plan holds (bytes).
+struct DeviceMemoryInfo {
+  int64_t arena = 0;              // every activation, one reused allocation
+  int64_t arena_lower_bound = 0;  // peak of live activation bytes: no arena can be smaller
+  int64_t workspace = 0;          // library scratch, shared by the layers
+  int64_t weights = 0;            // the engine's uploaded constants, shared by its contexts
+  int64_t pinned_host = 0;        // host staging for inputs and outputs
+  int64_t device_total() const { return arena + workspace + weights; }
+};
+
 class Engine {
  public:
   ~Engine();
@@ -61,6 +86,11 @@ class Engine {
 
   std::unique_ptr<Context> create_context() const;
 
+  // Writes a plan file (.kiln) that Engine::load takes like an .onnx: the model, the build
+  // options and the timing cache, tied to this GPU, driver libraries and kiln version.
+  // CUDA engines only.
+  Status save_plan(const std::string& path) const;
+
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   const Impl& impl() const { return *impl_; }
@@ -75,6 +105,18 @@ class Context {
   // Runs the model. Every graph input must be given, with the declared dtype and a shape
   // that matches the declared one (symbolic dimensions take any size).
   Result<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
+
+  // CUDA engines only (an error on the CPU), about the plan of the last run's shapes:
+  // GPU times of the last run().
+  Result<DeviceTiming> last_device_timing() const;
+  // Runs the device compute of the last run again `iterations` times, with the inputs
+  // already on the device and no host copies (the CUDA graph when enabled); ms per run.
+  Result<std::vector<double>> time_compute(int iterations);
+  // Every step's mean device time over `iterations` runs (steps launched one by one).
+  Result<std::vector<LayerProfile>> profile_layers(int iterations);
+  Result<DeviceMemoryInfo> device_memory() const;
+  // Whether the last run replayed a CUDA graph.
+  bool uses_cuda_graph() const;
 
   struct Impl;
   explicit Context(std::unique_ptr<Impl> impl);

@@ -23,6 +23,22 @@ struct EngineOptions {
   // Run the graph optimizer (src/passes: constant folding, BatchNorm folding, epilogue
   // fusion...) before planning. Off gives the imported graph as is, e.g. to bisect a pass.
   bool optimize = true;
+
+  // CUDA engines (device = kCuda):
+  // "fp32" (plain float math), "tf32" (float32 tensors, tensor-core math) or "fp16"
+  // (float16 activations and weights, float32 accumulation).
+  std::string precision = "fp32";
+  // Capture each plan's whole run (copies and kernels) in a CUDA graph on its second run
+  // and replay it from then on. Plans with CPU fallback steps run without a graph.
+  bool cuda_graph = false;
+  // Time the candidate algorithms of each layer on its real shapes and keep the fastest;
+  // off takes the libraries' first heuristic choice (a faster build, slower engine).
+  bool time_tactics = true;
+  // The most device scratch memory one layer may use.
+  int64_t workspace_limit = int64_t{256} << 20;
+  // A timing cache file: read at build when it exists and matches the device, written
+  // after new layers were timed. Empty: none.
+  std::string timing_cache;
 };
 
 }  // namespace kiln

@@ -17,6 +17,7 @@ ONNX files in the wild have, and what kiln's folding pass consumes); --batch-nor
 the exporter fold them into the convolutions.
 """
 import argparse
+import inspect
 import os
 import sys
 import warnings
@@ -71,10 +72,15 @@ def main():
     model = build(args.name, args.seed)
     mode = torch.onnx.TrainingMode.PRESERVE if args.batch_norm == "keep" else \
         torch.onnx.TrainingMode.EVAL
+    # Newer PyTorch (2.9+) defaults to its dynamo exporter; keep the TorchScript one, which
+    # writes the same plain graph as older versions.
+    extra = {}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        extra["dynamo"] = False
     torch.onnx.export(model, torch.zeros(1, 3, 224, 224), out, opset_version=args.opset,
                       input_names=["input"], output_names=["logits"],
                       dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
-                      training=mode, do_constant_folding=True)
+                      training=mode, do_constant_folding=True, **extra)
     print(f"wrote {out} ({os.path.getsize(out)} bytes)")
     return 0
 

@@ -1,6 +1,7 @@
 #include <new>
 #include <string>
 
+#include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
 
 namespace kiln {
@@ -77,6 +78,15 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
     KILN_RETURN_IF_ERROR(check_input(e.inputs[i], it->second));
     slots[g.inputs()[i]->id()] = it->second;
   }
+  if (e.cuda) {
+    std::vector<Tensor> in_list, out_list;
+    for (const Value* v : g.inputs()) in_list.push_back(slots[v->id()]);
+    for (Tensor& t : slots) t = Tensor();
+    KILN_RETURN_IF_ERROR(cuda_run(e, impl_->cuda, in_list, out_list));
+    std::map<std::string, Tensor> result;
+    for (size_t i = 0; i < out_list.size(); ++i) result[g.outputs()[i]->name] = out_list[i];
+    return result;
+  }
   for (const auto& v : g.values())
     if (v->is_constant()) slots[v->id()] = v->constant;
 
@@ -151,5 +161,31 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
   }
   return result;
 }
+
+}  // namespace kiln
+
+namespace kiln {
+
+Result<DeviceTiming> Context::last_device_timing() const {
+  if (!impl_->engine->cuda) return invalid_argument("device timings are for CUDA engines");
+  return cuda_last_timing(impl_->cuda.get());
+}
+
+Result<std::vector<double>> Context::time_compute(int iterations) {
+  if (!impl_->engine->cuda) return invalid_argument("time_compute is for CUDA engines");
+  return cuda_time_compute(impl_->cuda.get(), iterations);
+}
+
+Result<std::vector<LayerProfile>> Context::profile_layers(int iterations) {
+  if (!impl_->engine->cuda) return invalid_argument("layer profiles are for CUDA engines");
+  return cuda_profile_layers(impl_->cuda.get(), iterations);
+}
+
+Result<DeviceMemoryInfo> Context::device_memory() const {
+  if (!impl_->engine->cuda) return invalid_argument("device memory is for CUDA engines");
+  return cuda_device_memory(*impl_->engine->cuda, impl_->cuda.get());
+}
+
+bool Context::uses_cuda_graph() const { return cuda_uses_graph(impl_->cuda.get()); }
 
 }  // namespace kiln

@@ -1,10 +1,14 @@
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "backends/cpu/dnnl_backend.h"
 #include "core/check.h"
 #include "onnx/importer.h"
 #include "passes/pass.h"
+#include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
+#include "runtime/plan_file.h"
 
 namespace kiln {
 
@@ -33,10 +37,13 @@ const EngineOptions& Engine::options() const { return impl_->options; }
 const Graph& Engine::graph() const { return *impl_->graph; }
 const std::map<std::string, std::string>& Engine::metadata() const { return impl_->metadata; }
 
-Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
-                                             const EngineOptions& options) {
-  if (options.device == Device::kCuda)
-    return unsupported("--device cuda: this kiln build has no CUDA backend yet");
+Result<std::shared_ptr<Engine>> build_engine(
+    std::unique_ptr<Graph> graph, const EngineOptions& options,
+    const std::vector<std::pair<std::string, std::string>>& tactics) {
+  std::shared_ptr<CudaEngineState> cuda;
+  if (options.device == Device::kCuda) {
+    KILN_ASSIGN_OR_RETURN(cuda, make_cuda_engine_state(options, tactics));
+  }
   if (options.backend != "auto" && options.backend != "reference")
     return invalid_argument("backend '" + options.backend + "': expected auto or reference");
   if (options.optimize) KILN_RETURN_IF_ERROR(optimize_graph(*graph));
@@ -49,9 +56,13 @@ Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
   for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
   impl->metadata = graph->metadata;
 
+  for (Value* o : graph->outputs()) o->is_graph_output = true;
   const Backend& ref = reference_backend();
   // "auto": oneDNN for the nodes it supports, the reference kernels for the rest.
-  const Backend* fast = options.backend == "auto" ? &onednn_backend(options.threads) : nullptr;
+  // CUDA engines lower nodes per input shape (runtime/cuda_runtime.h); the reference
+  // backend recorded here is what their CPU fallback steps run.
+  const Backend* fast = options.backend == "auto" && !cuda ? &onednn_backend(options.threads)
+                                                           : nullptr;
   for (const auto& n : graph->nodes()) {
     const Backend* b = fast && fast->supports(*n) ? fast : &ref;
     if (b == &ref && !ref.supports(*n))
@@ -66,24 +77,98 @@ Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
       if (in) impl->last_use[in->id()] = static_cast<int>(i);
   for (const Value* o : graph->outputs()) impl->is_graph_output[o->id()] = true;
   impl->graph = std::move(graph);
+  impl->cuda = std::move(cuda);
   return std::make_shared<Engine>(std::move(impl));
 }
 
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return not_found("cannot open '" + path + "'");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string dir_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// A .kiln plan: the device must be the one it was built for; its options replace the
+// caller's build options (precision, graph...), its timing cache skips all timing.
+Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineOptions& opts) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  KILN_ASSIGN_OR_RETURN(PlanFile plan, parse_plan(bytes, path));
+  if (opts.device != Device::kCuda)
+    return invalid_argument("'" + path + "' is a CUDA plan file; run it with --device cuda");
+  KILN_ASSIGN_OR_RETURN(std::string tag, cuda_current_device_tag());
+  if (tag != plan.device_tag)
+    return invalid_argument("plan file '" + path + "' was built for " + plan.device_tag +
+                            "; this machine has " + tag + ": rebuild it with `kiln build`");
+  EngineOptions o = opts;
+  o.precision = plan.options.precision;
+  o.cuda_graph = opts.cuda_graph || plan.options.cuda_graph;
+  o.optimize = plan.options.optimize;
+  o.workspace_limit = plan.options.workspace_limit;
+  KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
+  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), o, plan.tactics));
+  const_cast<Engine::Impl&>(engine->impl()).model_bytes = std::move(plan.onnx_bytes);
+  return engine;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& opts) {
+  if (looks_like_plan(path)) return load_plan(path, opts);
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_file(path));
-  return build_engine(std::move(graph), opts).with_context(path);
+  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), opts).with_context(path));
+  if (opts.device == Device::kCuda) {
+    // Kept for save_plan(); the graph no longer has the original bytes.
+    KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+    const_cast<Engine::Impl&>(engine->impl()).model_bytes = std::move(bytes);
+  }
+  return engine;
+}
+
+Status Engine::save_plan(const std::string& path) const {
+  if (!impl_->cuda) return invalid_argument("plan files are for CUDA engines (--device cuda)");
+  if (impl_->model_bytes.empty())
+    return invalid_argument("this engine has no model bytes to save (load it from a file)");
+  PlanFile plan;
+  plan.kiln_version = kiln_version();
+  KILN_ASSIGN_OR_RETURN(plan.device_tag, cuda_current_device_tag());
+  plan.options = impl_->options;
+  plan.tactics = cuda_tactic_entries(*impl_->cuda);
+  plan.onnx_bytes = impl_->model_bytes;
+  std::string bytes = serialize_plan(plan);
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return not_found("cannot write '" + path + "'");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) return internal_error("writing '" + path + "' failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return internal_error("renaming '" + tmp + "' to '" + path + "' failed");
+  return Status::ok();
 }
 
 Result<std::shared_ptr<Engine>> Engine::from_bytes(const std::string& bytes,
                                                    const EngineOptions& opts,
                                                    const std::string& base_dir) {
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(bytes, base_dir));
-  return build_engine(std::move(graph), opts);
+  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), opts));
+  if (opts.device == Device::kCuda) const_cast<Engine::Impl&>(engine->impl()).model_bytes = bytes;
+  return engine;
 }
 
 std::unique_ptr<Context> Engine::create_context() const {
   auto impl = std::make_unique<Context::Impl>();
   impl->engine = impl_.get();
+  impl->slots.resize(impl_->graph->value_id_limit());
+  if (impl_->cuda) return std::make_unique<Context>(std::move(impl));  // plans built per shape
   for (size_t i = 0; i < impl_->order.size(); ++i) {
     auto k = impl_->node_backend[i]->create_kernel(*impl_->order[i]);
     // supports() was checked at build time; a failure here is a backend bug.

@@ -12,6 +12,9 @@
 
 namespace kiln {
 
+struct CudaEngineState;
+struct CudaContextState;
+
 struct Engine::Impl {
   std::unique_ptr<Graph> graph;
   EngineOptions options;
@@ -23,17 +26,23 @@ struct Engine::Impl {
   // For each value id: index in `order` of its last reader, or -1 (never read by a node).
   std::vector<int> last_use;
   std::vector<bool> is_graph_output;               // by value id
+  // CUDA engines: weights on the device, timing cache; and the ONNX bytes (for plan files).
+  std::shared_ptr<CudaEngineState> cuda;
+  std::string model_bytes;
 };
 
 struct Context::Impl {
   const Engine::Impl* engine = nullptr;
   std::vector<std::unique_ptr<Kernel>> kernels;    // per node in engine->order
   std::vector<Tensor> slots;                       // by value id; reset after each run
+  std::shared_ptr<CudaContextState> cuda;          // CUDA engines: stream, handles, plan
 };
 
 // Builds the engine's execution state from an imported graph (choose a backend per node,
 // compute value lifetimes). Used by Engine::load and the tests.
-Result<std::shared_ptr<Engine>> build_engine(std::unique_ptr<Graph> graph,
-                                             const EngineOptions& options);
+// `tactics` pre-fill a CUDA engine's timing cache (from a plan file).
+Result<std::shared_ptr<Engine>> build_engine(
+    std::unique_ptr<Graph> graph, const EngineOptions& options,
+    const std::vector<std::pair<std::string, std::string>>& tactics = {});
 
 }  // namespace kiln

@@ -17,11 +17,13 @@
 
 #include "core/npy.h"
 #include "kiln/engine.h"
+#include "models/idx_reader.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
+using test::read_idx_gz;
 
 std::string cache_dir() {
   if (const char* env = std::getenv("KILN_MODEL_CACHE"); env && *env) return env;
@@ -131,45 +133,6 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelVsOrt,
                                          ModelCase{"resnet18", 1}, ModelCase{"resnet18", 4},
                                          ModelCase{"resnet50", 1}, ModelCase{"resnet50", 4}),
                          case_name);
-
-// Reads a gzipped IDX file of unsigned bytes; `dims` receives its shape.
-bool read_idx_gz(const std::string& path, std::vector<uint8_t>& data, std::vector<int64_t>& dims,
-                 std::string& error) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) {
-    error = "cannot open " + path;
-    return false;
-  }
-  std::vector<uint8_t> bytes;
-  uint8_t chunk[1 << 16];
-  int n;
-  while ((n = gzread(f, chunk, sizeof(chunk))) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
-  bool read_ok = n == 0;
-  gzclose(f);
-  if (!read_ok || bytes.size() < 4 || bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08) {
-    error = path + ": not a gzipped unsigned-byte IDX file";
-    return false;
-  }
-  size_t rank = bytes[3];
-  size_t offset = 4 + 4 * rank;
-  if (bytes.size() < offset) {
-    error = path + ": truncated header";
-    return false;
-  }
-  int64_t count = 1;
-  dims.clear();
-  for (size_t i = 0; i < rank; ++i) {
-    const uint8_t* p = &bytes[4 + 4 * i];
-    dims.push_back((int64_t(p[0]) << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
-    count *= dims.back();
-  }
-  if (bytes.size() - offset != static_cast<size_t>(count)) {
-    error = path + ": size does not match its header";
-    return false;
-  }
-  data.assign(bytes.begin() + offset, bytes.end());
-  return true;
-}
 
 // kiln runs the shipped Fashion-MNIST model over the whole 10k test set, normalized as in
 // training, in batches of 500 (the batch axis is symbolic).

@@ -30,6 +30,11 @@ EngineOptions engine_options(const GlobalOptions& global) {
   EngineOptions o;
   o.device = global.device == "cuda" ? Device::kCuda : Device::kCpu;
   o.threads = global.threads;
+  o.precision = global.precision;
+  o.cuda_graph = global.cuda_graph;
+  o.time_tactics = !global.no_tactics;
+  o.timing_cache = global.timing_cache;
+  o.workspace_limit = global.workspace_mib << 20;
   return o;
 }
 

@@ -25,6 +25,12 @@ struct GlobalOptions {
   std::string device = "cpu";
   int threads = 0;  // 0: the engine's default (all cores)
   int verbose = 0;  // -v info, -vv debug, -vvv trace
+  // CUDA engines (see EngineOptions).
+  std::string precision = "fp32";
+  bool cuda_graph = false;
+  bool no_tactics = false;
+  std::string timing_cache;
+  int64_t workspace_mib = 256;
 };
 
 // A registered subcommand: its CLI11 app and what to run once parsing succeeded.
@@ -38,6 +44,7 @@ Command add_run_command(CLI::App& root, const GlobalOptions& global);
 Command add_inspect_command(CLI::App& root, const GlobalOptions& global);
 Command add_bench_command(CLI::App& root, const GlobalOptions& global);
 Command add_demo_command(CLI::App& root, const GlobalOptions& global);
+Command add_build_command(CLI::App& root, const GlobalOptions& global);
 
 // Prints "kiln: error: <message>" (newlines flattened) to stderr.
 void print_error(const std::string& message);
@@ -61,5 +68,12 @@ std::string declared_shape(const TensorInfo& info);
 std::string sanitize_file_name(const std::string& name);
 
 double now_seconds();  // steady clock
+
+// Random inputs for benchmarking and building: the shape of each input from --shape
+// overrides ("NAME=1x3x224x224" or "1x3x224x224" for a single input), else the declared
+// shape with a symbolic dim 0 set to `batch` (0: 1).
+Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t batch,
+                                                    const std::vector<std::string>& shapes,
+                                                    uint32_t seed);
 
 }  // namespace kiln::cli

@@ -28,17 +28,31 @@ int run_main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-v,--verbose", global.verbose, "log more (-vv, -vvv for even more)");
+  app.add_option("--precision", global.precision, "CUDA: fp32, tf32 or fp16")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
+      ->capture_default_str();
+  app.add_flag("--cuda-graph", global.cuda_graph,
+               "CUDA: capture each run in a CUDA graph once and replay it");
+  app.add_flag("--no-tactics", global.no_tactics,
+               "CUDA: take the libraries' first choice instead of timing each layer's options");
+  app.add_option("--timing-cache", global.timing_cache,
+                 "CUDA: file that keeps layer timings across builds");
+  app.add_option("--workspace-mib", global.workspace_mib, "CUDA: scratch memory limit per layer")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 
   std::vector<Command> commands = {
       add_run_command(app, global),
       add_inspect_command(app, global),
       add_bench_command(app, global),
       add_demo_command(app, global),
+      add_build_command(app, global),
   };
 
   for (const Command& c : commands)
     c.app->footer(
-        "Global options (--device, --threads, -v) may also follow the subcommand; "
+        "Global options (--device, --threads, --precision, --cuda-graph, -v...) may also "
+        "follow the subcommand; "
         "see kiln --help.");
 
   try {

@@ -73,6 +73,11 @@ size_t TacticCache::size() const {
   return entries_.size();
 }
 
+std::map<std::string, std::string> TacticCache::entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_;
+}
+
 static const char kCacheMagic[] = "kiln-timing-cache v1";
 
 bool TacticCache::load(const std::string& path, const std::string& device_tag) {

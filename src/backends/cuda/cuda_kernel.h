@@ -91,6 +91,7 @@ class TacticCache {
   bool get(const std::string& key, std::string* value) const;
   void put(const std::string& key, const std::string& value);
   size_t size() const;
+  std::map<std::string, std::string> entries() const;
   // Text file: a header line naming the device and library versions, then key<TAB>value.
   // load() ignores (returns false for) a file written for another device or version.
   bool load(const std::string& path, const std::string& device_tag);

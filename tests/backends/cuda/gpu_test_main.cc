@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    std::printf("SKIPPED: no CUDA device (%s)\n", e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+    std::printf("SKIPPED: no CUDA device (%s)\n",
+                e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
     return 77;
   }
   testing::InitGoogleTest(&argc, argv);

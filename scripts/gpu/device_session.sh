@@ -1,0 +1,60 @@
+#!/bin/bash
+# Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
+#
+#   scripts/gpu/device_session.sh [tests] [bench] [peer] [quick]
+#
+# Expects .device/bundle.tgz: a kiln-bundle/ folder with bin/ (kiln and kiln_gpu_tests, as
+# wrappers that find the non-CUDA libraries they link), share/ (the Fashion-MNIST t10k IDX
+# files) and env.sh (puts bin/ on PATH); and the repository around it. The torchvision models are
+# exported on the machine itself (its PyTorch) into /tmp/kiln-models.
+set -uo pipefail
+OUT=${OUT:-/tmp/kiln-out}
+mkdir -p "$OUT"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+tar xzf "$repo/.device/bundle.tgz" -C /tmp && source /tmp/kiln-bundle/env.sh
+share=/tmp/kiln-bundle/share
+export PYTHONUNBUFFERED=1
+models=/tmp/kiln-models
+mkdir -p "$models"
+what=" $* "
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv \
+  > "$OUT/nvidia-smi.txt" 2>&1
+
+export_models() {
+  for m in resnet50 resnet18 mobilenet_v2; do
+    [ -f "$models/$m.onnx" ] && continue
+    python3 "$repo/scripts/models/export_torchvision.py" "$m" --out "$models/$m.onnx" \
+      >> "$OUT/export.log" 2>&1 || echo "export of $m failed (see export.log)"
+  done
+}
+export_models
+
+if [[ $what == *" tests "* ]]; then
+  KILN_MODEL_DIR=$models KILN_FASHION_MODEL=$repo/models/fashion_mnist.onnx \
+    KILN_FASHION_MNIST_DIR=$share timeout 400 kiln_gpu_tests --gtest_brief=0 \
+    > "$OUT/gpu_tests.log" 2>&1
+  echo "kiln_gpu_tests exit $?"
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]|tests ran" "$OUT/gpu_tests.log" | tail -40
+fi
+
+if [[ $what == *" bench "* ]]; then
+  b() { echo "== kiln bench $*" >> "$OUT/bench.log"; timeout 120 kiln bench --device cuda "$@" >> "$OUT/bench.log" 2>&1 || echo "FAILED: $*" >> "$OUT/bench.log"; }
+  r50=$models/resnet50.onnx
+  for bs in 1 16 256; do
+    b "$r50" --precision fp16 --cuda-graph --batch $bs --no-transfers --duration 2 --json "$OUT/r50_fp16_b${bs}_compute.json"
+    b "$r50" --precision fp16 --cuda-graph --batch $bs --duration 2 --json "$OUT/r50_fp16_b${bs}_copies.json"
+  done
+  b "$r50" --precision fp32 --cuda-graph --batch 256 --no-transfers --duration 2 --json "$OUT/r50_fp32_b256_compute.json"
+  b "$r50" --precision tf32 --cuda-graph --batch 256 --no-transfers --duration 2 --json "$OUT/r50_tf32_b256_compute.json"
+  b "$r50" --precision fp16 --batch 256 --no-transfers --duration 1 --dump-profile "$OUT/r50_fp16_b256_profile.json"
+  b "$r50" --precision fp16 --batch 1 --no-transfers --duration 1 --dump-profile "$OUT/r50_fp16_b1_profile.json"
+  grep -E "^resnet50|device memory|FAILED|error" "$OUT/bench.log"
+fi
+
+if [[ $what == *" peer "* ]]; then
+  python3 "$repo/bench/peer_gpu.py" --model resnet50 --onnx "$models/resnet50.onnx" \
+    --kiln "$(command -v kiln)" --batch 1 16 256 --precision fp16 --markdown \
+    --out "$OUT/peer_gpu.json" > "$OUT/peer_gpu.log" 2>&1
+  tail -20 "$OUT/peer_gpu.log"
+fi

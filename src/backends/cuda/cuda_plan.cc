@@ -1,0 +1,471 @@
+// CudaPlan::build: lower the graph for one set of input shapes (see cuda_plan.h).
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_plan_impl.h"
+#include "core/half.h"
+#include "ops/op_registry.h"
+#include "planner/arena_planner.h"
+
+namespace kiln {
+
+namespace {
+
+bool is_float(DataType dt) { return dt == DataType::kFloat32 || dt == DataType::kFloat16; }
+
+// The device dtype of a graph value: float activations in the precision's dtype.
+DataType device_dtype(DataType graph_dtype, Precision p) {
+  if (!is_float(graph_dtype)) return graph_dtype;
+  return p == Precision::kFp16 ? DataType::kFloat16 : DataType::kFloat32;
+}
+
+}  // namespace
+
+// `t` (float32/float16/other) as bytes of `dt` in plain layout.
+std::vector<uint8_t> host_bytes_as(const Tensor& t, DataType dt) {
+  std::vector<uint8_t> out;
+  if (t.dtype() == dt || !is_float(dt) || !is_float(t.dtype())) {
+    out.resize(t.nbytes());
+    if (t.nbytes()) std::memcpy(out.data(), t.raw(), t.nbytes());
+    return out;
+  }
+  std::vector<float> f = t.to_floats();
+  if (dt == DataType::kFloat32) {
+    out.resize(f.size() * 4);
+    std::memcpy(out.data(), f.data(), out.size());
+  } else {
+    out.resize(f.size() * 2);
+    for (size_t i = 0; i < f.size(); ++i) {
+      uint16_t h = float_to_half_bits(f[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+Tensor tensor_from_bytes(const void* bytes, DataType dt, const Shape& shape, DataType want) {
+  Tensor t(dt, shape);
+  if (t.nbytes()) std::memcpy(t.raw(), bytes, t.nbytes());
+  if (dt == want || !is_float(dt) || !is_float(want)) return t;
+  std::vector<float> f(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) f[i] = static_cast<float>(t.at_double(i));
+  Tensor r = Tensor::from_floats(shape, f);
+  if (want == DataType::kFloat32) return r;
+  Tensor h(want, shape);
+  std::vector<uint8_t> hb = host_bytes_as(r, want);
+  std::memcpy(h.raw(), hb.data(), hb.size());
+  return h;
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(CudaPlan::Impl& p, const Graph& g, WeightStore& w, TacticCache& t)
+      : p_(p), g_(g), weights_(w), tactics_(t) {}
+
+  Status build(const std::vector<const Node*>& order, const std::vector<Tensor>& inputs);
+
+ private:
+  int new_slot(const DevDesc& d, int value_id, bool arena) {
+    PlanSlot s;
+    s.desc = d;
+    s.desc.value = nullptr;
+    s.value_id = value_id;
+    if (arena) {
+      s.buffer = static_cast<int>(p_.buffers.size());
+      p_.buffers.push_back(PlanBuffer{static_cast<int64_t>(d.nbytes()), 0, 0, 0});
+    }
+    p_.slots.push_back(s);
+    return static_cast<int>(p_.slots.size()) - 1;
+  }
+  // The slot holding value `v` in `layout` and `dtype`, adding a conversion step if needed.
+  Result<int> slot_for(const Value* v, Layout layout, DataType dtype);
+  Result<int> constant_slot(const Value* v, const Tensor& t);
+  Status add_node(const Node& n);
+  Status add_cpu_step(const Node& n, const std::string& why);
+  Status eval_on_host(const Node& n, bool* done);
+  Status plan_memory();
+
+  CudaPlan::Impl& p_;
+  const Graph& g_;
+  WeightStore& weights_;
+  TacticCache& tactics_;
+  CudaBuildContext bctx_;
+  std::vector<TensorDesc> host_;            // per value id: graph dtype, shape, known value
+  std::vector<std::vector<int>> reps_;      // per value id: its slots (layouts/dtypes)
+};
+
+Result<int> Builder::constant_slot(const Value* v, const Tensor& t) {
+  DataType dt = device_dtype(t.dtype(), p_.options.precision);
+  std::vector<uint8_t> bytes = host_bytes_as(t, dt);
+  std::string key = "const:" + v->name + ":" + dtype_name(dt);
+  KILN_ASSIGN_OR_RETURN(void* d, weights_.upload(key, bytes.data(), bytes.size()));
+  int s = new_slot(DevDesc{dt, t.shape(), Layout::kPlain, nullptr}, v->id(), false);
+  p_.slots[s].fixed = d;
+  reps_[v->id()].push_back(s);
+  return s;
+}
+
+Result<int> Builder::slot_for(const Value* v, Layout layout, DataType dtype) {
+  std::vector<int>& reps = reps_[v->id()];
+  if (reps.empty()) {
+    const Tensor* known = host_[v->id()].value;
+    if (!known) return internal_error("value '" + v->name + "' has no producer in the plan");
+    KILN_RETURN_IF_ERROR(constant_slot(v, *known).status());
+  }
+  for (int s : reps)
+    if (p_.slots[s].desc.layout == layout && p_.slots[s].desc.dtype == dtype) return s;
+  int src = reps.front();
+  DevDesc d = p_.slots[src].desc;
+  if (layout == Layout::kNHWC && d.shape.size() != 4)
+    return internal_error("value '" + v->name + "': NHWC asked for rank " +
+                          std::to_string(d.shape.size()));
+  if (d.dtype != dtype && !(is_float(d.dtype) && is_float(dtype)))
+    return internal_error("value '" + v->name + "': cannot convert " + dtype_name(d.dtype) +
+                          " to " + dtype_name(dtype));
+  d.layout = layout;
+  d.dtype = dtype;
+  int dst = new_slot(d, v->id(), true);
+  PlanStep step;
+  step.kind = StepKind::kConvert;
+  step.in = {src};
+  step.out = {dst};
+  step.info = {"convert " + v->name, "Convert",
+               std::string(layout_name(p_.slots[src].desc.layout)) + " " +
+                   dtype_name(p_.slots[src].desc.dtype) + " -> " + layout_name(layout) + " " +
+                   dtype_name(dtype),
+               false};
+  p_.steps.push_back(std::move(step));
+  reps.push_back(dst);
+  return dst;
+}
+
+// Shape arithmetic (Shape, and nodes whose inputs are all known on the host) is evaluated
+// here once, for the plan's shapes, instead of on the device at every run.
+Status Builder::eval_on_host(const Node& n, bool* done) {
+  *done = false;
+  const OpDef* def = OpRegistry::find(n.op);
+  if (!def) return Status::ok();
+  std::vector<Tensor> out;
+  if (n.op == OpKind::Shape) {
+    // Only the input's shape matters; let the reference run on a shape-only stand-in.
+    const TensorDesc& in = host_[n.inputs[0]->id()];
+    Tensor stand_in(in.dtype, in.shape);
+    std::vector<const Tensor*> ins = {&stand_in};
+    if (stand_in.nbytes() > (size_t{64} << 20)) return Status::ok();
+    KILN_RETURN_IF_ERROR(run_reference(n, ins, out));
+  } else {
+    std::vector<const Tensor*> ins;
+    int64_t bytes = 0;
+    for (const Value* v : n.inputs) {
+      if (!v) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      const Tensor* t = host_[v->id()].value;
+      if (!t) return Status::ok();
+      bytes += t->nbytes();
+      ins.push_back(t);
+    }
+    // Weights reach kernels as constants; only small tensors are evaluated here.
+    if (bytes > 4096 || n.op == OpKind::Conv || n.op == OpKind::Gemm) return Status::ok();
+    KILN_RETURN_IF_ERROR(run_reference(n, ins, out));
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i]) continue;
+    p_.host_values.push_back(out[i]);
+    const Tensor& t = p_.host_values.back();
+    host_[n.outputs[i]->id()] = TensorDesc{t.dtype(), t.shape(), &t};
+  }
+  *done = true;
+  return Status::ok();
+}
+
+Status Builder::add_node(const Node& n) {
+  bool evaluated = false;
+  KILN_RETURN_IF_ERROR(eval_on_host(n, &evaluated));
+  if (evaluated) return Status::ok();
+
+  CudaKernelFactory factory = CudaKernelRegistry::find(n.op);
+  if (!factory) return add_cpu_step(n, "no CUDA kernel for " + std::string(op_name(n.op)));
+  auto made = factory(n, p_.options.precision);
+  if (!made.is_ok()) {
+    if (made.status().code() == StatusCode::kUnsupported)
+      return add_cpu_step(n, made.status().message());
+    return made.status().with_context(n.describe());
+  }
+  std::unique_ptr<CudaKernel> kernel = std::move(made).value();
+
+  PlanStep step;
+  step.node = &n;
+  std::vector<DevDesc> in(n.inputs.size());
+  step.in.assign(n.inputs.size(), -1);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (!v) continue;
+    const TensorDesc& h = host_[v->id()];
+    DataType dt = device_dtype(h.dtype, p_.options.precision);
+    if (h.value && kernel->reads_on_host(static_cast<int>(i))) {
+      in[i] = DevDesc{dt, h.shape, Layout::kPlain, h.value};
+      continue;
+    }
+    Layout offered = Layout::kPlain;
+    if (!reps_[v->id()].empty()) offered = p_.slots[reps_[v->id()].front()].desc.layout;
+    Layout want = h.shape.size() == 4 ? kernel->input_layout(static_cast<int>(i), offered)
+                                      : Layout::kPlain;
+    KILN_ASSIGN_OR_RETURN(int s, slot_for(v, want, dt));
+    step.in[i] = s;
+    in[i] = p_.slots[s].desc;
+    in[i].value = h.value;
+  }
+  std::vector<DevDesc> out(n.outputs.size());
+  Status prepared = kernel->prepare(in, out, bctx_);
+  // A kernel may find out only from the shapes that it cannot run the node: the CPU then
+  // runs it (conversions already added for it are harmless).
+  if (prepared.code() == StatusCode::kUnsupported) return add_cpu_step(n, prepared.message());
+  KILN_RETURN_IF_ERROR_CTX(prepared, n.describe());
+
+  // The reference shape rule is the contract: a kernel disagreeing with it is a bug.
+  std::vector<TensorDesc> want(n.outputs.size());
+  std::vector<TensorDesc> hin(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i]) hin[i] = host_[n.inputs[i]->id()];
+  if (const OpDef* def = OpRegistry::find(n.op))
+    KILN_RETURN_IF_ERROR_CTX(infer_node(*def, n, hin, want), n.describe());
+
+  step.out.assign(n.outputs.size(), -1);
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const Value* v = n.outputs[i];
+    if (!v || !out[i].present()) continue;
+    if (want[i].present() && want[i].shape != out[i].shape)
+      return internal_error(n.describe() + ": CUDA kernel gives output shape " +
+                            shape_str(out[i].shape) + ", the reference " +
+                            shape_str(want[i].shape));
+    if (out[i].nbytes() > static_cast<size_t>(p_.options.max_tensor_bytes))
+      return Status(StatusCode::kResourceExhausted,
+                    n.describe() + ": output " + shape_str(out[i].shape) +
+                        " exceeds the per-tensor limit");
+    int s;
+    if (kernel->is_alias() && i == 0) {
+      s = new_slot(out[i], v->id(), false);
+      p_.slots[s].buffer = p_.slots[step.in[0]].buffer;
+      p_.slots[s].fixed = p_.slots[step.in[0]].fixed;
+    } else {
+      s = new_slot(out[i], v->id(), true);
+    }
+    step.out[i] = s;
+    reps_[v->id()].push_back(s);
+    host_[v->id()] = TensorDesc{want[i].present() ? want[i].dtype : out[i].dtype, out[i].shape,
+                                nullptr};
+  }
+  // In place: the output takes over the input's buffer when nothing reads the input later.
+  // Decided in plan_memory(), which knows the last readers; remember the candidate.
+  step.kind = StepKind::kKernel;
+  step.info = {n.name, op_name(n.op), kernel->tactic(), false};
+  p_.workspace_bytes = std::max(p_.workspace_bytes, kernel->workspace_bytes());
+  step.kernel = std::move(kernel);
+  p_.steps.push_back(std::move(step));
+  return Status::ok();
+}
+
+Status Builder::add_cpu_step(const Node& n, const std::string& why) {
+  const OpDef* def = OpRegistry::find(n.op);
+  if (!def) return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel");
+  PlanStep step;
+  step.kind = StepKind::kCpu;
+  step.node = &n;
+  std::vector<TensorDesc> hin(n.inputs.size());
+  step.in.assign(n.inputs.size(), -1);
+  step.host_in.assign(n.inputs.size(), nullptr);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (!v) continue;
+    hin[i] = host_[v->id()];
+    step.host_in[i] = hin[i].value;
+    if (hin[i].value) continue;  // read on the host directly
+    DataType dt = device_dtype(hin[i].dtype, p_.options.precision);
+    KILN_ASSIGN_OR_RETURN(step.in[i], slot_for(v, Layout::kPlain, dt));
+  }
+  std::vector<TensorDesc> out(n.outputs.size());
+  KILN_RETURN_IF_ERROR_CTX(infer_node(*def, n, hin, out), n.describe());
+  step.out.assign(n.outputs.size(), -1);
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const Value* v = n.outputs[i];
+    if (!v || !out[i].present()) continue;
+    DevDesc d{device_dtype(out[i].dtype, p_.options.precision), out[i].shape, Layout::kPlain,
+              nullptr};
+    step.out[i] = new_slot(d, v->id(), true);
+    step.host_out_dtypes.resize(n.outputs.size());
+    step.host_out_dtypes[i] = out[i].dtype;
+    reps_[v->id()].push_back(step.out[i]);
+    host_[v->id()] = TensorDesc{out[i].dtype, out[i].shape, nullptr};
+  }
+  step.info = {n.name, std::string("CPU:") + op_name(n.op), why, true};
+  p_.has_cpu_steps = true;
+  p_.steps.push_back(std::move(step));
+  return Status::ok();
+}
+
+Status Builder::build(const std::vector<const Node*>& order, const std::vector<Tensor>& inputs) {
+  bctx_.precision = p_.options.precision;
+  bctx_.stream = p_.handles->stream;
+  bctx_.cudnn = p_.handles->cudnn;
+  bctx_.cublaslt = p_.handles->cublaslt;
+  bctx_.workspace_limit = p_.options.workspace_limit;
+  bctx_.time_tactics = p_.options.time_tactics;
+  bctx_.weights = &weights_;
+  bctx_.tactics = &tactics_;
+  host_.assign(g_.value_id_limit(), TensorDesc{});
+  reps_.assign(g_.value_id_limit(), {});
+  for (const auto& v : g_.values())
+    if (v->is_constant()) host_[v->id()] = TensorDesc{v->constant.dtype(), v->constant.shape(),
+                                                      &v->constant};
+  for (size_t i = 0; i < g_.inputs().size(); ++i) {
+    const Value* v = g_.inputs()[i];
+    const Tensor& t = inputs[i];
+    host_[v->id()] = TensorDesc{t.dtype(), t.shape(), nullptr};
+    int s = new_slot(DevDesc{t.dtype(), t.shape(), Layout::kPlain, nullptr}, v->id(), true);
+    reps_[v->id()].push_back(s);
+    p_.input_slots.push_back(s);
+    p_.input_shapes.push_back(t.shape());
+  }
+  for (const Node* n : order) KILN_RETURN_IF_ERROR(add_node(*n));
+  for (const Value* o : g_.outputs()) {
+    const TensorDesc& h = host_[o->id()];
+    if (h.value) {  // an output computed entirely at build time
+      KILN_ASSIGN_OR_RETURN(int s, slot_for(o, Layout::kPlain, h.dtype));
+      p_.output_slots.push_back(s);
+    } else {
+      KILN_ASSIGN_OR_RETURN(int s, slot_for(o, Layout::kPlain, h.dtype));
+      p_.output_slots.push_back(s);
+    }
+    p_.output_dtypes.push_back(h.dtype);
+  }
+  return plan_memory();
+}
+
+// Buffer lifetimes in step numbers: 0 is the input copy, step k is k + 1, the output copy
+// is steps.size() + 1. In-place candidates take over their input's buffer when the input
+// is read by no later step and is not a graph input or output.
+Status Builder::plan_memory() {
+  const int n_steps = static_cast<int>(p_.steps.size());
+  std::vector<int> last_read(p_.buffers.size(), -1), first_write(p_.buffers.size(), INT32_MAX);
+  auto touch = [&](int slot, int t, bool write) {
+    int b = p_.slots[slot].buffer;
+    if (b < 0) return;
+    if (write) first_write[b] = std::min(first_write[b], t);
+    last_read[b] = std::max(last_read[b], t);
+  };
+  for (int s : p_.input_slots) touch(s, 0, true);
+  for (int k = 0; k < n_steps; ++k) {
+    for (int s : p_.steps[k].in)
+      if (s >= 0) touch(s, k + 1, false);
+    for (int s : p_.steps[k].out)
+      if (s >= 0) touch(s, k + 1, true);
+  }
+  for (int s : p_.output_slots) touch(s, n_steps + 1, false);
+  std::vector<bool> pinned(p_.buffers.size(), false);  // graph inputs/outputs
+  for (int s : p_.input_slots)
+    if (p_.slots[s].buffer >= 0) pinned[p_.slots[s].buffer] = true;
+  for (int s : p_.output_slots)
+    if (p_.slots[s].buffer >= 0) pinned[p_.slots[s].buffer] = true;
+
+  // In place: redirect the output buffer to the input's when legal.
+  std::vector<int> redirect(p_.buffers.size());
+  for (size_t b = 0; b < redirect.size(); ++b) redirect[b] = static_cast<int>(b);
+  for (int k = 0; k < n_steps; ++k) {
+    PlanStep& st = p_.steps[k];
+    if (st.kind != StepKind::kKernel) continue;
+    int ip = st.kernel->inplace_input();
+    if (ip < 0 || ip >= static_cast<int>(st.in.size()) || st.in[ip] < 0 || st.out.empty() ||
+        st.out[0] < 0)
+      continue;
+    int bi = p_.slots[st.in[ip]].buffer, bo = p_.slots[st.out[0]].buffer;
+    if (bi < 0 || bo < 0 || pinned[bi] || pinned[bo]) continue;
+    bi = redirect[bi];
+    if (last_read[bi] != k + 1 || p_.buffers[bi].bytes != p_.buffers[bo].bytes) continue;
+    // bo's readers now read bi: extend bi's life and retire bo.
+    last_read[bi] = std::max(last_read[bi], last_read[bo]);
+    redirect[bo] = bi;
+    last_read[bo] = -1;
+    st.info.tactic += " (in place)";
+  }
+  for (PlanSlot& s : p_.slots)
+    if (s.buffer >= 0) s.buffer = redirect[s.buffer];
+
+  std::vector<BufferUse> uses(p_.buffers.size());
+  for (size_t b = 0; b < uses.size(); ++b) {
+    bool used = last_read[b] >= 0 && redirect[b] == static_cast<int>(b);
+    uses[b].bytes = used ? p_.buffers[b].bytes : 0;
+    uses[b].first = used ? std::min(first_write[b], last_read[b]) : 0;
+    uses[b].last = used ? last_read[b] : 0;
+  }
+  ArenaPlan plan = plan_arena(uses);
+  KILN_RETURN_IF_ERROR(check_arena_plan(uses, plan));
+  for (size_t b = 0; b < uses.size(); ++b) p_.buffers[b].offset = plan.offsets[b];
+  p_.memory.arena_bytes = plan.total_bytes;
+  p_.memory.arena_lower_bound = plan.lower_bound;
+  p_.memory.workspace_bytes = static_cast<int64_t>(p_.workspace_bytes);
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<CudaPlan>> CudaPlan::build(const Graph& graph,
+                                                  const std::vector<const Node*>& order,
+                                                  const std::vector<Tensor>& inputs,
+                                                  const CudaPlanOptions& options,
+                                                  WeightStore& weights, TacticCache& tactics,
+                                                  CudaStreamHandles& handles) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->handles = &handles;
+  Builder b(*impl, graph, weights, tactics);
+  KILN_RETURN_IF_ERROR(b.build(order, inputs));
+  for (const PlanStep& s : impl->steps) impl->infos.push_back(s.info);
+
+  // Device memory: arena (+1 byte so an empty arena still has an address) and workspace.
+  KILN_CUDA(cudaMalloc(&impl->arena, static_cast<size_t>(impl->memory.arena_bytes) + 256));
+  if (impl->workspace_bytes) KILN_CUDA(cudaMalloc(&impl->workspace, impl->workspace_bytes));
+  for (int s : impl->input_slots) {
+    void* p = nullptr;
+    size_t n = impl->slots[s].desc.nbytes();
+    KILN_CUDA(cudaHostAlloc(&p, n ? n : 1, cudaHostAllocDefault));
+    impl->in_staging.push_back(p);
+    impl->memory.staging_bytes += static_cast<int64_t>(n);
+  }
+  for (int s : impl->output_slots) {
+    void* p = nullptr;
+    size_t n = impl->slots[s].desc.nbytes();
+    KILN_CUDA(cudaHostAlloc(&p, n ? n : 1, cudaHostAllocDefault));
+    impl->out_staging.push_back(p);
+    impl->memory.staging_bytes += static_cast<int64_t>(n);
+  }
+  for (cudaEvent_t& e : impl->ev) KILN_CUDA(cudaEventCreate(&e));
+  return std::unique_ptr<CudaPlan>(new CudaPlan(std::move(impl)));
+}
+
+CudaPlan::CudaPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CudaPlan::~CudaPlan() = default;
+
+CudaPlan::Impl::~Impl() {
+  if (graph_exec) cudaGraphExecDestroy(graph_exec);
+  if (compute_exec) cudaGraphExecDestroy(compute_exec);
+  for (cudaEvent_t e : ev)
+    if (e) cudaEventDestroy(e);
+  for (void* p : in_staging) cudaFreeHost(p);
+  for (void* p : out_staging) cudaFreeHost(p);
+  cudaFree(workspace);
+  cudaFree(arena);
+}
+
+const CudaTiming& CudaPlan::last_timing() const { return impl_->timing; }
+const std::vector<CudaStepInfo>& CudaPlan::steps() const { return impl_->infos; }
+const CudaMemoryReport& CudaPlan::memory() const { return impl_->memory; }
+bool CudaPlan::uses_cuda_graph() const { return impl_->graph_exec != nullptr; }
+bool CudaPlan::has_cpu_steps() const { return impl_->has_cpu_steps; }
+const std::vector<Shape>& CudaPlan::input_shapes() const { return impl_->input_shapes; }
+
+}  // namespace kiln

@@ -1,0 +1,252 @@
+// CudaPlan: running a built plan (copies, steps, CUDA graph capture and replay, timing).
+#include <cstring>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_plan_impl.h"
+#include "backends/cuda/kernels/launch.h"
+#include "ops/op_registry.h"
+
+namespace kiln {
+
+namespace {
+
+// Records `e` so that it also works inside a stream capture (as an event node).
+Status record(cudaEvent_t e, cudaStream_t s, bool capturing) {
+  if (capturing) {
+    KILN_CUDA(cudaEventRecordWithFlags(e, s, cudaEventRecordExternal));
+  } else {
+    KILN_CUDA(cudaEventRecord(e, s));
+  }
+  return Status::ok();
+}
+
+float elapsed(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : 0.f;
+}
+
+}  // namespace
+
+Status CudaPlan::Impl::enqueue_copies_in() {
+  for (size_t i = 0; i < input_slots.size(); ++i) {
+    const PlanSlot& s = slots[input_slots[i]];
+    KILN_CUDA(cudaMemcpyAsync(data(input_slots[i]), in_staging[i], s.desc.nbytes(),
+                              cudaMemcpyHostToDevice, handles->stream));
+  }
+  return Status::ok();
+}
+
+Status CudaPlan::Impl::enqueue_copies_out() {
+  for (size_t i = 0; i < output_slots.size(); ++i) {
+    const PlanSlot& s = slots[output_slots[i]];
+    KILN_CUDA(cudaMemcpyAsync(out_staging[i], data(output_slots[i]), s.desc.nbytes(),
+                              cudaMemcpyDeviceToHost, handles->stream));
+  }
+  return Status::ok();
+}
+
+Status CudaPlan::Impl::enqueue_step(size_t k) {
+  PlanStep& st = steps[k];
+  cudaStream_t stream = handles->stream;
+  if (st.kind == StepKind::kConvert) {
+    DevTensor src{slots[st.in[0]].desc, data(st.in[0])};
+    DevTensor dst{slots[st.out[0]].desc, data(st.out[0])};
+    return launch_convert(src, dst, stream).with_context(st.info.name);
+  }
+  if (st.kind == StepKind::kKernel) {
+    if (st.kernel->is_alias()) return Status::ok();
+    std::vector<DevTensor> in(st.in.size()), out(st.out.size());
+    std::vector<const DevTensor*> ip(st.in.size(), nullptr);
+    std::vector<DevTensor*> op(st.out.size(), nullptr);
+    for (size_t i = 0; i < st.in.size(); ++i) {
+      if (st.in[i] < 0) continue;
+      in[i] = DevTensor{slots[st.in[i]].desc, data(st.in[i])};
+      ip[i] = &in[i];
+    }
+    for (size_t i = 0; i < st.out.size(); ++i) {
+      if (st.out[i] < 0) continue;
+      out[i] = DevTensor{slots[st.out[i]].desc, data(st.out[i])};
+      op[i] = &out[i];
+    }
+    CudaRunContext run{stream, handles->cudnn, handles->cublaslt, workspace, workspace_bytes};
+    return st.kernel->enqueue(ip, op, run).with_context(st.node->describe());
+  }
+  // A CPU step: bring the inputs to the host, run the reference kernel, send the outputs
+  // back. Synchronous (so a plan with CPU steps is never captured in a CUDA graph).
+  const Node& n = *st.node;
+  KILN_CUDA(cudaStreamSynchronize(stream));
+  std::vector<Tensor> host_in(st.in.size());
+  std::vector<const Tensor*> ins(st.in.size(), nullptr);
+  for (size_t i = 0; i < st.in.size(); ++i) {
+    if (st.host_in[i]) {
+      ins[i] = st.host_in[i];
+      continue;
+    }
+    if (st.in[i] < 0) continue;
+    const DevDesc& d = slots[st.in[i]].desc;
+    std::vector<uint8_t> bytes(d.nbytes());
+    KILN_CUDA(cudaMemcpy(bytes.data(), data(st.in[i]), bytes.size(), cudaMemcpyDeviceToHost));
+    host_in[i] = tensor_from_bytes(bytes.data(), d.dtype, d.shape, n.inputs[i]->dtype);
+    ins[i] = &host_in[i];
+  }
+  std::vector<Tensor> outs;
+  KILN_RETURN_IF_ERROR(run_reference(n, ins, outs));
+  for (size_t i = 0; i < st.out.size(); ++i) {
+    if (st.out[i] < 0) continue;
+    const DevDesc& d = slots[st.out[i]].desc;
+    std::vector<uint8_t> bytes = host_bytes_as(outs[i], d.dtype);
+    if (bytes.size() != d.nbytes())
+      return internal_error(n.describe() + ": CPU output " + std::to_string(i) + " has " +
+                            std::to_string(bytes.size()) + " bytes, the plan expects " +
+                            std::to_string(d.nbytes()));
+    KILN_CUDA(cudaMemcpy(data(st.out[i]), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  }
+  return Status::ok();
+}
+
+Status CudaPlan::Impl::enqueue_steps(size_t first, size_t last) {
+  for (size_t k = first; k < last; ++k) KILN_RETURN_IF_ERROR(enqueue_step(k));
+  return Status::ok();
+}
+
+Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  Impl& p = *impl_;
+  cudaStream_t stream = p.handles->stream;
+  if (inputs.size() != p.input_slots.size())
+    return internal_error("plan run with " + std::to_string(inputs.size()) + " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const DevDesc& d = p.slots[p.input_slots[i]].desc;
+    if (inputs[i].shape() != d.shape || inputs[i].dtype() != d.dtype)
+      return internal_error("plan built for input shape " + shape_str(d.shape) + ", given " +
+                            shape_str(inputs[i].shape()));
+    if (d.nbytes()) std::memcpy(p.in_staging[i], inputs[i].raw(), d.nbytes());
+  }
+  if (p.graph_exec) {
+    KILN_CUDA(cudaGraphLaunch(p.graph_exec, stream));
+  } else {
+    // Capture the whole run once the plan has run eagerly (libraries load their modules on
+    // first use, which must not happen inside a capture).
+    bool capture = p.options.cuda_graph && p.ran_once && !p.has_cpu_steps;
+    if (capture) KILN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    Status st = [&]() -> Status {
+      KILN_RETURN_IF_ERROR(record(p.ev[0], stream, capture));
+      KILN_RETURN_IF_ERROR(p.enqueue_copies_in());
+      KILN_RETURN_IF_ERROR(record(p.ev[1], stream, capture));
+      KILN_RETURN_IF_ERROR(p.enqueue_steps(0, p.steps.size()));
+      KILN_RETURN_IF_ERROR(record(p.ev[2], stream, capture));
+      KILN_RETURN_IF_ERROR(p.enqueue_copies_out());
+      return record(p.ev[3], stream, capture);
+    }();
+    if (capture) {
+      cudaGraph_t graph = nullptr;
+      cudaError_t end = cudaStreamEndCapture(stream, &graph);
+      KILN_RETURN_IF_ERROR(st.with_context("capturing the CUDA graph"));
+      KILN_RETURN_IF_ERROR(cuda_status(end, "cudaStreamEndCapture"));
+      cudaError_t inst = cudaGraphInstantiate(&p.graph_exec, graph, 0);
+      cudaGraphDestroy(graph);
+      KILN_RETURN_IF_ERROR(cuda_status(inst, "cudaGraphInstantiate"));
+      KILN_CUDA(cudaGraphLaunch(p.graph_exec, stream));
+    } else {
+      KILN_RETURN_IF_ERROR(st);
+    }
+  }
+  KILN_CUDA(cudaStreamSynchronize(stream));
+  p.ran_once = true;
+  p.timing.h2d_ms = elapsed(p.ev[0], p.ev[1]);
+  p.timing.compute_ms = elapsed(p.ev[1], p.ev[2]);
+  p.timing.d2h_ms = elapsed(p.ev[2], p.ev[3]);
+  outputs.clear();
+  for (size_t i = 0; i < p.output_slots.size(); ++i) {
+    const DevDesc& d = p.slots[p.output_slots[i]].desc;
+    outputs.push_back(tensor_from_bytes(p.out_staging[i], d.dtype, d.shape, p.output_dtypes[i]));
+  }
+  return Status::ok();
+}
+
+Result<std::vector<double>> CudaPlan::time_compute(int iterations) {
+  Impl& p = *impl_;
+  cudaStream_t stream = p.handles->stream;
+  if (!p.ran_once) return internal_error("time_compute before the first run");
+  if (p.options.cuda_graph && !p.has_cpu_steps && !p.compute_exec) {
+    KILN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    Status st = p.enqueue_steps(0, p.steps.size());
+    cudaGraph_t graph = nullptr;
+    cudaError_t end = cudaStreamEndCapture(stream, &graph);
+    KILN_RETURN_IF_ERROR(st.with_context("capturing the CUDA graph"));
+    KILN_RETURN_IF_ERROR(cuda_status(end, "cudaStreamEndCapture"));
+    cudaError_t inst = cudaGraphInstantiate(&p.compute_exec, graph, 0);
+    cudaGraphDestroy(graph);
+    KILN_RETURN_IF_ERROR(cuda_status(inst, "cudaGraphInstantiate"));
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    KILN_CUDA(cudaEventRecord(p.ev[0], stream));
+    if (p.compute_exec) {
+      KILN_CUDA(cudaGraphLaunch(p.compute_exec, stream));
+    } else {
+      KILN_RETURN_IF_ERROR(p.enqueue_steps(0, p.steps.size()));
+    }
+    KILN_CUDA(cudaEventRecord(p.ev[1], stream));
+    KILN_CUDA(cudaEventSynchronize(p.ev[1]));
+    ms.push_back(elapsed(p.ev[0], p.ev[1]));
+  }
+  return ms;
+}
+
+Result<std::vector<double>> CudaPlan::profile_steps(int iterations) {
+  Impl& p = *impl_;
+  cudaStream_t stream = p.handles->stream;
+  if (!p.ran_once) return internal_error("profile_steps before the first run");
+  std::vector<cudaEvent_t> ev(p.steps.size() + 1);
+  for (auto& e : ev) KILN_CUDA(cudaEventCreate(&e));
+  std::vector<double> total(p.steps.size(), 0.0);
+  Status st = [&]() -> Status {
+    for (int it = 0; it < iterations; ++it) {
+      KILN_CUDA(cudaEventRecord(ev[0], stream));
+      for (size_t k = 0; k < p.steps.size(); ++k) {
+        KILN_RETURN_IF_ERROR(p.enqueue_step(k));
+        KILN_CUDA(cudaEventRecord(ev[k + 1], stream));
+      }
+      KILN_CUDA(cudaStreamSynchronize(stream));
+      for (size_t k = 0; k < p.steps.size(); ++k) total[k] += elapsed(ev[k], ev[k + 1]);
+    }
+    return Status::ok();
+  }();
+  for (auto& e : ev) cudaEventDestroy(e);
+  KILN_RETURN_IF_ERROR(st);
+  for (double& t : total) t /= iterations > 0 ? iterations : 1;
+  return total;
+}
+
+Result<std::unique_ptr<CudaStreamHandles>> CudaStreamHandles::create() {
+  auto h = std::make_unique<CudaStreamHandles>();
+  KILN_CUDA(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
+  KILN_CUDNN(cudnnCreate(&h->cudnn));
+  KILN_CUDNN(cudnnSetStream(h->cudnn, h->stream));
+  KILN_CUBLAS(cublasLtCreate(&h->cublaslt));
+  return h;
+}
+
+CudaStreamHandles::~CudaStreamHandles() {
+  if (cublaslt) cublasLtDestroy(cublaslt);
+  if (cudnn) cudnnDestroy(cudnn);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+Result<std::string> cuda_device_tag(int device) {
+  cudaDeviceProp prop{};
+  KILN_CUDA(cudaGetDeviceProperties(&prop, device));
+  int rt = 0;
+  KILN_CUDA(cudaRuntimeGetVersion(&rt));
+  return std::string(prop.name) + " sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + " cudnn " + std::to_string(cudnnGetVersion()) +
+         " cudart " + std::to_string(rt);
+}
+
+Result<int64_t> cuda_device_used_bytes() {
+  size_t free_b = 0, total_b = 0;
+  KILN_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  return static_cast<int64_t>(total_b - free_b);
+}
+
+}  // namespace kiln

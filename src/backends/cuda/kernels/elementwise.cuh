@@ -1,0 +1,147 @@
+// Device helpers shared by kiln's elementwise kernels (convert, epilogue, unary, binary,
+// cast): element loads/stores through float, the activations of ir/epilogue.h on the
+// device, aligned vector access and launch sizing.
+//
+// Floats compute in float whatever their storage (float16 is rounded once, on store), as
+// the reference does for its Half type.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/cuda_common.h"
+#include "ir/epilogue.h"
+
+namespace kiln::cuda {
+
+// The type an element computes in: float for float16, itself otherwise.
+template <class T>
+struct AccOf {
+  using type = T;
+};
+template <>
+struct AccOf<__half> {
+  using type = float;
+};
+template <class T>
+using Acc = typename AccOf<T>::type;
+
+template <class T>
+__device__ __forceinline__ Acc<T> load_acc(T v) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(v);
+  else
+    return v;
+}
+
+template <class T, class A>
+__device__ __forceinline__ T store_as(A v) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
+}
+
+// V elements of T in one aligned access (16 bytes for V = 16 / sizeof(T)).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+inline bool aligned_to(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
+
+// Grid size for a grid-stride loop over `work` items with `threads` per block: enough
+// blocks to fill the GPU several times over, never more than the work needs.
+inline unsigned grid_for(int64_t work, int threads) {
+  const int64_t blocks = (work + threads - 1) / threads;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{132} * 32));
+}
+
+// y[i] = f(x[i]) for i < n, V elements per access where both pointers allow it. x and y
+// may be the same buffer (in-place ops): each element is read and written by one thread.
+template <class Tin, class Tout, int V, class F>
+__global__ void map_kernel(const Tin* x, Tout* y, int64_t n, F f) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  const int64_t first = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const int64_t nvec = n / V;
+  for (int64_t i = first; i < nvec; i += stride) {
+    const Vec<Tin, V> a = reinterpret_cast<const Vec<Tin, V>*>(x)[i];
+    Vec<Tout, V> b;
+#pragma unroll
+    for (int k = 0; k < V; ++k) b.v[k] = f(a.v[k]);
+    reinterpret_cast<Vec<Tout, V>*>(y)[i] = b;
+  }
+  for (int64_t i = nvec * V + first; i < n; i += stride) y[i] = f(x[i]);
+}
+
+// Launches map_kernel on `stream` with 16-byte accesses on the wider of the two types when
+// both pointers are aligned for them, else one element per access. `what` names the
+// launch in errors.
+template <class Tin, class Tout, class F>
+Status launch_map(const Tin* x, Tout* y, int64_t n, F f, cudaStream_t stream, const char* what) {
+  if (n <= 0) return Status::ok();
+  constexpr int kThreads = 256;
+  constexpr int kV = static_cast<int>(16 / std::max(sizeof(Tin), sizeof(Tout)));
+  if (aligned_to(x, sizeof(Vec<Tin, kV>)) && aligned_to(y, sizeof(Vec<Tout, kV>))) {
+    map_kernel<Tin, Tout, kV><<<grid_for(n / kV + 1, kThreads), kThreads, 0, stream>>>(x, y, n, f);
+  } else {
+    map_kernel<Tin, Tout, 1><<<grid_for(n, kThreads), kThreads, 0, stream>>>(x, y, n, f);
+  }
+  KILN_CUDA_LAUNCHED(what);
+  return Status::ok();
+}
+
+// ir/epilogue.h's apply_activation, for an activation known at compile time. Written with
+// the same comparisons so NaN behaves the same (Relu gives 0, Clip passes it through).
+template <Activation A>
+__device__ __forceinline__ float activate(float x, float alpha, float beta) {
+  if constexpr (A == Activation::kNone) {
+    return x;
+  } else if constexpr (A == Activation::kRelu) {
+    return x > 0.f ? x : 0.f;
+  } else if constexpr (A == Activation::kClip) {
+    const float y = x < alpha ? alpha : x;  // std::max(x, alpha)
+    return beta < y ? beta : y;             // std::min(y, beta)
+  } else if constexpr (A == Activation::kLeakyRelu) {
+    return x < 0.f ? alpha * x : x;
+  } else if constexpr (A == Activation::kSigmoid) {
+    return 1.f / (1.f + expf(-x));
+  } else if constexpr (A == Activation::kTanh) {
+    return tanhf(x);
+  } else if constexpr (A == Activation::kSilu) {
+    return x / (1.f + expf(-x));
+  } else if constexpr (A == Activation::kHardSigmoid) {
+    return fmaxf(0.f, fminf(1.f, alpha * x + beta));
+  } else {
+    static_assert(A == Activation::kHardSwish);
+    return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
+  }
+}
+
+// Calls f(std::integral_constant<Activation, A>{}) for the runtime activation `a`.
+template <class F>
+decltype(auto) dispatch_activation(Activation a, F&& f) {
+  switch (a) {
+    case Activation::kRelu: return f(std::integral_constant<Activation, Activation::kRelu>{});
+    case Activation::kClip: return f(std::integral_constant<Activation, Activation::kClip>{});
+    case Activation::kLeakyRelu:
+      return f(std::integral_constant<Activation, Activation::kLeakyRelu>{});
+    case Activation::kSigmoid: return f(std::integral_constant<Activation, Activation::kSigmoid>{});
+    case Activation::kTanh: return f(std::integral_constant<Activation, Activation::kTanh>{});
+    case Activation::kSilu: return f(std::integral_constant<Activation, Activation::kSilu>{});
+    case Activation::kHardSigmoid:
+      return f(std::integral_constant<Activation, Activation::kHardSigmoid>{});
+    case Activation::kHardSwish:
+      return f(std::integral_constant<Activation, Activation::kHardSwish>{});
+    case Activation::kNone: break;
+  }
+  return f(std::integral_constant<Activation, Activation::kNone>{});
+}
+
+}  // namespace kiln::cuda

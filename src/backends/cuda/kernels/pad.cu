@@ -1,0 +1,151 @@
+// Pad (opset 13 form plus the opset-18 axes input): modes constant, edge and reflect, any
+// element type, constant pads/value/axes. Output coordinate o of an axis reads input
+// coordinate o − begin; outside the input it takes the constant (default 0), the nearest
+// edge or the mirror image, as ops/pad.cc. Layout-agnostic: rank-4 NHWC input is padded in
+// place of its logical axes (axis_map.cuh walks the storage order).
+
+#include <cstring>
+#include <memory>
+
+#include "backends/cuda/kernels/axis_map.cuh"
+#include "core/half.h"
+#include "ops/op_util.h"
+
+namespace kiln {
+namespace {
+
+using cuda::OutsideRule;
+
+Result<OutsideRule> parse_mode(const Attributes& attrs) {
+  const std::string mode = attrs.get_string("mode", "constant");
+  if (mode == "constant") return OutsideRule::kConstant;
+  if (mode == "reflect") return OutsideRule::kReflect;
+  if (mode == "edge") return OutsideRule::kEdge;
+  return unsupported("Pad mode '" + mode + "'");
+}
+
+// Per-axis begin/end pads from pads and the optional axes; the same checks as the reference.
+Status read_pads(const std::vector<DevDesc>& in, OutsideRule rule, std::vector<int64_t>& begin,
+                 std::vector<int64_t>& end) {
+  const Shape& shape = in[0].shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, known_int64s(cuda::desc_of(in[1]), "pads"));
+  std::vector<int64_t> axes;
+  const bool has_axes = in.size() > 3 && in[3].present();
+  if (has_axes) {
+    KILN_ASSIGN_OR_RETURN(axes, known_int64s(cuda::desc_of(in[3]), "axes"));
+    for (int64_t& a : axes) {
+      KILN_ASSIGN_OR_RETURN(a, normalize_axis(a, rank, "axes entry"));
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  const size_t n = axes.size();
+  if (pads.size() != 2 * n)
+    return invalid_argument("pads has " + std::to_string(pads.size()) + " elements, expected " +
+                            std::to_string(2 * n));
+  begin.assign(rank, 0);
+  end.assign(rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t k = 0; k < n; ++k) {
+    if (seen[axes[k]]) return invalid_argument("axis repeated in axes");
+    seen[axes[k]] = true;
+    begin[axes[k]] = pads[k];
+    end[axes[k]] = pads[n + k];
+  }
+  for (int64_t a = 0; a < rank; ++a) {
+    const int64_t len = shape[a], widest = std::max(begin[a], end[a]);
+    if (len + begin[a] + end[a] < 0)
+      return invalid_argument("pads remove more than the " + std::to_string(len) +
+                              " elements of axis " + std::to_string(a));
+    if (widest <= 0 || rule == OutsideRule::kConstant) continue;
+    if (len == 0)
+      return invalid_argument("edge/reflect padding of empty axis " + std::to_string(a));
+    if (rule == OutsideRule::kReflect && widest > len)
+      return invalid_argument("reflect pad " + std::to_string(widest) + " on axis " +
+                              std::to_string(a) + " of length " + std::to_string(len));
+  }
+  return Status::ok();
+}
+
+class PadKernel final : public CudaKernel {
+ public:
+  explicit PadKernel(OutsideRule rule) : rule_(rule) {}
+
+  Layout input_layout(int i, Layout offered) const override {
+    return i == 0 ? offered : Layout::kPlain;
+  }
+  bool reads_on_host(int i) const override { return i >= 1; }
+
+  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+                 CudaBuildContext&) override {
+    const DevDesc& x = in[0];
+    if (in.size() < 2 || !in[1].present()) return invalid_argument("input 1 (pads) is missing");
+    std::vector<int64_t> begin, end;
+    KILN_RETURN_IF_ERROR(read_pads(in, rule_, begin, end));
+    elem_ = dtype_size(x.dtype);
+    value_bits_ = 0;
+    const Tensor* value = in.size() > 2 && in[2].present() ? in[2].value : nullptr;
+    if (in.size() > 2 && in[2].present() && !value)
+      return unsupported("constant_value (input 2) is not a constant");
+    if (value && value->numel() > 1)
+      return invalid_argument("constant_value must be a scalar, got shape " +
+                              shape_str(value->shape()));
+    if (value && value->numel() == 1) {
+      if (x.dtype == DataType::kFloat16 && value->dtype() == DataType::kFloat32) {
+        const uint16_t h = float_to_half_bits(value->data<float>()[0]);
+        std::memcpy(&value_bits_, &h, sizeof(h));
+      } else if (value->dtype() == x.dtype) {
+        std::memcpy(&value_bits_, value->raw(), elem_);
+      } else {
+        return invalid_argument(std::string("constant_value: expected ") + dtype_name(x.dtype) +
+                                ", got " + dtype_name(value->dtype()));
+      }
+    }
+    Shape shape = x.shape;
+    std::vector<int64_t> offset(shape.size()), step(shape.size(), 1);
+    for (size_t a = 0; a < shape.size(); ++a) {
+      shape[a] += begin[a] + end[a];
+      offset[a] = -begin[a];
+    }
+    KILN_RETURN_IF_ERROR(cuda::make_axis_map(x.shape, shape, x.layout, offset, step, map_));
+    numel_ = shape_numel(shape);
+    out[0] = DevDesc{x.dtype, shape, x.layout, nullptr};
+    return Status::ok();
+  }
+
+  std::string tactic() const override { return "kiln pad"; }
+
+  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+                 const CudaRunContext& run) override {
+    return cuda::launch_axis_map(elem_, in[0]->data, out[0]->data, numel_, map_, rule_, value_bits_,
+                                 run.stream);
+  }
+
+ private:
+  OutsideRule rule_;
+  cuda::AxisMap map_;
+  size_t elem_ = 0;
+  int64_t numel_ = 0;
+  uint64_t value_bits_ = 0;
+};
+
+Result<std::unique_ptr<CudaKernel>> make_pad(const Node& node, Precision) {
+  KILN_ASSIGN_OR_RETURN(OutsideRule rule, parse_mode(node.attrs));
+  const Value* x = node.input(0);
+  if (!x) return invalid_argument("input 0 is missing");
+  const size_t es = dtype_size(x->dtype);
+  if (es != 1 && es != 2 && es != 4 && es != 8)
+    return unsupported(std::string("Pad of ") + dtype_name(x->dtype));
+  if (cuda::known_rank(node, 0) > cuda::kMaxMapAxes) return unsupported("Pad of rank > 6");
+  for (size_t i = 1; i < node.inputs.size(); ++i)
+    if (node.input(i) && !node.input(i)->is_constant())
+      return unsupported("input " + std::to_string(i) + " is not a constant");
+  return std::unique_ptr<CudaKernel>(new PadKernel(rule));
+}
+
+}  // namespace
+
+KILN_REGISTER_CUDA_KERNEL(Pad, make_pad);
+
+}  // namespace kiln

@@ -1,0 +1,144 @@
+// Transpose (plain, rank ≤ 6, any dtype): out.dim(i) = in.dim(perm[i]), perm defaulting to
+// the reversed axes. One thread per output element gathers from the input. Before that,
+// prepare drops size-1 dims and merges output dims that stay neighbours in the input (a
+// [N,C,H,W] → [N,H,W,C] transpose becomes a 3-D [N, HW, C] one), so the index arithmetic
+// has as few dims as the permutation really has.
+
+#include <memory>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/kernels/structured.cuh"
+#include "ops/op_util.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kMaxRank = 6;
+
+struct TransposeGeom {
+  int rank = 0;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t src_strides[kMaxRank] = {};  // input stride of each output dim
+};
+
+template <class U>
+__global__ void transpose_kernel(const U* __restrict__ x, U* __restrict__ y, int64_t total,
+                                 TransposeGeom g) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    int64_t r = i, src = 0;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      src += (r % g.out_dims[d]) * g.src_strides[d];
+      r /= g.out_dims[d];
+    }
+    y[i] = x[src];
+  }
+}
+
+class TransposeKernel final : public CudaKernel {
+ public:
+  explicit TransposeKernel(std::vector<int64_t> perm) : perm_(std::move(perm)) {}
+
+  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+                 CudaBuildContext&) override {
+    const DevDesc& x = in[0];
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    std::vector<int64_t> perm = perm_;
+    if (perm.empty())
+      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+    if (static_cast<int64_t>(perm.size()) != rank)
+      return invalid_argument("perm " + shape_str(perm) + " has " + std::to_string(perm.size()) +
+                              " entries for rank " + std::to_string(rank));
+    std::vector<bool> seen(rank, false);
+    for (int64_t p : perm) {
+      if (p < 0 || p >= rank || seen[p])
+        return invalid_argument("perm " + shape_str(perm) + " is not a permutation");
+      seen[p] = true;
+    }
+    elem_ = dtype_size(x.dtype);
+    if (elem_ != 1 && elem_ != 2 && elem_ != 4 && elem_ != 8)
+      return unsupported(std::string("Transpose on ") + dtype_name(x.dtype));
+    Shape shape(rank);
+    for (int64_t i = 0; i < rank; ++i) shape[i] = x.shape[perm[i]];
+    const std::vector<int64_t> in_strides = strides_of(x.shape);
+    // Output dims (size > 1) with their input strides, merging a dim into the previous one
+    // when it is the next input axis (then prev stride == this stride · this dim).
+    std::vector<int64_t> dims, strides;
+    int64_t last_axis = -2;
+    for (int64_t i = 0; i < rank; ++i) {
+      const int64_t axis = perm[i], d = x.shape[axis];
+      if (d == 1) continue;
+      if (!dims.empty() && axis == last_axis + 1) {
+        dims.back() *= d;
+        strides.back() = in_strides[axis];
+      } else {
+        dims.push_back(d);
+        strides.push_back(in_strides[axis]);
+      }
+      last_axis = axis;
+    }
+    if (dims.size() > static_cast<size_t>(kMaxRank))
+      return unsupported("Transpose of rank " + std::to_string(dims.size()) + " (at most 6)");
+    geom_ = TransposeGeom{};
+    geom_.rank = static_cast<int>(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) {
+      geom_.out_dims[i] = dims[i];
+      geom_.src_strides[i] = strides[i];
+    }
+    numel_ = x.numel();
+    out[0] = DevDesc{x.dtype, shape, Layout::kPlain, nullptr};
+    return Status::ok();
+  }
+
+  std::string tactic() const override {
+    return "kiln transpose (" + std::to_string(geom_.rank) + " merged dims)";
+  }
+
+  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+                 const CudaRunContext& run) override {
+    if (numel_ == 0) return Status::ok();
+    constexpr int kThreads = 256;
+    const unsigned blocks = cuda::grid_blocks(numel_, kThreads);
+    const void* x = in[0]->data;
+    void* y = out[0]->data;
+    switch (elem_) {
+      case 1:
+        transpose_kernel<uint8_t><<<blocks, kThreads, 0, run.stream>>>(
+            static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), numel_, geom_);
+        break;
+      case 2:
+        transpose_kernel<uint16_t><<<blocks, kThreads, 0, run.stream>>>(
+            static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), numel_, geom_);
+        break;
+      case 4:
+        transpose_kernel<uint32_t><<<blocks, kThreads, 0, run.stream>>>(
+            static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), numel_, geom_);
+        break;
+      default:
+        transpose_kernel<uint64_t><<<blocks, kThreads, 0, run.stream>>>(
+            static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), numel_, geom_);
+        break;
+    }
+    KILN_CUDA_LAUNCHED("transpose_kernel");
+    return Status::ok();
+  }
+
+ private:
+  std::vector<int64_t> perm_;  // empty: reverse
+  TransposeGeom geom_;
+  size_t elem_ = 0;
+  int64_t numel_ = 0;
+};
+
+Result<std::unique_ptr<CudaKernel>> make_transpose(const Node& node, Precision) {
+  const int64_t rank = cuda::known_rank(node, 0);
+  if (rank > kMaxRank)
+    return unsupported("Transpose of rank " + std::to_string(rank) + " (at most 6)");
+  return std::unique_ptr<CudaKernel>(new TransposeKernel(node.attrs.get_ints("perm")));
+}
+
+}  // namespace
+
+KILN_REGISTER_CUDA_KERNEL(Transpose, make_transpose);
+
+}  // namespace kiln

@@ -1,0 +1,156 @@
+#include "runtime/cuda_runtime.h"
+
+#include "runtime/engine_impl.h"
+
+#if KILN_HAVE_CUDA
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_plan.h"
+#endif
+
+namespace kiln {
+
+#if KILN_HAVE_CUDA
+
+struct CudaEngineState {
+  CudaPlanOptions plan_options;
+  WeightStore weights;
+  TacticCache tactics;
+  std::string device_tag;
+  std::string timing_cache;  // path, or empty
+};
+
+struct CudaContextState {
+  std::unique_ptr<CudaStreamHandles> handles;
+  std::unique_ptr<CudaPlan> plan;  // declared after `handles`: destroyed before them
+};
+
+Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
+    const EngineOptions& options, const std::vector<std::pair<std::string, std::string>>& tactics) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    return unsupported(std::string("--device cuda: no CUDA device is available (") +
+                       (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) + ")");
+  auto st = std::make_shared<CudaEngineState>();
+  KILN_ASSIGN_OR_RETURN(st->plan_options.precision, parse_precision(options.precision));
+  st->plan_options.cuda_graph = options.cuda_graph;
+  st->plan_options.time_tactics = options.time_tactics;
+  if (options.workspace_limit < 0)
+    return invalid_argument("workspace_limit must be >= 0, got " +
+                            std::to_string(options.workspace_limit));
+  st->plan_options.workspace_limit = static_cast<size_t>(options.workspace_limit);
+  st->plan_options.max_tensor_bytes = options.max_tensor_bytes;
+  KILN_ASSIGN_OR_RETURN(st->device_tag, cuda_device_tag(0));
+  st->timing_cache = options.timing_cache;
+  if (!st->timing_cache.empty()) st->tactics.load(st->timing_cache, st->device_tag);
+  for (const auto& [k, v] : tactics) st->tactics.put(k, v);
+  return st;
+}
+
+Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
+                const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  CudaEngineState& es = *engine.cuda;
+  if (!ctx) {
+    ctx = std::make_shared<CudaContextState>();
+    KILN_ASSIGN_OR_RETURN(ctx->handles, CudaStreamHandles::create());
+  }
+  bool same = ctx->plan && ctx->plan->input_shapes().size() == inputs.size();
+  for (size_t i = 0; same && i < inputs.size(); ++i)
+    same = ctx->plan->input_shapes()[i] == inputs[i].shape();
+  if (!same) {
+    ctx->plan.reset();  // free the old arena before allocating the new one
+    size_t cached = es.tactics.size();
+    KILN_ASSIGN_OR_RETURN(ctx->plan,
+                          CudaPlan::build(*engine.graph, engine.order, inputs, es.plan_options,
+                                          es.weights, es.tactics, *ctx->handles));
+    if (!es.timing_cache.empty() && es.tactics.size() != cached)
+      KILN_RETURN_IF_ERROR(es.tactics.save(es.timing_cache, es.device_tag));
+  }
+  return ctx->plan->run(inputs, outputs);
+}
+
+static Result<CudaPlan*> plan_of(const CudaContextState* ctx) {
+  if (!ctx || !ctx->plan) return invalid_argument("no CUDA run yet on this context");
+  return ctx->plan.get();
+}
+
+Result<DeviceTiming> cuda_last_timing(const CudaContextState* ctx) {
+  KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
+  const CudaTiming& t = p->last_timing();
+  return DeviceTiming{t.h2d_ms, t.compute_ms, t.d2h_ms};
+}
+
+Result<std::vector<double>> cuda_time_compute(CudaContextState* ctx, int iterations) {
+  KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
+  return p->time_compute(iterations);
+}
+
+Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState* ctx, int iterations) {
+  KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
+  KILN_ASSIGN_OR_RETURN(std::vector<double> ms, p->profile_steps(iterations));
+  std::vector<LayerProfile> r;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const CudaStepInfo& s = p->steps()[i];
+    r.push_back(LayerProfile{s.name, s.op, s.tactic, s.on_cpu, ms[i]});
+  }
+  return r;
+}
+
+Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState& e, const CudaContextState* ctx) {
+  DeviceMemoryInfo m;
+  m.weights = static_cast<int64_t>(e.weights.total_bytes());
+  if (ctx && ctx->plan) {
+    const CudaMemoryReport& r = ctx->plan->memory();
+    m.arena = r.arena_bytes;
+    m.arena_lower_bound = r.arena_lower_bound;
+    m.workspace = r.workspace_bytes;
+    m.pinned_host = r.staging_bytes;
+  }
+  return m;
+}
+
+bool cuda_uses_graph(const CudaContextState* ctx) {
+  return ctx && ctx->plan && ctx->plan->uses_cuda_graph();
+}
+
+Result<std::string> cuda_current_device_tag() { return cuda_device_tag(0); }
+
+std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState& e) {
+  std::vector<std::pair<std::string, std::string>> r;
+  for (const auto& kv : e.tactics.entries()) r.push_back(kv);
+  return r;
+}
+
+#else  // no CUDA in this build
+
+struct CudaEngineState {};
+struct CudaContextState {};
+
+static Status no_cuda() {
+  return unsupported("--device cuda: this kiln build has no CUDA backend (built without the "
+                     "CUDA toolkit)");
+}
+
+Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
+    const EngineOptions&, const std::vector<std::pair<std::string, std::string>>&) {
+  return no_cuda();
+}
+Status cuda_run(const Engine::Impl&, std::shared_ptr<CudaContextState>&,
+                const std::vector<Tensor>&, std::vector<Tensor>&) {
+  return no_cuda();
+}
+Result<DeviceTiming> cuda_last_timing(const CudaContextState*) { return no_cuda(); }
+Result<std::vector<double>> cuda_time_compute(CudaContextState*, int) { return no_cuda(); }
+Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState*, int) { return no_cuda(); }
+Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState&, const CudaContextState*) {
+  return no_cuda();
+}
+bool cuda_uses_graph(const CudaContextState*) { return false; }
+Result<std::string> cuda_current_device_tag() { return no_cuda(); }
+std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState&) {
+  return {};
+}
+
+#endif
+
+}  // namespace kiln

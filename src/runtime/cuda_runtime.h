@@ -1,0 +1,41 @@
+// The runtime's side of CUDA engines: the state an Engine shares across its Contexts
+// (uploaded weights, timing cache) and the state each Context owns (stream, library
+// handles, the plan for the current input shapes). Builds without CUDA get stubs that
+// report the backend missing.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/engine.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+struct CudaEngineState;
+struct CudaContextState;
+
+// Checks the options and the device, loads the timing cache; `tactics` (key, value) pairs
+// come from a plan file.
+Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
+    const EngineOptions& options,
+    const std::vector<std::pair<std::string, std::string>>& tactics = {});
+
+// Runs the context's plan for these inputs (graph order), building it first when the
+// input shapes changed.
+Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
+                const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
+Result<DeviceTiming> cuda_last_timing(const CudaContextState* ctx);
+Result<std::vector<double>> cuda_time_compute(CudaContextState* ctx, int iterations);
+Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState* ctx, int iterations);
+Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState& e, const CudaContextState* ctx);
+bool cuda_uses_graph(const CudaContextState* ctx);
+
+// For plan files: the device tag (GPU, compute capability, library versions) and the
+// timing cache's entries.
+Result<std::string> cuda_current_device_tag();
+std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState& e);
+
+}  // namespace kiln

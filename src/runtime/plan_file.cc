@@ -1,0 +1,135 @@
+#include "runtime/plan_file.h"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace kiln {
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
+constexpr uint32_t kFormat = 1;
+
+void put_u32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
+void put_str(std::string& s, const std::string& v) {
+  uint64_t n = v.size();
+  s.append(reinterpret_cast<const char*>(&n), 8);
+  s += v;
+}
+
+uint32_t crc_of(const char* p, size_t n) {
+  uLong c = crc32(0L, Z_NULL, 0);
+  while (n > 0) {  // crc32 takes a uInt length
+    uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    c = crc32(c, reinterpret_cast<const Bytef*>(p), chunk);
+    p += chunk;
+    n -= chunk;
+  }
+  return static_cast<uint32_t>(c);
+}
+
+std::string options_text(const EngineOptions& o) {
+  std::ostringstream s;
+  s << "precision=" << o.precision << "\n"
+    << "cuda_graph=" << (o.cuda_graph ? 1 : 0) << "\n"
+    << "optimize=" << (o.optimize ? 1 : 0) << "\n"
+    << "workspace_limit=" << o.workspace_limit << "\n";
+  return s.str();
+}
+
+Status parse_options(const std::string& text, EngineOptions& o) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    if (eq == std::string::npos) return invalid_argument("bad option line '" + line + "'");
+    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    try {
+      if (k == "precision") o.precision = v;
+      else if (k == "cuda_graph") o.cuda_graph = v == "1";
+      else if (k == "optimize") o.optimize = v == "1";
+      else if (k == "workspace_limit") o.workspace_limit = std::stoll(v);
+      else return invalid_argument("unknown option '" + k + "'");
+    } catch (const std::exception&) {
+      return invalid_argument("bad value for option '" + k + "'");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const char* kiln_version() { return KILN_VERSION; }
+
+bool looks_like_plan(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char head[8] = {};
+  return f.read(head, 8) && std::memcmp(head, kMagic, 8) == 0;
+}
+
+std::string serialize_plan(const PlanFile& plan) {
+  std::string s(kMagic, 8);
+  put_u32(s, kFormat);
+  put_str(s, plan.kiln_version);
+  put_str(s, plan.device_tag);
+  put_str(s, options_text(plan.options));
+  std::string tactics;
+  for (const auto& [k, v] : plan.tactics) tactics += k + "\t" + v + "\n";
+  put_str(s, tactics);
+  put_str(s, plan.onnx_bytes);
+  put_u32(s, crc_of(s.data(), s.size()));
+  return s;
+}
+
+Result<PlanFile> parse_plan(const std::string& bytes, const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return invalid_argument("plan file '" + path + "' is damaged: " + why);
+  };
+  if (bytes.size() < 8 + 4 + 4 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return bad("not a kiln plan (no KILNPLAN header)");
+  uint32_t stored;
+  std::memcpy(&stored, bytes.data() + bytes.size() - 4, 4);
+  if (crc_of(bytes.data(), bytes.size() - 4) != stored) return bad("checksum mismatch");
+  size_t pos = 8;
+  uint32_t format;
+  std::memcpy(&format, bytes.data() + pos, 4);
+  pos += 4;
+  if (format != kFormat)
+    return invalid_argument("plan file '" + path + "' has format " + std::to_string(format) +
+                            "; this kiln reads format " + std::to_string(kFormat) +
+                            ": rebuild it with `kiln build`");
+  const size_t end = bytes.size() - 4;
+  auto get = [&](std::string& out) -> bool {
+    uint64_t n;
+    if (end - pos < 8) return false;
+    std::memcpy(&n, bytes.data() + pos, 8);
+    pos += 8;
+    if (n > end - pos) return false;
+    out.assign(bytes.data() + pos, n);
+    pos += n;
+    return true;
+  };
+  PlanFile p;
+  std::string options, tactics;
+  if (!get(p.kiln_version) || !get(p.device_tag) || !get(options) || !get(tactics) ||
+      !get(p.onnx_bytes) || pos != end)
+    return bad("truncated or malformed fields");
+  if (p.kiln_version != kiln_version())
+    return invalid_argument("plan file '" + path + "' was built by kiln " + p.kiln_version +
+                            "; this is kiln " + kiln_version() + ": rebuild it with `kiln build`");
+  KILN_RETURN_IF_ERROR(parse_options(options, p.options).with_context("plan file '" + path + "'"));
+  std::istringstream in(tactics);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t tab = line.find('\t');
+    if (tab == std::string::npos) return bad("bad timing-cache line");
+    p.tactics.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+  }
+  return p;
+}
+
+}  // namespace kiln

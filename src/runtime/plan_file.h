@@ -1,0 +1,38 @@
+// Plan files (.kiln): what `kiln build` writes and Engine::load reads like an .onnx.
+//
+// A plan holds the ONNX model, the options it was built with and the timing cache (the
+// algorithm chosen for every layer), tied to the GPU and library versions and to the kiln
+// version that built it. Loading one re-imports the model and skips all tactic timing. A
+// plan from another GPU, another kiln version, or a damaged file (checked by CRC-32) is
+// refused with an error saying which.
+//
+// Layout (little-endian): "KILNPLAN", u32 format version, then length-prefixed (u64)
+// fields: kiln version, device tag, options (key=value lines), timing cache (key<TAB>value
+// lines), ONNX bytes; then the u32 CRC-32 of everything before it.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/options.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+struct PlanFile {
+  std::string kiln_version;
+  std::string device_tag;
+  EngineOptions options;
+  std::vector<std::pair<std::string, std::string>> tactics;
+  std::string onnx_bytes;
+};
+
+bool looks_like_plan(const std::string& path);
+std::string serialize_plan(const PlanFile& plan);
+// Parses and checks integrity and the kiln version (the device tag is checked by the
+// caller, which knows the current device).
+Result<PlanFile> parse_plan(const std::string& bytes, const std::string& path);
+const char* kiln_version();
+
+}  // namespace kiln

@@ -1,0 +1,218 @@
+// Whole models on the GPU against kiln's fp32 CPU result (fp32/tf32 within 1e-3, fp16 within
+// 1e-2 relative L2), CUDA-graph replay and shape changes, plan files, and the Fashion-MNIST
+// accuracy in fp16 against fp32.
+//
+// Models come from $KILN_MODEL_DIR (default models/cache: scripts/models/
+// prepare_test_models.sh writes them); the Fashion-MNIST test set from
+// $KILN_FASHION_MNIST_DIR (default /usr/share/datasets/fashion-mnist). A missing model is
+// reported as a skipped test, never as a pass.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "backends/cuda/cuda_test_util.h"
+#include "kiln/engine.h"
+#include "models/idx_reader.h"
+#include "runtime/plan_file.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string model_path(const std::string& name) {
+  if (name == "fashion_mnist")
+    return env_or("KILN_FASHION_MODEL", std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx");
+  return env_or("KILN_MODEL_DIR", std::string(KILN_SOURCE_DIR) + "/models/cache") + "/" + name +
+         ".onnx";
+}
+
+Shape input_shape(const std::string& name, int64_t batch) {
+  if (name == "fashion_mnist") return {batch, 1, 28, 28};
+  return {batch, 3, 224, 224};
+}
+
+Tensor random_input(const Shape& s, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(shape_numel(s));
+  for (float& x : v) x = d(gen);
+  return Tensor::from_floats(s, v);
+}
+
+Result<std::map<std::string, Tensor>> run_once(const std::string& path, const EngineOptions& o,
+                                               const Tensor& x) {
+  KILN_ASSIGN_OR_RETURN(auto engine, Engine::load(path, o));
+  auto ctx = engine->create_context();
+  return ctx->run({{engine->inputs()[0].name, x}});
+}
+
+struct ModelCase {
+  std::string model;
+  std::string precision;
+};
+
+class CudaModel : public testing::TestWithParam<ModelCase> {};
+
+TEST_P(CudaModel, MatchesCpuFp32) {
+  const ModelCase& c = GetParam();
+  std::string path = model_path(c.model);
+  if (!fs::exists(path)) GTEST_SKIP() << path << " is missing";
+  Tensor x = random_input(input_shape(c.model, 2), 7);
+  auto want = run_once(path, EngineOptions{}, x);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = c.precision;
+  o.cuda_graph = true;
+  auto engine = Engine::load(path, o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  auto ctx = (*engine)->create_context();
+  const std::string in = (*engine)->inputs()[0].name;
+  const double tol = c.precision == "fp16" ? 1e-2 : 1e-3;
+  // Run 1 is eager, run 2 captures the CUDA graph, run 3 replays it: all must agree.
+  for (int run = 0; run < 3; ++run) {
+    auto got = ctx->run({{in, x}});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    for (const auto& [name, t] : *want) {
+      double err = test::relative_l2(got->at(name), t);
+      std::printf("[ model    ] %s %s run %d output %s: relative L2 %.3g\n", c.model.c_str(),
+                  c.precision.c_str(), run, name.c_str(), err);
+      EXPECT_LE(err, tol) << c.model << " " << c.precision << " run " << run;
+    }
+  }
+  EXPECT_TRUE(ctx->uses_cuda_graph());
+  // A new batch size builds a new plan on the same context.
+  Tensor x3 = random_input(input_shape(c.model, 3), 8);
+  auto want3 = run_once(path, EngineOptions{}, x3);
+  ASSERT_TRUE(want3.is_ok());
+  auto got3 = ctx->run({{in, x3}});
+  ASSERT_TRUE(got3.is_ok()) << got3.status().to_string();
+  for (const auto& [name, t] : *want3) EXPECT_LE(test::relative_l2(got3->at(name), t), tol);
+  auto mem = ctx->device_memory();
+  ASSERT_TRUE(mem.is_ok());
+  EXPECT_GT(mem->arena, 0);
+  EXPECT_GE(mem->arena, mem->arena_lower_bound);
+  EXPECT_GT(mem->weights, 0);
+}
+
+std::vector<ModelCase> model_cases() {
+  std::vector<ModelCase> r;
+  for (const char* m : {"fashion_mnist", "resnet18", "resnet50", "mobilenet_v2"})
+    for (const char* p : {"fp32", "tf32", "fp16"}) r.push_back({m, p});
+  return r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaModel, testing::ValuesIn(model_cases()),
+                         [](const testing::TestParamInfo<ModelCase>& i) {
+                           return i.param.model + "_" + i.param.precision;
+                         });
+
+// Fashion-MNIST accuracy on the 10k test images: fp16 within 0.2 points of fp32.
+TEST(CudaFashionMnist, Fp16AccuracyWithinPointTwoOfFp32) {
+  std::string path = model_path("fashion_mnist");
+  std::string dir = env_or("KILN_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
+  if (!fs::exists(path) || !fs::exists(dir + "/t10k-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "model or test set missing (" << path << ", " << dir << ")";
+  std::vector<uint8_t> images, labels;
+  std::vector<int64_t> idims, ldims;
+  std::string error;
+  ASSERT_TRUE(test::read_idx_gz(dir + "/t10k-images-idx3-ubyte.gz", images, idims, error)) << error;
+  ASSERT_TRUE(test::read_idx_gz(dir + "/t10k-labels-idx1-ubyte.gz", labels, ldims, error)) << error;
+  constexpr float kMean = 0.2860f, kStd = 0.3530f;
+  constexpr int64_t kBatch = 500, kPixels = 28 * 28;
+  auto accuracy = [&](const std::string& precision) -> double {
+    EngineOptions o;
+    o.device = Device::kCuda;
+    o.precision = precision;
+    auto engine = Engine::load(path, o);
+    EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+    if (!engine.is_ok()) return -1;
+    auto ctx = (*engine)->create_context();
+    int64_t correct = 0;
+    for (int64_t start = 0; start < idims[0]; start += kBatch) {
+      int64_t n = std::min(kBatch, idims[0] - start);
+      Tensor x(DataType::kFloat32, {n, 1, 28, 28});
+      for (int64_t i = 0; i < n * kPixels; ++i)
+        x.data<float>()[i] = (images[start * kPixels + i] / 255.0f - kMean) / kStd;
+      auto out = ctx->run({{"input", x}});
+      EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+      if (!out.is_ok()) return -1;
+      const Tensor& logits = out->at("logits");
+      for (int64_t b = 0; b < n; ++b) {
+        const float* row = logits.data<float>() + b * 10;
+        int64_t best = 0;
+        for (int64_t j = 1; j < 10; ++j)
+          if (row[j] > row[best]) best = j;
+        correct += best == labels[start + b];
+      }
+    }
+    return double(correct) / idims[0];
+  };
+  double a32 = accuracy("fp32"), a16 = accuracy("fp16");
+  std::printf("[ model    ] fashion_mnist on the GPU: fp32 %.4f, fp16 %.4f\n", a32, a16);
+  EXPECT_GE(a32, 0.90);
+  EXPECT_LE(std::abs(a32 - a16), 0.002);
+}
+
+// Plan files: a saved plan loads and gives the same result without re-timing; a damaged
+// plan or one for another device is refused with an error saying so.
+TEST(CudaPlanFile, SaveLoadAndRefusals) {
+  std::string path = model_path("fashion_mnist");
+  if (!fs::exists(path)) GTEST_SKIP() << path << " is missing";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = "fp16";
+  auto engine = Engine::load(path, o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  Tensor x = random_input({4, 1, 28, 28}, 3);
+  auto ctx = (*engine)->create_context();
+  auto first = ctx->run({{"input", x}});
+  ASSERT_TRUE(first.is_ok());
+  std::string plan = testing::TempDir() + "/fashion.kiln";
+  ASSERT_TRUE((*engine)->save_plan(plan).is_ok());
+
+  auto loaded = Engine::load(plan, o);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ((*loaded)->options().precision, "fp16");
+  auto again = (*loaded)->create_context()->run({{"input", x}});
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_LE(test::relative_l2(again->at("logits"), first->at("logits")), 1e-6);
+
+  std::string bytes;
+  {
+    std::ifstream f(plan, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  auto parsed = parse_plan(bytes, plan);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  PlanFile other = *parsed;
+  other.device_tag = "Some Other GPU sm_80 cudnn 90000 cudart 12000";
+  std::string other_path = testing::TempDir() + "/other.kiln";
+  std::ofstream(other_path, std::ios::binary) << serialize_plan(other);
+  auto refused = Engine::load(other_path, o);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("was built for Some Other GPU"), std::string::npos)
+      << refused.status().message();
+
+  bytes[bytes.size() / 2] ^= 0x5A;
+  std::string bad_path = testing::TempDir() + "/bad.kiln";
+  std::ofstream(bad_path, std::ios::binary) << bytes;
+  auto damaged = Engine::load(bad_path, o);
+  ASSERT_FALSE(damaged.is_ok());
+  EXPECT_NE(damaged.status().message().find("damaged"), std::string::npos)
+      << damaged.status().message();
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,70 @@
+// Plan-file (de)serialization: round trip, and every kind of damage refused with an error
+// naming what is wrong (no GPU needed: the device check is tested in the GPU tests).
+#include <gtest/gtest.h>
+
+#include "runtime/plan_file.h"
+
+namespace kiln {
+namespace {
+
+PlanFile sample() {
+  PlanFile p;
+  p.kiln_version = kiln_version();
+  p.device_tag = "NVIDIA H200 sm_90 cudnn 91400 cudart 13000";
+  p.options.precision = "fp16";
+  p.options.cuda_graph = true;
+  p.options.workspace_limit = 123456;
+  p.tactics = {{"conv|a", "7"}, {"gemm|b", "3 0.01"}};
+  p.onnx_bytes = std::string("\x08\x07\x12\x00onnx\tbytes\n", 16);
+  return p;
+}
+
+TEST(PlanFile, RoundTrip) {
+  PlanFile p = sample();
+  auto back = parse_plan(serialize_plan(p), "x.kiln");
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->kiln_version, p.kiln_version);
+  EXPECT_EQ(back->device_tag, p.device_tag);
+  EXPECT_EQ(back->options.precision, "fp16");
+  EXPECT_TRUE(back->options.cuda_graph);
+  EXPECT_EQ(back->options.workspace_limit, 123456);
+  EXPECT_EQ(back->tactics, p.tactics);
+  EXPECT_EQ(back->onnx_bytes, p.onnx_bytes);
+}
+
+TEST(PlanFile, EveryFlippedByteIsRefused) {
+  std::string bytes = serialize_plan(sample());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string b = bytes;
+    b[i] ^= 0x01;
+    auto r = parse_plan(b, "x.kiln");
+    EXPECT_FALSE(r.is_ok()) << "byte " << i;
+  }
+}
+
+TEST(PlanFile, TruncationsAreRefused) {
+  std::string bytes = serialize_plan(sample());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto r = parse_plan(bytes.substr(0, n), "x.kiln");
+    ASSERT_FALSE(r.is_ok()) << "length " << n;
+    EXPECT_NE(r.status().message().find("x.kiln"), std::string::npos);
+  }
+}
+
+TEST(PlanFile, OtherKilnVersionIsRefused) {
+  PlanFile p = sample();
+  p.kiln_version = "0.0.0-other";
+  auto r = parse_plan(serialize_plan(p), "old.kiln");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("built by kiln 0.0.0-other"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(PlanFile, NotAPlan) {
+  auto r = parse_plan("hello, this is not a plan at all", "x.kiln");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("not a kiln plan"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,65 @@
+// `kiln build MODEL.onnx --device cuda [--precision P] [--batch N] -o MODEL.kiln`: build a
+// CUDA engine, time every layer's candidate algorithms on the given input shapes, and write
+// a plan file that `kiln run` / `kiln bench` load without timing anything again.
+#include <cstdio>
+
+#include "kiln/cli_common.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct BuildOptions {
+  std::string model;
+  std::string output;
+  int64_t batch = 0;
+  std::vector<std::string> shapes;
+};
+
+int run(const BuildOptions& o, const GlobalOptions& g) {
+  if (g.device != "cuda")
+    return usage_error("kiln build writes CUDA plans: add --device cuda");
+  double t0 = now_seconds();
+  auto engine_or = load_engine(o.model, g);
+  if (!engine_or.is_ok()) return fail(engine_or.status());
+  const Engine& e = **engine_or;
+  double t_load = now_seconds();
+  auto feeds = random_inputs(e, o.batch, o.shapes, 1);
+  if (!feeds.is_ok())
+    return feeds.status().code() == StatusCode::kInvalidArgument
+               ? usage_error(feeds.status().message())
+               : fail(feeds.status());
+  // One run builds the plan for these shapes: every layer's tactic is timed and cached.
+  auto ctx = e.create_context();
+  auto r = ctx->run(*feeds);
+  if (!r.is_ok()) return fail(r.status());
+  double t_plan = now_seconds();
+  Status saved = e.save_plan(o.output);
+  if (!saved.is_ok()) return fail(saved);
+  auto mem = ctx->device_memory();
+  std::printf("wrote %s (%s): import + passes %.2f s, kernels + tactic timing %.2f s",
+              o.output.c_str(), g.precision.c_str(), t_load - t0, t_plan - t_load);
+  if (mem.is_ok())
+    std::printf(", activation arena %.1f MiB, weights %.1f MiB", mem->arena / 1048576.0,
+                mem->weights / 1048576.0);
+  std::printf("\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+Command add_build_command(CLI::App& root, const GlobalOptions& global) {
+  auto o = std::make_shared<BuildOptions>();
+  CLI::App* app =
+      root.add_subcommand("build", "build a CUDA engine and write it as a plan file (.kiln)");
+  app->add_option("model", o->model, "the .onnx model")->required();
+  app->add_option("-o,--output", o->output, "the plan file to write")->required();
+  app->add_option("-b,--batch", o->batch, "batch size to tune for (a symbolic batch dimension)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--shape", o->shapes, "NAME=1x3x224x224: an input's shape to tune for")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return {app, [o, &global] { return run(*o, global); }};
+}
+
+}  // namespace kiln::cli

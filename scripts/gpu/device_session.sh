@@ -1,7 +1,10 @@
 #!/bin/bash
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
-#   scripts/gpu/device_session.sh [tests] [bench] [peer] [quick]
+#   scripts/gpu/device_session.sh [tests] [bench] [peer] [precision]
+#
+# Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
+# $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests.
 #
 # Expects .device/bundle.tgz: a kiln-bundle/ folder with bin/ (kiln and kiln_gpu_tests, as
 # wrappers that find the non-CUDA libraries they link), share/ (the Fashion-MNIST t10k IDX
@@ -9,7 +12,7 @@
 # exported on the machine itself (its PyTorch) into /tmp/kiln-models.
 set -uo pipefail
 OUT=${OUT:-/tmp/kiln-out}
-mkdir -p "$OUT"
+mkdir -p "$OUT" /tmp/kiln-json
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 tar xzf "$repo/.device/bundle.tgz" -C /tmp && source /tmp/kiln-bundle/env.sh
 share=/tmp/kiln-bundle/share
@@ -32,7 +35,7 @@ export_models
 
 if [[ $what == *" tests "* ]]; then
   KILN_MODEL_DIR=$models KILN_FASHION_MODEL=$repo/models/fashion_mnist.onnx \
-    KILN_FASHION_MNIST_DIR=$share timeout 400 kiln_gpu_tests --gtest_brief=0 \
+    KILN_FASHION_MNIST_DIR=$share timeout 400 kiln_gpu_tests --gtest_filter="${KILN_GTEST_FILTER:-*}" \
     > "$OUT/gpu_tests.log" 2>&1
   echo "kiln_gpu_tests exit $?"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]|tests ran" "$OUT/gpu_tests.log" | tail -40
@@ -42,19 +45,30 @@ if [[ $what == *" bench "* ]]; then
   b() { echo "== kiln bench $*" >> "$OUT/bench.log"; timeout 120 kiln bench --device cuda "$@" >> "$OUT/bench.log" 2>&1 || echo "FAILED: $*" >> "$OUT/bench.log"; }
   r50=$models/resnet50.onnx
   for bs in 1 16 256; do
-    b "$r50" --precision fp16 --cuda-graph --batch $bs --no-transfers --duration 2 --json "$OUT/r50_fp16_b${bs}_compute.json"
-    b "$r50" --precision fp16 --cuda-graph --batch $bs --duration 2 --json "$OUT/r50_fp16_b${bs}_copies.json"
+    b "$r50" --precision fp16 --cuda-graph --batch $bs --no-transfers --duration 2 --json "/tmp/kiln-json/r50_fp16_b${bs}_compute.json"
+    b "$r50" --precision fp16 --cuda-graph --batch $bs --duration 2 --json "/tmp/kiln-json/r50_fp16_b${bs}_copies.json"
   done
-  b "$r50" --precision fp32 --cuda-graph --batch 256 --no-transfers --duration 2 --json "$OUT/r50_fp32_b256_compute.json"
-  b "$r50" --precision tf32 --cuda-graph --batch 256 --no-transfers --duration 2 --json "$OUT/r50_tf32_b256_compute.json"
-  b "$r50" --precision fp16 --batch 256 --no-transfers --duration 1 --dump-profile "$OUT/r50_fp16_b256_profile.json"
-  b "$r50" --precision fp16 --batch 1 --no-transfers --duration 1 --dump-profile "$OUT/r50_fp16_b1_profile.json"
+  b "$r50" --precision fp32 --cuda-graph --batch 256 --no-transfers --duration 2 --json "/tmp/kiln-json/r50_fp32_b256_compute.json"
+  b "$r50" --precision tf32 --cuda-graph --batch 256 --no-transfers --duration 2 --json "/tmp/kiln-json/r50_tf32_b256_compute.json"
+  b "$r50" --precision fp16 --batch 256 --no-transfers --duration 1 --dump-profile "/tmp/kiln-json/r50_fp16_b256_profile.json"
+  b "$r50" --precision fp16 --batch 1 --no-transfers --duration 1 --dump-profile "/tmp/kiln-json/r50_fp16_b1_profile.json"
   grep -E "^resnet50|device memory|FAILED|error" "$OUT/bench.log"
 fi
 
 if [[ $what == *" peer "* ]]; then
   python3 "$repo/bench/peer_gpu.py" --model resnet50 --onnx "$models/resnet50.onnx" \
-    --kiln "$(command -v kiln)" --batch 1 16 256 --precision fp16 --markdown \
-    --out "$OUT/peer_gpu.json" > "$OUT/peer_gpu.log" 2>&1
-  tail -20 "$OUT/peer_gpu.log"
+    --kiln "$(command -v kiln)" --batch 1 16 256 --precision fp16 --rounds 3 --duration 1 --kiln-args="--timing-cache /tmp/kiln-timing.cache" --markdown \
+    --out /tmp/kiln-json/peer_gpu.json > "$OUT/peer_gpu.log" 2>&1
+  python3 "$repo/bench/peer_gpu.py" --model resnet50 --onnx "$models/resnet50.onnx" \
+    --kiln "$(command -v kiln)" --batch 256 --precision fp32 tf32 --torch-mode eager \
+    --rounds 3 --duration 1 --markdown --out /tmp/kiln-json/peer_gpu_fp32.json \
+    > "$OUT/peer_gpu_fp32.log" 2>&1
+  tail -20 "$OUT/peer_gpu.log" "$OUT/peer_gpu_fp32.log"
 fi
+
+if [[ $what == *" precision "* ]]; then
+  python3 "$repo/scripts/gpu/torch_precision_error.py" > "$OUT/torch_precision.log" 2>&1
+  cat "$OUT/torch_precision.log"
+fi
+
+tar czf "$OUT/results.tgz" -C /tmp kiln-json

@@ -2,6 +2,7 @@
 // longer than a block) and inner axes (column walk), several ranks, large logits that would
 // overflow exp without the max subtraction; fp32 and fp16.
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ TEST(CudaSoftmaxKernel, MatchesReference) {
     if (c.axis != 99) a.set("axis", c.axis);
     auto g = one_node(OpKind::Softmax, {c.x}, a);
     Tensor x = random_tensor(c.x, seed++, -c.range, c.range);
+    // Wide-range logits on a 1/32 grid are exact in float16 (|x| < 64), so the fp16 run sees
+    // the reference's inputs and the comparison measures the kernel, not input rounding.
+    if (c.range > 8.f)
+      for (int64_t i = 0; i < x.numel(); ++i)
+        x.data<float>()[i] = std::round(x.data<float>()[i] * 32.f) / 32.f;
     SCOPED_TRACE(shape_str(c.x) + " axis " + std::to_string(c.axis));
     expect_all_match(*g->node, {&x});
   }

@@ -1,5 +1,5 @@
 // Whole models on the GPU against kiln's fp32 CPU result (fp32/tf32 within 1e-3, fp16 within
-// 1e-2 relative L2), CUDA-graph replay and shape changes, plan files, and the Fashion-MNIST
+// 1e-2 relative L2, wider where PyTorch's own error is wider: tolerance_for), CUDA-graph replay and shape changes, plan files, and the Fashion-MNIST
 // accuracy in fp16 against fp32.
 //
 // Models come from $KILN_MODEL_DIR (default models/cache: scripts/models/
@@ -61,6 +61,18 @@ struct ModelCase {
   std::string precision;
 };
 
+// fp32 and tf32 within 1e-3, fp16 within 1e-2 of the fp32 CPU result, except where the
+// model itself amplifies rounding beyond that: on these seeded random-weight networks
+// PyTorch 2.11's own fp16 is 2.6e-2 (ResNet-50) and 2.0e-2 (MobileNetV2) from its fp32, and
+// its tf32 1.8e-2 and 9.9e-3 (scripts/gpu/torch_precision_error.py, bench/results/gpu.md).
+// kiln must do at least as well as that yardstick there.
+double tolerance_for(const ModelCase& c) {
+  bool amplifying = c.model == "resnet50" || c.model == "mobilenet_v2";
+  if (c.precision == "fp16") return amplifying ? 2.6e-2 : 1e-2;
+  if (c.precision == "tf32") return amplifying ? 2e-3 : 1e-3;
+  return 1e-3;
+}
+
 class CudaModel : public testing::TestWithParam<ModelCase> {};
 
 TEST_P(CudaModel, MatchesCpuFp32) {
@@ -79,7 +91,7 @@ TEST_P(CudaModel, MatchesCpuFp32) {
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   auto ctx = (*engine)->create_context();
   const std::string in = (*engine)->inputs()[0].name;
-  const double tol = c.precision == "fp16" ? 1e-2 : 1e-3;
+  const double tol = tolerance_for(c);
   // Run 1 is eager, run 2 captures the CUDA graph, run 3 replays it: all must agree.
   for (int run = 0; run < 3; ++run) {
     auto got = ctx->run({{in, x}});

@@ -1,5 +1,8 @@
 // CudaPlan: running a built plan (copies, steps, CUDA graph capture and replay, timing).
+#include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cuda_plan_impl.h"
@@ -18,6 +21,29 @@ Status record(cudaEvent_t e, cudaStream_t s, bool capturing) {
     KILN_CUDA(cudaEventRecord(e, s));
   }
   return Status::ok();
+}
+
+// Copies into pinned staging on several threads when the tensor is large: one thread's
+// memcpy moves only ~6 GB/s, so a batch of 256 fp32 images (154 MB) took longer to stage
+// than to send over PCIe (55 GB/s) and to run.
+void staging_copy(void* dst, const void* src, size_t n) {
+  constexpr size_t kChunk = size_t{8} << 20;
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  size_t threads = std::min<size_t>({n / kChunk, hw, 16});
+  if (threads <= 1) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  size_t per = (n + threads - 1) / threads;
+  for (size_t t = 0; t < threads; ++t) {
+    size_t begin = t * per, len = std::min(per, n - std::min(n, begin));
+    if (len == 0) break;
+    pool.emplace_back([=] {
+      std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, len);
+    });
+  }
+  for (std::thread& th : pool) th.join();
 }
 
 float elapsed(cudaEvent_t a, cudaEvent_t b) {
@@ -119,7 +145,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
     if (inputs[i].shape() != d.shape || inputs[i].dtype() != d.dtype)
       return internal_error("plan built for input shape " + shape_str(d.shape) + ", given " +
                             shape_str(inputs[i].shape()));
-    if (d.nbytes()) std::memcpy(p.in_staging[i], inputs[i].raw(), d.nbytes());
+    if (d.nbytes()) staging_copy(p.in_staging[i], inputs[i].raw(), d.nbytes());
   }
   if (p.graph_exec) {
     KILN_CUDA(cudaGraphLaunch(p.graph_exec, stream));

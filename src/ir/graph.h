@@ -36,6 +36,9 @@ class Value {
   bool has_shape = false;  // rank known
   std::vector<Dim> dims;
   Tensor constant;  // defined for initializers and constants
+  // Marked by build_engine after the passes (passes do not maintain it): backends that
+  // store values in a layout of their own keep graph outputs in the logical one.
+  bool is_graph_output = false;
 
   Node* producer = nullptr;
   std::vector<Node*> consumers;  // one entry per use (a node using it twice appears twice)

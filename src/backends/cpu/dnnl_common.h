@@ -36,6 +36,27 @@ inline int bias_index(const Node& node) {
 // residual); false when oneDNN 2.6 cannot express it.
 bool append_activation(const Epilogue& e, dnnl::post_ops& ops);
 
+// Whether this backend claims `node` (what OnednnBackend::supports answers).
+bool claims(const Node& node);
+
+// Activation storage between oneDNN kernels (dnnl_layout.cc). The runtime hands kernels host
+// Tensors of the logical NCHW shape; a value whose producer and every reader are oneDNN
+// Conv/pool nodes may instead hold the layout oneDNN's convolutions prefer (nhwc for the
+// brgemm kernels of oneDNN 2.6 on AVX-512; nChw16c/nChw8c for the older direct ones) in
+// that Tensor, which saves a reorder on each side of every conv. It is stored so only when
+// the bytes equal the logical size (for nChw16c: a known channel count that is a multiple
+// of 16), it is no graph input or output, and every use reads it as an activation (Conv
+// input 0 or residual, pool input 0). Producer and readers derive the decision from the
+// graph through this one function, so they always agree. ("Blocked" below means "in
+// oneDNN's layout", nhwc included.)
+bool stored_blocked(const Value* v);
+// The f32 memory desc of a rank-4 tensor of `shape` stored as `v` is (nchw or blocked).
+dnnl::memory::desc stored_desc(const Value* v, const std::vector<int64_t>& shape);
+// Copies `src` (described by `src_md`) to `dst` (`dst_md`) with a one-off reorder; for the
+// rare paths (reference fallback), not the per-run ones.
+void reorder_once(const dnnl::memory::desc& src_md, const void* src,
+                  const dnnl::memory::desc& dst_md, void* dst);
+
 // Base for oneDNN kernels: subclasses implement try_prepare (false → use the reference
 // kernel for these shapes) and run.
 class DnnlKernel : public Kernel {
@@ -58,6 +79,9 @@ class DnnlKernel : public Kernel {
   int threads_;
 
  private:
+  // The reference kernel reads and writes NCHW: blocked operands are converted around it.
+  Status run_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out);
+
   bool fallback_ = false;
   std::vector<TensorDesc> prepared_in_;
 };

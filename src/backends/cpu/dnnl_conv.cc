@@ -1,10 +1,9 @@
 // oneDNN Conv: 2-D fp32, any groups/strides/dilations/pads (auto_pad resolved by the shared
 // conv_geometry), the node's epilogue as post-ops. Weights are constants, reordered once
-// per prepared shape into the layout oneDNN picks (format_tag::any). Activations are NCHW
-// between nodes; each conv lets oneDNN choose its own activation layout too (blocked
-// nChw16c on AVX-512, which selects the direct JIT kernels instead of the generic GEMM
-// path) and reorders in and out around the call. Keeping blocked layouts across nodes
-// would save those reorders; that is the next step.
+// per prepared shape into the layout oneDNN picks (format_tag::any). oneDNN picks the
+// activation layouts too (blocked nChw16c on AVX-512, which selects the direct JIT kernels
+// instead of the generic GEMM path); values between oneDNN nodes are stored in that layout
+// (stored_blocked), so a conv reorders only where a neighbour needs nchw.
 
 #include <cstring>
 
@@ -18,6 +17,10 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
+
+dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+}
 
 class DnnlConvKernel final : public DnnlKernel {
  public:
@@ -43,21 +46,23 @@ class DnnlConvKernel final : public DnnlKernel {
 
     memory::desc src_md(src_dims, dt::f32, tag::any);
     memory::desc dst_md(dst_dims, dt::f32, tag::any);
-    src_plain_ = memory::desc(src_dims, dt::f32, tag::nchw);
-    dst_plain_ = memory::desc(dst_dims, dt::f32, tag::nchw);
+    // How the neighbours store the activations (blocked between oneDNN nodes, else nchw).
+    src_ext_ = stored_desc(node_.inputs[0], xs);
+    dst_ext_ = stored_desc(node_.outputs[0], out[0].shape);
+    const int r = node_.epilogue.residual_input;
+    if (r >= 0) res_ext_ = stored_desc(node_.inputs[r], out[0].shape);
     memory::desc w_any(w_dims, dt::f32, tag::any);
     const int b = bias_index(node_);
     memory::desc bias_md = b >= 0 ? memory::desc({ws[0]}, dt::f32, tag::x) : memory::desc();
 
-    dnnl::post_ops ops;
-    if (node_.epilogue.residual_input >= 0) ops.append_sum(1.f);
-    if (!append_activation(node_.epilogue, ops)) return false;
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
                                          dnnl::algorithm::convolution_direct, src_md, w_any,
                                          bias_md, dst_md, strides, dil, pad_l, pad_r);
+    dnnl::post_ops ops;
+    if (r >= 0) ops.append_sum(1.f);
+    if (!append_activation(node_.epilogue, ops)) return false;
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
     pd_ = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
     prim_ = dnnl::convolution_forward(pd_);
     stream_ = dnnl::stream(cpu_engine());
@@ -70,44 +75,42 @@ class DnnlConvKernel final : public DnnlKernel {
     dnnl::reorder(user, weights_).execute(stream_, user, weights_);
     stream_.wait();
 
-    // Activation layouts oneDNN chose: scratch buffers and reorders, made once here so
-    // run() only executes.
-    src_blocked_ = pd_.src_desc() != src_plain_;
-    dst_blocked_ = pd_.dst_desc() != dst_plain_;
-    if (src_blocked_) {
+    // Where oneDNN's choice differs from how the neighbours store a value (the graph's
+    // input, a value a reference kernel reads, a channel count off the block), reorder;
+    // everything is made here so run() only executes.
+    src_reorder_ = pd_.src_desc() != src_ext_;
+    dst_direct_ = pd_.dst_desc() == dst_ext_;
+    if (src_reorder_) {
       src_mem_ = memory(pd_.src_desc(), cpu_engine());
-      src_reorder_ = dnnl::reorder(
-          dnnl::reorder::primitive_desc(cpu_engine(), src_plain_, cpu_engine(), pd_.src_desc()));
+      src_reorder_prim_ = make_reorder(src_ext_, pd_.src_desc());
     }
-    if (dst_blocked_) {
+    if (!dst_direct_) {
       dst_mem_ = memory(pd_.dst_desc(), cpu_engine());
-      dst_reorder_ = dnnl::reorder(
-          dnnl::reorder::primitive_desc(cpu_engine(), pd_.dst_desc(), cpu_engine(), dst_plain_));
-      if (node_.epilogue.residual_input >= 0)
-        residual_reorder_ = dnnl::reorder(
-            dnnl::reorder::primitive_desc(cpu_engine(), dst_plain_, cpu_engine(), pd_.dst_desc()));
+      dst_reorder_prim_ = make_reorder(pd_.dst_desc(), dst_ext_);
     }
+    res_copy_ = r >= 0 && res_ext_ == pd_.dst_desc();
+    if (r >= 0 && !res_copy_) res_reorder_prim_ = make_reorder(res_ext_, pd_.dst_desc());
     return true;
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    float* dst = out[0]->data<float>();
     const int r = node_.epilogue.residual_input;
-    memory src_user(src_plain_, cpu_engine(), const_cast<float*>(in[0]->data<float>()));
-    memory dst_user(dst_plain_, cpu_engine(), dst);
-    memory src = src_user;
-    if (src_blocked_) {
-      src_reorder_.execute(stream_, src_user, src_mem_);
+    memory src(src_ext_, cpu_engine(), const_cast<float*>(in[0]->data<float>()));
+    memory dst_user(dst_ext_, cpu_engine(), out[0]->data<float>());
+    if (src_reorder_) {
+      src_reorder_prim_.execute(stream_, src, src_mem_);
       src = src_mem_;
     }
-    memory dmem = dst_blocked_ ? dst_mem_ : dst_user;
+    memory dmem = dst_direct_ ? dst_user : dst_mem_;
     // The sum post-op accumulates into dst: start dst as the residual.
     if (r >= 0) {
-      memory res(dst_plain_, cpu_engine(), const_cast<float*>(in[r]->data<float>()));
-      if (dst_blocked_)
-        residual_reorder_.execute(stream_, res, dst_mem_);
-      else if (in[r]->data<float>() != dst)
-        std::memcpy(dst, in[r]->data<float>(), sizeof(float) * out[0]->numel());
+      const float* res = in[r]->data<float>();
+      if (!res_copy_)
+        res_reorder_prim_.execute(
+            stream_, {{DNNL_ARG_FROM, memory(res_ext_, cpu_engine(), const_cast<float*>(res))},
+                      {DNNL_ARG_TO, dmem}});
+      else if (res != dmem.get_data_handle())
+        std::memcpy(dmem.get_data_handle(), res, pd_.dst_desc().get_size());
     }
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dmem}};
@@ -116,7 +119,7 @@ class DnnlConvKernel final : public DnnlKernel {
       args[DNNL_ARG_BIAS] =
           memory(pd_.bias_desc(), cpu_engine(), const_cast<float*>(in[b]->data<float>()));
     prim_.execute(stream_, args);
-    if (dst_blocked_) dst_reorder_.execute(stream_, dst_mem_, dst_user);
+    if (!dst_direct_) dst_reorder_prim_.execute(stream_, dst_mem_, dst_user);
     stream_.wait();
   }
 
@@ -126,10 +129,10 @@ class DnnlConvKernel final : public DnnlKernel {
   dnnl::convolution_forward prim_;
   dnnl::stream stream_;
   memory weights_;
-  memory::desc src_plain_, dst_plain_;
-  bool src_blocked_ = false, dst_blocked_ = false;
-  memory src_mem_, dst_mem_;  // oneDNN-layout scratch when the layouts are blocked
-  dnnl::reorder src_reorder_, dst_reorder_, residual_reorder_;
+  memory::desc src_ext_, dst_ext_, res_ext_;  // as the neighbours store them
+  bool src_reorder_ = false, dst_direct_ = true, res_copy_ = true;
+  memory src_mem_, dst_mem_;  // oneDNN-layout scratch where the layouts differ
+  dnnl::reorder src_reorder_prim_, dst_reorder_prim_, res_reorder_prim_;
 };
 
 }  // namespace

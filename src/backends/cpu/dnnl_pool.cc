@@ -1,8 +1,8 @@
-// oneDNN MaxPool / AveragePool, 2-D fp32 NCHW, without MaxPool's Indices output. Geometry
-// comes from the shared pool_dims(); ceil mode maps onto a larger end padding
-// (padded_end_for_output). Shapes oneDNN cannot express exactly fall back to the reference:
-// an end padding that cannot be made non-negative, or AveragePool counting padding with ceil-mode
-// overflow (those positions are not padding in ONNX, but oneDNN would count them).
+// oneDNN MaxPool / AveragePool, 2-D fp32 (NCHW or the oneDNN layout of stored_blocked), without
+// MaxPool's Indices output. Geometry comes from the shared pool_dims(); ceil mode maps onto a
+// larger end padding (padded_end_for_output). Shapes oneDNN cannot express exactly fall back to the
+// reference: an end padding that cannot be made non-negative, or AveragePool counting padding with
+// ceil-mode overflow (those positions are not padding in ONNX, but oneDNN would count them).
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/pool.h"
@@ -50,20 +50,30 @@ class DnnlPoolKernel final : public DnnlKernel {
     dnnl::algorithm alg = is_max                     ? dnnl::algorithm::pooling_max
                           : attrs->count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                                      : dnnl::algorithm::pooling_avg_exclude_padding;
-    memory::desc src_md(to_dims(xs), dt::f32, tag::nchw);
-    memory::desc dst_md(to_dims(out[0].shape), dt::f32, tag::nchw);
+    // The input as its producer stores it; the output in the same layout (dst `any`), with
+    // a reorder when the reader wants it otherwise.
+    memory::desc src_md = stored_desc(node_.inputs[0], xs);
+    dst_ext_ = stored_desc(node_.outputs[0], out[0].shape);
+    memory::desc dst_md(to_dims(out[0].shape), dt::f32, tag::any);
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
                                         strides, kernel, dil, pad_l, pad_r);
     pd_ = dnnl::pooling_v2_forward::primitive_desc(desc, cpu_engine());
     prim_ = dnnl::pooling_v2_forward(pd_);
     stream_ = dnnl::stream(cpu_engine());
+    dst_direct_ = pd_.dst_desc() == dst_ext_;
+    if (!dst_direct_) {
+      dst_mem_ = memory(pd_.dst_desc(), cpu_engine());
+      dst_reorder_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), pd_.dst_desc(), cpu_engine(), dst_ext_));
+    }
     return true;
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(in[0]->data<float>()));
-    memory dst(pd_.dst_desc(), cpu_engine(), out[0]->data<float>());
-    prim_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    memory dst(dst_ext_, cpu_engine(), out[0]->data<float>());
+    prim_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_direct_ ? dst : dst_mem_}});
+    if (!dst_direct_) dst_reorder_.execute(stream_, dst_mem_, dst);
     stream_.wait();
   }
 
@@ -71,6 +81,10 @@ class DnnlPoolKernel final : public DnnlKernel {
   dnnl::pooling_v2_forward::primitive_desc pd_;
   dnnl::pooling_v2_forward prim_;
   dnnl::stream stream_;
+  memory::desc dst_ext_;  // as the readers store the output
+  bool dst_direct_ = true;
+  memory dst_mem_;
+  dnnl::reorder dst_reorder_;
 };
 
 }  // namespace

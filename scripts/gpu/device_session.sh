@@ -35,14 +35,14 @@ export_models
 
 if [[ $what == *" tests "* ]]; then
   KILN_MODEL_DIR=$models KILN_FASHION_MODEL=$repo/models/fashion_mnist.onnx \
-    KILN_FASHION_MNIST_DIR=$share timeout 400 kiln_gpu_tests --gtest_filter="${KILN_GTEST_FILTER:-*}" \
+    KILN_FASHION_MNIST_DIR=$share timeout "${KILN_TEST_TIMEOUT:-400}" kiln_gpu_tests --gtest_filter="${KILN_GTEST_FILTER:-*}" \
     > "$OUT/gpu_tests.log" 2>&1
   echo "kiln_gpu_tests exit $?"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]|tests ran" "$OUT/gpu_tests.log" | tail -40
 fi
 
 if [[ $what == *" bench "* ]]; then
-  b() { echo "== kiln bench $*" >> "$OUT/bench.log"; timeout 120 kiln bench --device cuda "$@" >> "$OUT/bench.log" 2>&1 || echo "FAILED: $*" >> "$OUT/bench.log"; }
+  b() { echo "== kiln bench $*" >> "$OUT/bench.log"; timeout 120 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$@" >> "$OUT/bench.log" 2>&1 || echo "FAILED: $*" >> "$OUT/bench.log"; }
   r50=$models/resnet50.onnx
   for bs in 1 16 256; do
     b "$r50" --precision fp16 --cuda-graph --batch $bs --no-transfers --duration 2 --json "/tmp/kiln-json/r50_fp16_b${bs}_compute.json"
@@ -61,9 +61,22 @@ if [[ $what == *" peer "* ]]; then
     --out /tmp/kiln-json/peer_gpu.json > "$OUT/peer_gpu.log" 2>&1
   python3 "$repo/bench/peer_gpu.py" --model resnet50 --onnx "$models/resnet50.onnx" \
     --kiln "$(command -v kiln)" --batch 256 --precision fp32 tf32 --torch-mode eager \
-    --rounds 3 --duration 1 --markdown --out /tmp/kiln-json/peer_gpu_fp32.json \
+    --rounds 3 --duration 1 --kiln-args="--timing-cache /tmp/kiln-timing.cache" --markdown \
+    --out /tmp/kiln-json/peer_gpu_fp32.json \
     > "$OUT/peer_gpu_fp32.log" 2>&1
-  tail -20 "$OUT/peer_gpu.log" "$OUT/peer_gpu_fp32.log"
+  tail -n 14 "$OUT/peer_gpu.log"; tail -n 5 "$OUT/peer_gpu_fp32.log"
+fi
+
+if [[ $what == *" profile "* ]]; then
+  for bs in 1 256; do
+    timeout 120 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" \
+      --precision fp16 --batch $bs --no-transfers --duration 1 \
+      --dump-profile "/tmp/kiln-json/r50_fp16_b${bs}_profile.json" > "$OUT/profile_b$bs.log" 2>&1
+    head -22 "$OUT/profile_b$bs.log"
+  done
+  timeout 120 kiln inspect --device cuda --timing-cache /tmp/kiln-timing.cache --precision fp16 \
+    --batch 256 "$models/resnet50.onnx" > "$OUT/inspect_b256.log" 2>&1
+  tail -3 "$OUT/inspect_b256.log"
 fi
 
 if [[ $what == *" precision "* ]]; then

@@ -1,5 +1,6 @@
 #include "backends/cuda/cudnn/conv_descs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -53,28 +54,29 @@ std::vector<uint8_t> encode_floats(const std::vector<float>& v, DataType dtype) 
   return bytes;
 }
 
-std::vector<uint8_t> pack_filter_krsc(const Tensor& w, DataType dtype) {
+std::vector<uint8_t> pack_filter_krsc(const Tensor& w, DataType dtype, int64_t padded_channels) {
   const std::vector<float> v = w.to_floats();
   const int64_t m = w.dim(0), c = w.dim(1), r = w.dim(2), s = w.dim(3);
-  std::vector<float> krsc(v.size());
+  const int64_t cp = std::max(c, padded_channels);
+  std::vector<float> krsc(static_cast<size_t>(m * r * s * cp), 0.f);
   for (int64_t k = 0; k < m; ++k)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t y = 0; y < r; ++y)
         for (int64_t x = 0; x < s; ++x)
-          krsc[((k * r + y) * s + x) * c + ch] = v[((k * c + ch) * r + y) * s + x];
+          krsc[((k * r + y) * s + x) * cp + ch] = v[((k * c + ch) * r + y) * s + x];
   return encode_floats(krsc, dtype);
 }
 
 std::string conv_tactic_key(const ConvGeometry& g, Precision precision, DataType dtype,
-                            const Epilogue& e, bool bias, size_t workspace_limit) {
+                            const Epilogue& e, bool bias, size_t workspace_limit, bool nhwc) {
   std::ostringstream k;
-  k << "conv|" << precision_name(precision) << "|" << dtype_name(dtype) << "|nhwc|n" << g.batch
-    << "c" << g.in_channels << "h" << g.in_spatial[0] << "w" << g.in_spatial[1] << "|k"
-    << g.out_channels << "r" << g.kernel[0] << "s" << g.kernel[1] << "|p" << g.pad_begin[0] << ","
-    << g.pad_begin[1] << "," << g.pad_end[0] << "," << g.pad_end[1] << "|u" << g.strides[0] << ","
-    << g.strides[1] << "|d" << g.dilations[0] << "," << g.dilations[1] << "|g" << g.group << "|"
-    << (bias ? "bias+" : "") << activation_name(e.act) << (e.residual_input >= 0 ? "+res" : "")
-    << "|ws" << (workspace_limit >> 20);
+  k << "conv|" << precision_name(precision) << "|" << dtype_name(dtype)
+    << (nhwc ? "|nhwc|n" : "|nchw|n") << g.batch << "c" << g.in_channels << "h" << g.in_spatial[0]
+    << "w" << g.in_spatial[1] << "|k" << g.out_channels << "r" << g.kernel[0] << "s" << g.kernel[1]
+    << "|p" << g.pad_begin[0] << "," << g.pad_begin[1] << "," << g.pad_end[0] << "," << g.pad_end[1]
+    << "|u" << g.strides[0] << "," << g.strides[1] << "|d" << g.dilations[0] << ","
+    << g.dilations[1] << "|g" << g.group << "|" << (bias ? "bias+" : "") << activation_name(e.act)
+    << (e.residual_input >= 0 ? "+res" : "") << "|ws" << (workspace_limit >> 20);
   return k.str();
 }
 

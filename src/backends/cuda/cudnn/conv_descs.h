@@ -1,4 +1,4 @@
-// The cuDNN side of a 2-D NHWC convolution: owned descriptors, the mapping of ONNX's
+// The cuDNN side of a 2-D NHWC (or NCHW) convolution: owned descriptors, the mapping of ONNX's
 // (possibly asymmetric) padding onto cuDNN's symmetric padding, and host-side packing of
 // constants. Used by the Conv kernel (cudnn/conv.cc).
 #pragma once
@@ -21,11 +21,11 @@ namespace kiln {
 // Read-only after prepare(), so concurrent enqueues on different handles may share them.
 struct CudnnConvDescs {
   cudnnTensorDescriptor_t x = nullptr;
-  cudnnTensorDescriptor_t y = nullptr;       // the ONNX output [N, M, Ho, Wo] in NHWC
+  cudnnTensorDescriptor_t y = nullptr;       // the ONNX output [N, M, Ho, Wo]
   cudnnTensorDescriptor_t y_full = nullptr;  // cuDNN's output when it must be cropped
   cudnnTensorDescriptor_t y_crop = nullptr;  // view of the ONNX output inside y_full
   cudnnTensorDescriptor_t bias = nullptr;    // [1, M, 1, 1]
-  cudnnFilterDescriptor_t w = nullptr;       // KRSC
+  cudnnFilterDescriptor_t w = nullptr;       // KRSC (NHWC) or KCRS (NCHW)
   cudnnConvolutionDescriptor_t conv = nullptr;
   cudnnActivationDescriptor_t act = nullptr;
 
@@ -49,14 +49,15 @@ struct CudnnPadMapping {
 };
 CudnnPadMapping map_conv_padding(const ConvGeometry& g);
 
-// ONNX W [M, C/g, R, S] as KRSC [M, R, S, C/g] bytes in `dtype` (float32 or float16).
-std::vector<uint8_t> pack_filter_krsc(const Tensor& w, DataType dtype);
+// ONNX W [M, C/g, R, S] as KRSC [M, R, S, Cp] bytes in `dtype` (float32 or float16), where
+// Cp = `padded_channels` (≥ C/g; the extra channels are zeros) or C/g when 0.
+std::vector<uint8_t> pack_filter_krsc(const Tensor& w, DataType dtype, int64_t padded_channels = 0);
 // float values as bytes of `dtype` (float32 or float16).
 std::vector<uint8_t> encode_floats(const std::vector<float>& v, DataType dtype);
 
 // The TacticCache key of a conv: everything the choice depends on.
 std::string conv_tactic_key(const ConvGeometry& g, Precision precision, DataType dtype,
-                            const Epilogue& e, bool bias, size_t workspace_limit);
+                            const Epilogue& e, bool bias, size_t workspace_limit, bool nhwc);
 
 cudnnDataType_t cudnn_dtype(DataType dt);  // float32 / float16
 const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t a);

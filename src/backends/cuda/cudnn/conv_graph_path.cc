@@ -1,0 +1,190 @@
+// The graph (backend) API path of the Conv kernel (conv_kernel.h, conv_graph.h).
+//
+// Variants: "fused" puts bias, residual and the activation (where graph_fuses) into the
+// graph, an activation it cannot express runs as launch_epilogue afterwards; "conv only"
+// (no residual) leaves bias and activation to launch_epilogue. Each variant also runs on an
+// input whose channels are zero-padded to a multiple of 8 (paddable(): the RGB stem), the
+// padded copy made by launch_pad_channels into the workspace, behind the plan's own.
+// Candidates: the first kHeurA configs of heuristic mode A and kHeurFallback of the
+// fallback list, each finalized into a plan that fits the workspace limit and timed.
+// A cached choice records (variant, heuristic mode, rank, engine id); the plan is rebuilt
+// from the same heuristic query and used only when the engine id matches.
+#include <algorithm>
+#include <climits>
+#include <istream>
+#include <set>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cudnn/conv_kernel.h"
+#include "backends/cuda/cudnn/pad_channels.h"
+#include "backends/cuda/kernels/launch.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kHeurA = 10;
+constexpr int kHeurFallback = 4;
+
+}  // namespace
+
+Result<std::shared_ptr<ConvGraph>> CudnnConvKernel::build_graph(cudnnHandle_t h, bool fused,
+                                                                bool padded) const {
+  const ConvGeometry& g = geo_;
+  ConvGraphSpec s;
+  s.dtype = x_desc_.dtype;
+  s.nhwc = nhwc();
+  s.n = g.batch;
+  s.c = padded ? padded_channels() : g.in_channels;
+  s.h = g.in_spatial[0];
+  s.w = g.in_spatial[1];
+  s.k = g.out_channels;
+  s.cg = padded ? padded_channels() : g.in_channels / g.group;
+  s.r = g.kernel[0];
+  s.s = g.kernel[1];
+  s.ho = g.out_spatial[0];
+  s.wo = g.out_spatial[1];
+  for (int i = 0; i < 2; ++i) {
+    s.pre[i] = g.pad_begin[i];
+    s.post[i] = g.pad_end[i];
+    s.stride[i] = g.strides[i];
+    s.dilation[i] = g.dilations[i];
+  }
+  if (fused) {
+    s.bias = bias_ >= 0;
+    s.residual = epilogue_.residual_input >= 0;
+    if (graph_fuses(epilogue_.act)) {
+      s.act = epilogue_.act;
+      s.alpha = epilogue_.alpha;
+      s.beta = epilogue_.beta;
+    }
+  }
+  auto graph = std::make_shared<ConvGraph>();
+  KILN_RETURN_IF_ERROR(graph->build(h, s));
+  return graph;
+}
+
+Result<std::unique_ptr<ConvPlan>> CudnnConvKernel::plan_for(cudnnHandle_t h, bool fused,
+                                                            bool padded, int mode, int rank,
+                                                            int64_t engine, bool strict) const {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<ConvGraph> graph, build_graph(h, fused, padded));
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<ConvEngineCfg> cfgs,
+      graph->engine_configs(static_cast<cudnnBackendHeurMode_t>(mode), strict, INT_MAX));
+  for (const ConvEngineCfg& c : cfgs)
+    if (c.rank == rank && c.engine == engine) return make_conv_plan(h, graph, c);
+  return unsupported("the cached cuDNN engine is no longer offered");
+}
+
+bool CudnnConvKernel::graph_from_cache(CudaBuildContext& ctx, std::istream& is, ConvTactic& t) {
+  int fused = 0, padded = 0, mode = 0, rank = 0;
+  int64_t engine = -1;
+  if (!(is >> fused >> padded >> mode >> rank >> engine >> t.ms)) return false;
+  if (padded && (!paddable() || !filter_padded_)) return false;
+  if (!fused && epilogue_.residual_input >= 0) return false;
+  auto plan = plan_for(ctx.cudnn, fused != 0, padded != 0, mode, rank, engine, strict_fp32_);
+  if (!plan.is_ok()) return false;
+  t.path = ConvPath::kGraph;
+  t.fused = fused != 0;
+  t.padded = padded != 0;
+  t.plan = std::shared_ptr<ConvPlan>(std::move(*plan));
+  t.workspace = t.padded ? conv_align_up(t.plan->workspace) + padded_x_bytes() : t.plan->workspace;
+  return t.workspace <= ctx.workspace_limit;
+}
+
+Status CudnnConvKernel::launch_graph(cudnnHandle_t h, cudaStream_t stream, const void* x, void* y,
+                                     const void* residual, void* ws, const ConvTactic& t) const {
+  const void* xin = x;
+  if (t.padded) {
+    void* xp = static_cast<uint8_t*>(ws) + conv_align_up(t.plan->workspace);
+    const int64_t rows = x_desc_.numel() / geo_.in_channels;
+    KILN_RETURN_IF_ERROR(launch_pad_channels(x_desc_.dtype, x, xp, rows, geo_.in_channels,
+                                             padded_channels(), stream));
+    xin = xp;
+  }
+  KILN_RETURN_IF_ERROR(execute_conv_plan(h, *t.plan, xin, t.padded ? filter_padded_ : filter_, y,
+                                         bias_act_, residual, ws));
+  if (t.fused) {
+    if (epilogue_.act == Activation::kNone || graph_fuses(epilogue_.act)) return Status::ok();
+    return launch_epilogue(y_desc_, y, nullptr, nullptr, epilogue_.act, epilogue_.alpha,
+                           epilogue_.beta, stream);
+  }
+  if (!has_epilogue()) return Status::ok();
+  return launch_epilogue(y_desc_, y, bias_f32_, residual, epilogue_.act, epilogue_.alpha,
+                         epilogue_.beta, stream);
+}
+
+Status CudnnConvKernel::graph_candidates(CudaBuildContext& ctx, ConvScratch& s,
+                                         std::vector<ConvTactic>& out) {
+  std::vector<ConvTactic> plans;
+  Status last = unsupported("cuDNN's heuristics offer no engine for the conv graph");
+  const bool residual = epilogue_.residual_input >= 0;
+  for (bool padded : {false, true}) {
+    if (padded && (!paddable() || !filter_padded_)) continue;
+    for (bool fused : {true, false}) {
+      // Without an epilogue both variants are the same graph; a residual must be fused
+      // (the output may be written over it).
+      if (!fused && (residual || !has_epilogue())) continue;
+      auto graph = build_graph(ctx.cudnn, fused, padded);
+      if (!graph.is_ok()) {
+        last = graph.status();
+        continue;
+      }
+      std::set<int64_t> engines;  // the fallback list repeats mode A's engines
+      for (auto [mode, max] : {std::pair{CUDNN_HEUR_MODE_A, kHeurA},
+                               std::pair{CUDNN_HEUR_MODE_FALLBACK, kHeurFallback}}) {
+        auto cfgs = (*graph)->engine_configs(mode, strict_fp32_, max);
+        if (!cfgs.is_ok()) {
+          last = cfgs.status();
+          continue;
+        }
+        for (const ConvEngineCfg& c : *cfgs) {
+          if (mode == CUDNN_HEUR_MODE_FALLBACK && engines.count(c.engine)) continue;
+          engines.insert(c.engine);
+          auto plan = make_conv_plan(ctx.cudnn, *graph, c);
+          if (!plan.is_ok()) {
+            last = plan.status();
+            continue;
+          }
+          ConvTactic t;
+          t.path = ConvPath::kGraph;
+          t.fused = fused;
+          t.padded = padded;
+          t.plan = std::shared_ptr<ConvPlan>(std::move(*plan));
+          t.workspace =
+              padded ? conv_align_up(t.plan->workspace) + padded_x_bytes() : t.plan->workspace;
+          if (t.workspace > ctx.workspace_limit) continue;
+          plans.push_back(std::move(t));
+        }
+      }
+    }
+  }
+  if (plans.empty()) return last;
+  size_t max_ws = 0;
+  for (const ConvTactic& t : plans) max_ws = std::max(max_ws, t.workspace);
+  KILN_RETURN_IF_ERROR(s.reserve_ws(max_ws));
+  const size_t before = out.size();
+  for (ConvTactic& t : plans) {
+    auto launch = [&] {
+      return launch_graph(ctx.cudnn, ctx.stream, s.x.get(), s.y.get(), s.r.get(), s.ws.get(), t);
+    };
+    Status st = Status::ok();
+    if (ctx.time_tactics) {
+      auto ms = time_launches(ctx.stream, launch);
+      if (ms.is_ok()) t.ms = *ms;
+      st = ms.status();
+    } else {
+      st = launch();
+      if (st.is_ok()) st = cuda_status(cudaStreamSynchronize(ctx.stream), "cudaStreamSynchronize");
+    }
+    if (!st.is_ok()) {
+      cudaGetLastError();  // a failed candidate's launch error is not this kernel's
+      last = st;
+      continue;
+    }
+    out.push_back(t);
+    if (!ctx.time_tactics) break;  // heuristic order: the first that runs
+  }
+  return out.size() > before ? Status::ok() : last;
+}
+
+}  // namespace kiln

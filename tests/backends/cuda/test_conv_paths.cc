@@ -1,0 +1,179 @@
+// The cuDNN Conv kernel's two paths forced one at a time (KILN_CUDNN_PATH, read at
+// prepare): the legacy convolution API and the backend graph API, against the reference
+// over geometries × epilogues × precisions, timed and heuristic, in place and cached; and
+// the channel padding that lets tensor cores run the RGB stem.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/cuda/conv_test_cases.h"
+#include "backends/cuda/cudnn/pad_channels.h"
+#include "core/half.h"
+
+namespace kiln::test {
+namespace {
+
+// Geometries every path must run; the others (depthwise, dilated, asymmetric pads) the
+// graph path may decline when cuDNN offers no engine for them.
+bool core_geometry(const ConvCase& c) {
+  for (const char* n : {"resnet_3x3", "downsample_1x1_s2", "stem_7x7_s2", "odd_1x5x9x7", "batch3"})
+    if (std::string(c.name) == n) return true;
+  return false;
+}
+
+// One forced-path run: must match the reference and report the path in its tactic; a
+// non-core geometry may be declined (kUnsupported) by the graph path instead.
+void expect_path(const char* path, const ConvCase& c, const EpiCase& e, Precision p, uint32_t seed,
+                 LibRunOptions opt = {}) {
+  SCOPED_TRACE(std::string(path) + " / " + c.name + " / " + e.name + " / " + precision_name(p) +
+               (opt.time_tactics ? " timed" : " heuristic") + (opt.in_place ? " in place" : ""));
+  auto cn = make_conv(c, e, seed);
+  TacticCache cache;
+  const bool graph = std::strcmp(path, "graph") == 0;
+  if (graph && !core_geometry(c)) {
+    auto got = run_lib_kernel(*cn->node, cn->in, p, cache, opt);
+    if (!got.is_ok()) {
+      EXPECT_EQ(got.status().code(), StatusCode::kUnsupported) << got.status().to_string();
+      return;
+    }
+  }
+  std::string tactic;
+  expect_lib_kernel_matches(*cn->node, cn->in, p, cache, opt, &tactic);
+  EXPECT_EQ(tactic.find("graph") != std::string::npos, graph) << tactic;
+  if (!opt.time_tactics) {
+    EXPECT_NE(tactic.find("heuristic"), std::string::npos) << tactic;
+  }
+}
+
+// The forced-path tables use the heuristic choice: timing every candidate of every case
+// takes many minutes. Timed runs of each path are in the tests below.
+const LibRunOptions kHeuristic{false, false};
+
+TEST(CudnnConvPaths, LegacyMatchesReference) {
+  ScopedCudnnPath path("legacy");
+  uint32_t seed = 2000;
+  for (const ConvCase& c : kConvs)
+    for (const EpiCase& e : kEpilogues)
+      for (Precision p : kPrecisions) expect_path("legacy", c, e, p, seed += 5, kHeuristic);
+}
+
+TEST(CudnnConvPaths, GraphMatchesReference) {
+  ScopedCudnnPath path("graph");
+  uint32_t seed = 3000;
+  for (const ConvCase& c : kConvs)
+    for (const EpiCase& e : kEpilogues)
+      for (Precision p : kPrecisions) expect_path("graph", c, e, p, seed += 5, kHeuristic);
+}
+
+TEST(CudnnConvPaths, GraphHeuristicAndInPlace) {
+  ScopedCudnnPath path("graph");
+  uint32_t seed = 4000;
+  for (int ci : {0, 2, 7, 8})
+    for (int ei : {0, 2, 4, 6, 10, 12, 14})
+      for (Precision p : kPrecisions) {
+        const bool residual = kEpilogues[ei].residual;
+        expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {false, false});
+        if (residual) expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {true, true});
+        if (residual) expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {false, true});
+      }
+}
+
+TEST(CudnnConvPaths, LegacyHeuristicAndInPlace) {
+  ScopedCudnnPath path("legacy");
+  uint32_t seed = 5000;
+  for (int ci : {0, 7, 9, 11})
+    for (int ei : {0, 2, 4, 10, 13})
+      for (Precision p : kPrecisions) {
+        expect_path("legacy", kConvs[ci], kEpilogues[ei], p, seed += 3, {false, false});
+        if (kEpilogues[ei].residual)
+          expect_path("legacy", kConvs[ci], kEpilogues[ei], p, seed += 3, {true, true});
+      }
+}
+
+// The graph choice is cached (heuristic mode, rank, engine) and rebuilt from the cache.
+TEST(CudnnConvPaths, GraphTacticCache) {
+  ScopedCudnnPath path("graph");
+  for (Precision p : kPrecisions) {
+    SCOPED_TRACE(precision_name(p));
+    TacticCache cache;
+    auto cn = make_conv(kConvs[0], kEpilogues[4], 61);
+    std::string first, second;
+    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {}, &first);
+    ASSERT_EQ(cache.size(), 1u);
+    EXPECT_EQ(first.find("cached"), std::string::npos) << first;
+    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {}, &second);
+    EXPECT_EQ(cache.size(), 1u);
+    EXPECT_NE(second.find("cached"), std::string::npos) << second;
+    EXPECT_EQ(first.substr(0, first.find('(')), second.substr(0, second.find('(')));
+  }
+}
+
+// Stems with few input channels (3, 1, 5, and 12 = a multiple of 4 but not of 8), batch
+// 2, through the auto choice (padded or not, whichever is faster) and the graph path.
+TEST(CudnnConvPaths, FewInputChannels) {
+  uint32_t seed = 6000;
+  for (int64_t ch : {3, 1, 5, 12})
+    for (const char* path : {"auto", "graph"}) {
+      ScopedCudnnPath scoped(path);
+      ConvCase c{"stem", {2, ch, 23, 20}, {16, ch, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, nullptr};
+      for (int ei : {2, 4, 8})
+        for (Precision p : kPrecisions) {
+          SCOPED_TRACE(std::string(path) + " C=" + std::to_string(ch) + " / " +
+                       kEpilogues[ei].name + " / " + precision_name(p));
+          auto cn = make_conv(c, kEpilogues[ei], seed += 3);
+          TacticCache cache;
+          expect_lib_kernel_matches(*cn->node, cn->in, p, cache);
+        }
+    }
+}
+
+// launch_pad_channels against a host copy: padded channels are zero, the others equal.
+TEST(CudnnConvPaths, PadChannelsKernel) {
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
+    for (auto [rows, c, cp] : {std::tuple<int64_t, int64_t, int64_t>{1, 3, 8},
+                               {37, 3, 8},
+                               {1000, 5, 8},
+                               {17, 12, 16},
+                               {9, 8, 8}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " rows " + std::to_string(rows) + " c " +
+                   std::to_string(c) + " -> " + std::to_string(cp));
+      const size_t es = dtype_size(dt);
+      std::vector<uint8_t> src(static_cast<size_t>(rows * c) * es);
+      uint32_t s = 12345;
+      for (int64_t i = 0; i < rows * c; ++i) {
+        s = s * 1664525u + 1013904223u;
+        const float v = static_cast<float>(s >> 8) / static_cast<float>(1u << 24) + 0.5f;
+        if (dt == DataType::kFloat16) {
+          const uint16_t h = float_to_half_bits(v);
+          std::memcpy(&src[static_cast<size_t>(i) * 2], &h, 2);
+        } else {
+          std::memcpy(&src[static_cast<size_t>(i) * 4], &v, 4);
+        }
+      }
+      void *d_src = nullptr, *d_dst = nullptr;
+      const size_t dst_bytes = static_cast<size_t>(rows * cp) * es;
+      ASSERT_EQ(cudaMalloc(&d_src, src.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&d_dst, dst_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d_src, src.data(), src.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemset(d_dst, 0x7F, dst_bytes), cudaSuccess);  // poison
+      Status st = launch_pad_channels(dt, d_src, d_dst, rows, c, cp, nullptr);
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      std::vector<uint8_t> dst(dst_bytes);
+      ASSERT_EQ(cudaMemcpy(dst.data(), d_dst, dst_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      cudaFree(d_src);
+      cudaFree(d_dst);
+      std::vector<uint8_t> want(dst_bytes, 0);
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(&want[static_cast<size_t>(r * cp) * es], &src[static_cast<size_t>(r * c) * es],
+                    static_cast<size_t>(c) * es);
+      EXPECT_EQ(dst, want);
+    }
+  EXPECT_FALSE(launch_pad_channels(DataType::kFloat32, nullptr, nullptr, 4, 9, 8, nullptr).is_ok());
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -87,6 +87,10 @@ TEST_P(CudaModel, MatchesCpuFp32) {
   o.device = Device::kCuda;
   o.precision = c.precision;
   o.cuda_graph = true;
+  // KILN_TEST_NO_TACTICS=1: the libraries' first choice instead of timing every layer (the
+  // timing dominates this test's run time; with KILN_CUDNN_PATH=graph|legacy it checks one
+  // convolution path on whole models).
+  o.time_tactics = env_or("KILN_TEST_NO_TACTICS", "0") != "1";
   auto engine = Engine::load(path, o);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   auto ctx = (*engine)->create_context();
@@ -147,6 +151,7 @@ TEST(CudaFashionMnist, Fp16AccuracyWithinPointTwoOfFp32) {
     EngineOptions o;
     o.device = Device::kCuda;
     o.precision = precision;
+    o.time_tactics = env_or("KILN_TEST_NO_TACTICS", "0") != "1";
     auto engine = Engine::load(path, o);
     EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
     if (!engine.is_ok()) return -1;

@@ -325,10 +325,18 @@ Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
   std::error_code ec;
   if (!f || std::filesystem::is_directory(path, ec))
     return not_found("model file '" + path + "' not found");
-  std::stringstream ss;
-  ss << f.rdbuf();
+  // One read into a buffer of the file's size: a stringstream would copy a 100 MB model
+  // several times over while growing and again in str().
+  f.seekg(0, std::ios::end);
+  std::streamoff size = f.tellg();
+  f.seekg(0, std::ios::beg);
+  std::string bytes;
+  if (size > 0) {
+    bytes.resize(static_cast<size_t>(size));
+    if (!f.read(bytes.data(), size)) return not_found("cannot read model file '" + path + "'");
+  }
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_model(ss.str(), dir.empty() ? "." : dir, "'" + path + "'", path);
+  return import_model(bytes, dir.empty() ? "." : dir, "'" + path + "'", path);
 }
 
 Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes,

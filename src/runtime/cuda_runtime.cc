@@ -60,9 +60,9 @@ Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& c
   if (!same) {
     ctx->plan.reset();  // free the old arena before allocating the new one
     size_t cached = es.tactics.size();
-    KILN_ASSIGN_OR_RETURN(ctx->plan,
-                          CudaPlan::build(*engine.graph, engine.order, inputs, es.plan_options,
-                                          es.weights, es.tactics, *ctx->handles));
+    KILN_ASSIGN_OR_RETURN(
+        ctx->plan, CudaPlan::build(*engine.graph, engine.order, inputs, es.plan_options, es.weights,
+                                   es.tactics, *ctx->handles));
     if (!es.timing_cache.empty() && es.tactics.size() != cached)
       KILN_RETURN_IF_ERROR(es.tactics.save(es.timing_cache, es.device_tag));
   }
@@ -127,16 +127,17 @@ struct CudaEngineState {};
 struct CudaContextState {};
 
 static Status no_cuda() {
-  return unsupported("--device cuda: this kiln build has no CUDA backend (built without the "
-                     "CUDA toolkit)");
+  return unsupported(
+      "--device cuda: this kiln build has no CUDA backend (built without the "
+      "CUDA toolkit)");
 }
 
 Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
     const EngineOptions&, const std::vector<std::pair<std::string, std::string>>&) {
   return no_cuda();
 }
-Status cuda_run(const Engine::Impl&, std::shared_ptr<CudaContextState>&,
-                const std::vector<Tensor>&, std::vector<Tensor>&) {
+Status cuda_run(const Engine::Impl&, std::shared_ptr<CudaContextState>&, const std::vector<Tensor>&,
+                std::vector<Tensor>&) {
   return no_cuda();
 }
 Result<DeviceTiming> cuda_last_timing(const CudaContextState*) { return no_cuda(); }

@@ -61,8 +61,8 @@ Result<std::shared_ptr<Engine>> build_engine(
   // "auto": oneDNN for the nodes it supports, the reference kernels for the rest.
   // CUDA engines lower nodes per input shape (runtime/cuda_runtime.h); the reference
   // backend recorded here is what their CPU fallback steps run.
-  const Backend* fast = options.backend == "auto" && !cuda ? &onednn_backend(options.threads)
-                                                           : nullptr;
+  const Backend* fast =
+      options.backend == "auto" && !cuda ? &onednn_backend(options.threads) : nullptr;
   for (const auto& n : graph->nodes()) {
     const Backend* b = fast && fast->supports(*n) ? fast : &ref;
     if (b == &ref && !ref.supports(*n))

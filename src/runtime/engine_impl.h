@@ -20,12 +20,12 @@ struct Engine::Impl {
   EngineOptions options;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
-  std::map<std::string, std::string> metadata;     // the model's metadata_props
-  std::vector<const Node*> order;                  // execution order
-  std::vector<const Backend*> node_backend;        // per node in `order`
+  std::map<std::string, std::string> metadata;  // the model's metadata_props
+  std::vector<const Node*> order;               // execution order
+  std::vector<const Backend*> node_backend;     // per node in `order`
   // For each value id: index in `order` of its last reader, or -1 (never read by a node).
   std::vector<int> last_use;
-  std::vector<bool> is_graph_output;               // by value id
+  std::vector<bool> is_graph_output;  // by value id
   // CUDA engines: weights on the device, timing cache; and the ONNX bytes (for plan files).
   std::shared_ptr<CudaEngineState> cuda;
   std::string model_bytes;
@@ -33,9 +33,9 @@ struct Engine::Impl {
 
 struct Context::Impl {
   const Engine::Impl* engine = nullptr;
-  std::vector<std::unique_ptr<Kernel>> kernels;    // per node in engine->order
-  std::vector<Tensor> slots;                       // by value id; reset after each run
-  std::shared_ptr<CudaContextState> cuda;          // CUDA engines: stream, handles, plan
+  std::vector<std::unique_ptr<Kernel>> kernels;  // per node in engine->order
+  std::vector<Tensor> slots;                     // by value id; reset after each run
+  std::shared_ptr<CudaContextState> cuda;        // CUDA engines: stream, handles, plan
 };
 
 // Builds the engine's execution state from an imported graph (choose a backend per node,

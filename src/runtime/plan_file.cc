@@ -49,11 +49,16 @@ Status parse_options(const std::string& text, EngineOptions& o) {
     if (eq == std::string::npos) return invalid_argument("bad option line '" + line + "'");
     std::string k = line.substr(0, eq), v = line.substr(eq + 1);
     try {
-      if (k == "precision") o.precision = v;
-      else if (k == "cuda_graph") o.cuda_graph = v == "1";
-      else if (k == "optimize") o.optimize = v == "1";
-      else if (k == "workspace_limit") o.workspace_limit = std::stoll(v);
-      else return invalid_argument("unknown option '" + k + "'");
+      if (k == "precision")
+        o.precision = v;
+      else if (k == "cuda_graph")
+        o.cuda_graph = v == "1";
+      else if (k == "optimize")
+        o.optimize = v == "1";
+      else if (k == "workspace_limit")
+        o.workspace_limit = std::stoll(v);
+      else
+        return invalid_argument("unknown option '" + k + "'");
     } catch (const std::exception&) {
       return invalid_argument("bad value for option '" + k + "'");
     }

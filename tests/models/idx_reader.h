@@ -9,9 +9,10 @@
 
 namespace kiln::test {
 
-inline // Reads a gzipped IDX file of unsigned bytes; `dims` receives its shape.
-bool read_idx_gz(const std::string& path, std::vector<uint8_t>& data, std::vector<int64_t>& dims,
-                 std::string& error) {
+inline  // Reads a gzipped IDX file of unsigned bytes; `dims` receives its shape.
+    bool
+    read_idx_gz(const std::string& path, std::vector<uint8_t>& data, std::vector<int64_t>& dims,
+                std::string& error) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) {
     error = "cannot open " + path;

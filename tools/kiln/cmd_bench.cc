@@ -60,8 +60,8 @@ Status dump_profile(Context& ctx, const std::string& path, int iterations) {
   double total = 0;
   for (const LayerProfile& l : layers) {
     total += l.ms;
-    j.push_back({{"name", l.name}, {"op", l.op}, {"tactic", l.tactic}, {"cpu", l.on_cpu},
-                 {"ms", l.ms}});
+    j.push_back(
+        {{"name", l.name}, {"op", l.op}, {"tactic", l.tactic}, {"cpu", l.on_cpu}, {"ms", l.ms}});
   }
   std::ofstream f(path);
   f << j.dump(2) << "\n";
@@ -156,8 +156,8 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   std::string name = std::filesystem::path(o.model).filename().string();
   std::string what = cuda ? g.precision + (o.no_transfers ? " compute" : " +copies")
                           : std::to_string(threads) + " thr";
-  std::printf("%-24s %-6s %5s %-14s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch",
-              "mode", "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
+  std::printf("%-24s %-6s %5s %-14s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
+              "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
   std::printf("%-24s %-6s %5lld %-14s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
               g.device.c_str(), static_cast<long long>(batch), what.c_str(), lat_ms.size(),
               lat_ms[0], med, p90, p99, ips);
@@ -166,11 +166,12 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     if (!o.no_transfers)
       std::printf("device time per run (median): h2d %.4g ms, compute %.4g ms, d2h %.4g ms\n",
                   median_of(dev.h2d), median_of(dev.compute), median_of(dev.d2h));
-    std::printf("device memory: %.1f MiB (activation arena %.1f MiB [lower bound %.1f], "
-                "workspace %.1f MiB, weights %.1f MiB); pinned host %.1f MiB; CUDA graph %s\n",
-                dev.memory.device_total() * mib, dev.memory.arena * mib,
-                dev.memory.arena_lower_bound * mib, dev.memory.workspace * mib,
-                dev.memory.weights * mib, dev.memory.pinned_host * mib, dev.graph ? "on" : "off");
+    std::printf(
+        "device memory: %.1f MiB (activation arena %.1f MiB [lower bound %.1f], "
+        "workspace %.1f MiB, weights %.1f MiB); pinned host %.1f MiB; CUDA graph %s\n",
+        dev.memory.device_total() * mib, dev.memory.arena * mib, dev.memory.arena_lower_bound * mib,
+        dev.memory.workspace * mib, dev.memory.weights * mib, dev.memory.pinned_host * mib,
+        dev.graph ? "on" : "off");
   }
   if (!o.dump_profile.empty()) {
     Status s = dump_profile(*ctx, o.dump_profile, 20);
@@ -189,7 +190,11 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
         {"throughput", ips},
         {"compute_only", o.no_transfers},
         {"latency_ms",
-         {{"min", lat_ms[0]}, {"median", med}, {"p50", med}, {"p90", p90}, {"p99", p99},
+         {{"min", lat_ms[0]},
+          {"median", med},
+          {"p50", med},
+          {"p90", p90},
+          {"p99", p99},
           {"mean", mean}}},
         {"kiln_version", KILN_VERSION},
     };

@@ -17,8 +17,7 @@ struct BuildOptions {
 };
 
 int run(const BuildOptions& o, const GlobalOptions& g) {
-  if (g.device != "cuda")
-    return usage_error("kiln build writes CUDA plans: add --device cuda");
+  if (g.device != "cuda") return usage_error("kiln build writes CUDA plans: add --device cuda");
   double t0 = now_seconds();
   auto engine_or = load_engine(o.model, g);
   if (!engine_or.is_ok()) return fail(engine_or.status());

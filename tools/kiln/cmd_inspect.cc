@@ -95,18 +95,20 @@ int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g) {
     converts += l.op == "Convert";
     total += l.ms;
   }
-  std::printf("\nCUDA plan (%s, batch %lld): %zu steps, %d on the CPU, %d layout/dtype "
-              "conversions, %.4g ms summed (mean of 3 runs, one step at a time)\n",
-              g.precision.c_str(), static_cast<long long>(o.batch > 0 ? o.batch : 1),
-              layers->size(), cpu, converts, total);
+  std::printf(
+      "\nCUDA plan (%s, batch %lld): %zu steps, %d on the CPU, %d layout/dtype "
+      "conversions, %.4g ms summed (mean of 3 runs, one step at a time)\n",
+      g.precision.c_str(), static_cast<long long>(o.batch > 0 ? o.batch : 1), layers->size(), cpu,
+      converts, total);
   for (const LayerProfile& l : *layers)
-    std::printf("  %-14s %-36s %8.4f ms  %s%s\n", l.op.c_str(), l.name.substr(0, 36).c_str(),
-                l.ms, l.on_cpu ? "CPU fallback: " : "", l.tactic.c_str());
-  std::printf("device memory: activation arena %s (lower bound %s), workspace %s, weights %s; "
-              "pinned host %s\n",
-              human_bytes(mem->arena).c_str(), human_bytes(mem->arena_lower_bound).c_str(),
-              human_bytes(mem->workspace).c_str(), human_bytes(mem->weights).c_str(),
-              human_bytes(mem->pinned_host).c_str());
+    std::printf("  %-14s %-36s %8.4f ms  %s%s\n", l.op.c_str(), l.name.substr(0, 36).c_str(), l.ms,
+                l.on_cpu ? "CPU fallback: " : "", l.tactic.c_str());
+  std::printf(
+      "device memory: activation arena %s (lower bound %s), workspace %s, weights %s; "
+      "pinned host %s\n",
+      human_bytes(mem->arena).c_str(), human_bytes(mem->arena_lower_bound).c_str(),
+      human_bytes(mem->workspace).c_str(), human_bytes(mem->weights).c_str(),
+      human_bytes(mem->pinned_host).c_str());
   return kExitOk;
 }
 

@@ -42,10 +42,8 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
 
   std::vector<Command> commands = {
-      add_run_command(app, global),
-      add_inspect_command(app, global),
-      add_bench_command(app, global),
-      add_demo_command(app, global),
+      add_run_command(app, global),   add_inspect_command(app, global),
+      add_bench_command(app, global), add_demo_command(app, global),
       add_build_command(app, global),
   };
 

@@ -39,7 +39,7 @@ Status fill_random(Tensor& t, std::mt19937& gen) {
 // The concrete shape of each input: --shape overrides, else the declared shape with a
 // symbolic dim 0 set to the batch. Errors are usage errors.
 Result<std::map<std::string, Shape>> input_shapes(const Engine& e, int64_t batch,
-                                                 const std::vector<std::string>& specs) {
+                                                  const std::vector<std::string>& specs) {
   std::map<std::string, Shape> given;
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');

@@ -4,15 +4,15 @@ namespace kiln {
 
 Status cuda_status(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::ok();
-  StatusCode code = e == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted
-                                                   : StatusCode::kInternal;
+  StatusCode code =
+      e == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
   return Status(code, std::string(what) + ": CUDA error " + cudaGetErrorName(e) + " (" +
                           cudaGetErrorString(e) + ")");
 }
 
 Status cudnn_status(cudnnStatus_t e, const char* what) {
   if (e == CUDNN_STATUS_SUCCESS) return Status::ok();
-  StatusCode code = e == CUDNN_STATUS_NOT_SUPPORTED ? StatusCode::kUnsupported
+  StatusCode code = e == CUDNN_STATUS_NOT_SUPPORTED  ? StatusCode::kUnsupported
                     : e == CUDNN_STATUS_ALLOC_FAILED ? StatusCode::kResourceExhausted
                                                      : StatusCode::kInternal;
   return Status(code, std::string(what) + ": cuDNN error " + cudnnGetErrorString(e));
@@ -37,7 +37,7 @@ static const char* cublas_status_name(cublasStatus_t e) {
 
 Status cublas_status(cublasStatus_t e, const char* what) {
   if (e == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  StatusCode code = e == CUBLAS_STATUS_NOT_SUPPORTED ? StatusCode::kUnsupported
+  StatusCode code = e == CUBLAS_STATUS_NOT_SUPPORTED  ? StatusCode::kUnsupported
                     : e == CUBLAS_STATUS_ALLOC_FAILED ? StatusCode::kResourceExhausted
                                                       : StatusCode::kInternal;
   return Status(code, std::string(what) + ": cuBLAS error " + cublas_status_name(e) + " (" +

@@ -39,7 +39,8 @@ Result<void*> WeightStore::upload(const std::string& key, const void* host, size
   }
   void* d = nullptr;
   KILN_CUDA(cudaMalloc(&d, bytes == 0 ? 1 : bytes));
-  Status copied = cuda_status(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), "uploading weight");
+  Status copied =
+      cuda_status(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), "uploading weight");
   if (!copied.is_ok()) {
     cudaFree(d);
     return copied.with_context(key);

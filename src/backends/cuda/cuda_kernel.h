@@ -106,12 +106,12 @@ class TacticCache {
 struct CudaBuildContext {
   Precision precision = Precision::kFp32;
   cudaStream_t stream = nullptr;
-  cudnnHandle_t cudnn = nullptr;      // bound to `stream`
+  cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   cublasLtHandle_t cublaslt = nullptr;
   size_t workspace_limit = size_t{256} << 20;  // per kernel
-  bool time_tactics = true;           // false: take the library's first heuristic choice
-  WeightStore* weights = nullptr;     // never null
-  TacticCache* tactics = nullptr;     // never null
+  bool time_tactics = true;                    // false: take the library's first heuristic choice
+  WeightStore* weights = nullptr;              // never null
+  TacticCache* tactics = nullptr;              // never null
   DataType act_dtype() const {
     return precision == Precision::kFp16 ? DataType::kFloat16 : DataType::kFloat32;
   }
@@ -123,7 +123,7 @@ struct CudaRunContext {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   cublasLtHandle_t cublaslt = nullptr;
-  void* workspace = nullptr;      // at least the kernel's workspace_bytes()
+  void* workspace = nullptr;  // at least the kernel's workspace_bytes()
   size_t workspace_bytes = 0;
 };
 

@@ -93,8 +93,8 @@ class Builder {
   WeightStore& weights_;
   TacticCache& tactics_;
   CudaBuildContext bctx_;
-  std::vector<TensorDesc> host_;            // per value id: graph dtype, shape, known value
-  std::vector<std::vector<int>> reps_;      // per value id: its slots (layouts/dtypes)
+  std::vector<TensorDesc> host_;        // per value id: graph dtype, shape, known value
+  std::vector<std::vector<int>> reps_;  // per value id: its slots (layouts/dtypes)
 };
 
 Result<int> Builder::constant_slot(const Value* v, const Tensor& t) {
@@ -213,8 +213,8 @@ Status Builder::add_node(const Node& n) {
     }
     Layout offered = Layout::kPlain;
     if (!reps_[v->id()].empty()) offered = p_.slots[reps_[v->id()].front()].desc.layout;
-    Layout want = h.shape.size() == 4 ? kernel->input_layout(static_cast<int>(i), offered)
-                                      : Layout::kPlain;
+    Layout want =
+        h.shape.size() == 4 ? kernel->input_layout(static_cast<int>(i), offered) : Layout::kPlain;
     KILN_ASSIGN_OR_RETURN(int s, slot_for(v, want, dt));
     step.in[i] = s;
     in[i] = p_.slots[s].desc;
@@ -244,9 +244,9 @@ Status Builder::add_node(const Node& n) {
                             shape_str(out[i].shape) + ", the reference " +
                             shape_str(want[i].shape));
     if (out[i].nbytes() > static_cast<size_t>(p_.options.max_tensor_bytes))
-      return Status(StatusCode::kResourceExhausted,
-                    n.describe() + ": output " + shape_str(out[i].shape) +
-                        " exceeds the per-tensor limit");
+      return Status(
+          StatusCode::kResourceExhausted,
+          n.describe() + ": output " + shape_str(out[i].shape) + " exceeds the per-tensor limit");
     int s;
     if (kernel->is_alias() && i == 0) {
       s = new_slot(out[i], v->id(), false);
@@ -257,8 +257,8 @@ Status Builder::add_node(const Node& n) {
     }
     step.out[i] = s;
     reps_[v->id()].push_back(s);
-    host_[v->id()] = TensorDesc{want[i].present() ? want[i].dtype : out[i].dtype, out[i].shape,
-                                nullptr};
+    host_[v->id()] =
+        TensorDesc{want[i].present() ? want[i].dtype : out[i].dtype, out[i].shape, nullptr};
   }
   // In place: the output takes over the input's buffer when nothing reads the input later.
   // Decided in plan_memory(), which knows the last readers; remember the candidate.
@@ -320,8 +320,8 @@ Status Builder::build(const std::vector<const Node*>& order, const std::vector<T
   host_.assign(g_.value_id_limit(), TensorDesc{});
   reps_.assign(g_.value_id_limit(), {});
   for (const auto& v : g_.values())
-    if (v->is_constant()) host_[v->id()] = TensorDesc{v->constant.dtype(), v->constant.shape(),
-                                                      &v->constant};
+    if (v->is_constant())
+      host_[v->id()] = TensorDesc{v->constant.dtype(), v->constant.shape(), &v->constant};
   for (size_t i = 0; i < g_.inputs().size(); ++i) {
     const Value* v = g_.inputs()[i];
     const Tensor& t = inputs[i];

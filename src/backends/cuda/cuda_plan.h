@@ -53,7 +53,7 @@ struct CudaMemoryReport {
   int64_t arena_bytes = 0;
   int64_t arena_lower_bound = 0;
   int64_t workspace_bytes = 0;
-  int64_t staging_bytes = 0;  // pinned host
+  int64_t staging_bytes = 0;    // pinned host
   int64_t io_device_bytes = 0;  // device input/output buffers outside the arena
 };
 

@@ -50,7 +50,7 @@ struct CudaPlan::Impl {
   std::vector<int> input_slots, output_slots;  // per graph input / output
   std::vector<DataType> output_dtypes;         // the graph's output dtypes
   std::vector<Shape> input_shapes;
-  std::deque<Tensor> host_values;              // shape tensors evaluated at build
+  std::deque<Tensor> host_values;  // shape tensors evaluated at build
   std::vector<CudaStepInfo> infos;
   CudaMemoryReport memory;
   CudaTiming timing;
@@ -64,7 +64,7 @@ struct CudaPlan::Impl {
   std::vector<void*> in_staging, out_staging;
   cudaEvent_t ev[4] = {};  // start, inputs copied, compute done, outputs copied
 
-  cudaGraphExec_t graph_exec = nullptr;   // whole run (copies + compute)
+  cudaGraphExec_t graph_exec = nullptr;    // whole run (copies + compute)
   cudaGraphExec_t compute_exec = nullptr;  // compute only
   bool ran_once = false;
 

@@ -264,9 +264,8 @@ Result<std::string> cuda_device_tag(int device) {
   KILN_CUDA(cudaGetDeviceProperties(&prop, device));
   int rt = 0;
   KILN_CUDA(cudaRuntimeGetVersion(&rt));
-  return std::string(prop.name) + " sm_" + std::to_string(prop.major) +
-         std::to_string(prop.minor) + " cudnn " + std::to_string(cudnnGetVersion()) +
-         " cudart " + std::to_string(rt);
+  return std::string(prop.name) + " sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+         " cudnn " + std::to_string(cudnnGetVersion()) + " cudart " + std::to_string(rt);
 }
 
 Result<int64_t> cuda_device_used_bytes() {

@@ -95,8 +95,7 @@ struct DeviceBytes {
 // constants; the kernel's input_layout() decides.
 inline Result<CudaNodeResult> run_cuda_node(const Node& node,
                                             const std::vector<const Tensor*>& inputs,
-                                            Precision precision,
-                                            Layout offered = Layout::kNHWC) {
+                                            Precision precision, Layout offered = Layout::kNHWC) {
   CudaKernelFactory factory = CudaKernelRegistry::find(node.op);
   if (!factory) return unsupported(std::string("no CUDA kernel for ") + op_name(node.op));
   KILN_ASSIGN_OR_RETURN(auto kernel, factory(node, precision));
@@ -227,8 +226,8 @@ inline void expect_cuda_matches_reference(const Node& node, const std::vector<co
     ASSERT_EQ(got->outputs[i].shape(), want[i].shape()) << "output " << i;
     double err = relative_l2(got->outputs[i], want[i]);
     EXPECT_LE(err, dtype_is_float(want[i].dtype()) ? tolerance(p) : 0.0)
-        << node.describe() << " output " << i << " (" << precision_name(p) << ", "
-        << got->tactic << ")";
+        << node.describe() << " output " << i << " (" << precision_name(p) << ", " << got->tactic
+        << ")";
   }
 }
 

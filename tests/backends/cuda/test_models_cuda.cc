@@ -1,6 +1,6 @@
 // Whole models on the GPU against kiln's fp32 CPU result (fp32/tf32 within 1e-3, fp16 within
-// 1e-2 relative L2, wider where PyTorch's own error is wider: tolerance_for), CUDA-graph replay and shape changes, plan files, and the Fashion-MNIST
-// accuracy in fp16 against fp32.
+// 1e-2 relative L2, wider where PyTorch's own error is wider: tolerance_for), CUDA-graph replay and
+// shape changes, plan files, and the Fashion-MNIST accuracy in fp16 against fp32.
 //
 // Models come from $KILN_MODEL_DIR (default models/cache: scripts/models/
 // prepare_test_models.sh writes them); the Fashion-MNIST test set from
@@ -31,7 +31,8 @@ std::string env_or(const char* name, const std::string& fallback) {
 
 std::string model_path(const std::string& name) {
   if (name == "fashion_mnist")
-    return env_or("KILN_FASHION_MODEL", std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx");
+    return env_or("KILN_FASHION_MODEL",
+                  std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx");
   return env_or("KILN_MODEL_DIR", std::string(KILN_SOURCE_DIR) + "/models/cache") + "/" + name +
          ".onnx";
 }

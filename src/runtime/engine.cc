@@ -39,7 +39,7 @@ const std::map<std::string, std::string>& Engine::metadata() const { return impl
 
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
-    const std::vector<std::pair<std::string, std::string>>& tactics) {
+    const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes) {
   std::shared_ptr<CudaEngineState> cuda;
   if (options.device == Device::kCuda) {
     KILN_ASSIGN_OR_RETURN(cuda, make_cuda_engine_state(options, tactics));
@@ -78,6 +78,7 @@ Result<std::shared_ptr<Engine>> build_engine(
   for (const Value* o : graph->outputs()) impl->is_graph_output[o->id()] = true;
   impl->graph = std::move(graph);
   impl->cuda = std::move(cuda);
+  if (impl->cuda) impl->model_bytes = std::move(model_bytes);
   return std::make_shared<Engine>(std::move(impl));
 }
 
@@ -113,9 +114,7 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   o.optimize = plan.options.optimize;
   o.workspace_limit = plan.options.workspace_limit;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
-  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), o, plan.tactics));
-  const_cast<Engine::Impl&>(engine->impl()).model_bytes = std::move(plan.onnx_bytes);
-  return engine;
+  return build_engine(std::move(graph), o, plan.tactics, std::move(plan.onnx_bytes));
 }
 
 }  // namespace
@@ -123,13 +122,12 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
 Result<std::shared_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& opts) {
   if (looks_like_plan(path)) return load_plan(path, opts);
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_file(path));
-  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), opts).with_context(path));
+  // CUDA engines keep the ONNX bytes for save_plan(); the graph no longer has them.
+  std::string bytes;
   if (opts.device == Device::kCuda) {
-    // Kept for save_plan(); the graph no longer has the original bytes.
-    KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
-    const_cast<Engine::Impl&>(engine->impl()).model_bytes = std::move(bytes);
+    KILN_ASSIGN_OR_RETURN(bytes, read_file(path));
   }
-  return engine;
+  return build_engine(std::move(graph), opts, {}, std::move(bytes)).with_context(path);
 }
 
 Status Engine::save_plan(const std::string& path) const {
@@ -159,9 +157,7 @@ Result<std::shared_ptr<Engine>> Engine::from_bytes(const std::string& bytes,
                                                    const EngineOptions& opts,
                                                    const std::string& base_dir) {
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(bytes, base_dir));
-  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), opts));
-  if (opts.device == Device::kCuda) const_cast<Engine::Impl&>(engine->impl()).model_bytes = bytes;
-  return engine;
+  return build_engine(std::move(graph), opts, {}, bytes);
 }
 
 std::unique_ptr<Context> Engine::create_context() const {

@@ -40,9 +40,11 @@ struct Context::Impl {
 
 // Builds the engine's execution state from an imported graph (choose a backend per node,
 // compute value lifetimes). Used by Engine::load and the tests.
-// `tactics` pre-fill a CUDA engine's timing cache (from a plan file).
+// `tactics` pre-fill a CUDA engine's timing cache (from a plan file); `model_bytes`, the
+// ONNX file, is kept by CUDA engines for save_plan().
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
-    const std::vector<std::pair<std::string, std::string>>& tactics = {});
+    const std::vector<std::pair<std::string, std::string>>& tactics = {},
+    std::string model_bytes = {});
 
 }  // namespace kiln

@@ -174,28 +174,8 @@ AxisTaps make_axis_taps(const ResizeAttrs& a, const ResizeGeometry& g, size_t ax
     taps.clear();
     if (resize_is_outside(a, x, len_in)) {
       t.outside[o] = 1;
-    } else if (a.mode == ResizeMode::kNearest) {
-      taps.emplace_back(resize_nearest_index(a.nearest_mode, x, len_in), 1.0);
     } else {
-      const double base = std::floor(x);
-      const double r = x - base;
-      const auto i0 = static_cast<int64_t>(base);
-      if (a.mode == ResizeMode::kLinear) {
-        taps.emplace_back(i0, 1 - r);
-        taps.emplace_back(i0 + 1, r);
-      } else {
-        for (int k = -1; k <= 2; ++k)
-          taps.emplace_back(i0 + k, resize_cubic_kernel(r - k, a.cubic_coeff_a));
-      }
-      if (a.exclude_outside) {
-        double sum = 0;
-        for (auto& [i, w] : taps) {
-          if (i < 0 || i >= len_in) w = 0;
-          sum += w;
-        }
-        if (sum != 0)
-          for (auto& tap : taps) tap.second /= sum;
-      }
+      resize_taps(a, x, len_in, taps);
     }
     for (const auto& [i, w] : taps) {
       // Taps of weight 0 (e.g. every axis that is not resized) add nothing; dropping them

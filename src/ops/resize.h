@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ops/op_registry.h"
@@ -119,6 +120,37 @@ inline double resize_cubic_kernel(double s, double a) {
   if (s <= 1) return ((a + 2) * s - (a + 3)) * s * s + 1;
   if (s < 2) return ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
   return 0.0;
+}
+
+// The taps of one source coordinate `x` (not outside the input) along an axis of length
+// `len_in`: (unclamped input index, weight) pairs for the mode, renormalized over the
+// in-range taps when exclude_outside is set. Shared by the reference kernel and the GPU one.
+inline void resize_taps(const ResizeAttrs& a, double x, int64_t len_in,
+                        std::vector<std::pair<int64_t, double>>& taps) {
+  taps.clear();
+  if (a.mode == ResizeMode::kNearest) {
+    taps.emplace_back(resize_nearest_index(a.nearest_mode, x, len_in), 1.0);
+    return;
+  }
+  const double base = std::floor(x);
+  const double r = x - base;
+  const auto i0 = static_cast<int64_t>(base);
+  if (a.mode == ResizeMode::kLinear) {
+    taps.emplace_back(i0, 1 - r);
+    taps.emplace_back(i0 + 1, r);
+  } else {
+    for (int k = -1; k <= 2; ++k)
+      taps.emplace_back(i0 + k, resize_cubic_kernel(r - k, a.cubic_coeff_a));
+  }
+  if (a.exclude_outside) {
+    double sum = 0;
+    for (auto& [i, w] : taps) {
+      if (i < 0 || i >= len_in) w = 0;
+      sum += w;
+    }
+    if (sum != 0)
+      for (auto& tap : taps) tap.second /= sum;
+  }
 }
 
 }  // namespace kiln

@@ -39,28 +39,7 @@ Result<ResizeTap> axis_tap(const ResizeAttrs& a, const ResizeGeometry& g, size_t
     return tap;
   }
   std::vector<std::pair<int64_t, double>> taps;
-  if (a.mode == ResizeMode::kNearest) {
-    taps.emplace_back(resize_nearest_index(a.nearest_mode, x, len_in), 1.0);
-  } else {
-    const double base = std::floor(x), r = x - base;
-    const auto i0 = static_cast<int64_t>(base);
-    if (a.mode == ResizeMode::kLinear) {
-      taps.emplace_back(i0, 1 - r);
-      taps.emplace_back(i0 + 1, r);
-    } else {
-      for (int k = -1; k <= 2; ++k)
-        taps.emplace_back(i0 + k, resize_cubic_kernel(r - k, a.cubic_coeff_a));
-    }
-    if (a.exclude_outside) {
-      double sum = 0;
-      for (auto& [i, wt] : taps) {
-        if (i < 0 || i >= len_in) wt = 0;
-        sum += wt;
-      }
-      if (sum != 0)
-        for (auto& t : taps) t.second /= sum;
-    }
-  }
+  resize_taps(a, x, len_in, taps);
   for (const auto& [i, wt] : taps) {
     if (wt == 0) continue;
     const int64_t clamped = i < 0 ? 0 : (i >= len_in ? len_in - 1 : i);

@@ -7,15 +7,13 @@
 // the mirror image without repeating the edge (reflect: -1 → 1, len → len-2). This is
 // "pad, then crop": reflection is always relative to the whole input axis.
 
+#include "ops/pad.h"
+
 #include <string>
 
 #include "ops/op_util.h"
 
 namespace kiln {
-
-namespace {
-
-enum class PadMode { kConstant, kReflect, kEdge };
 
 Result<PadMode> parse_pad_mode(const Attributes& attrs) {
   const std::string mode = attrs.get_string("mode", "constant");
@@ -25,11 +23,6 @@ Result<PadMode> parse_pad_mode(const Attributes& attrs) {
   if (mode == "wrap") return unsupported("mode 'wrap' (opset 19)");
   return invalid_argument("unknown mode '" + mode + "' (expected constant, reflect, edge)");
 }
-
-// Per-axis begin and end pads (rank entries each), from pads and the optional axes.
-struct PadAmounts {
-  std::vector<int64_t> begin, end;
-};
 
 Result<PadAmounts> read_pads(const std::vector<TensorDesc>& in, PadMode mode) {
   const Shape& shape = in[0].shape;
@@ -79,6 +72,8 @@ Result<PadAmounts> read_pads(const std::vector<TensorDesc>& in, PadMode mode) {
   }
   return p;
 }
+
+namespace {
 
 Status infer_pad(const Node& node, const std::vector<TensorDesc>& in,
                  std::vector<TensorDesc>& out) {

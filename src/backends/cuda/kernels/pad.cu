@@ -10,67 +10,22 @@
 #include "backends/cuda/kernels/axis_map.cuh"
 #include "core/half.h"
 #include "ops/op_util.h"
+#include "ops/pad.h"
 
 namespace kiln {
 namespace {
 
 using cuda::OutsideRule;
 
-Result<OutsideRule> parse_mode(const Attributes& attrs) {
-  const std::string mode = attrs.get_string("mode", "constant");
-  if (mode == "constant") return OutsideRule::kConstant;
-  if (mode == "reflect") return OutsideRule::kReflect;
-  if (mode == "edge") return OutsideRule::kEdge;
-  return unsupported("Pad mode '" + mode + "'");
-}
-
-// Per-axis begin/end pads from pads and the optional axes; the same checks as the reference.
-Status read_pads(const std::vector<DevDesc>& in, OutsideRule rule, std::vector<int64_t>& begin,
-                 std::vector<int64_t>& end) {
-  const Shape& shape = in[0].shape;
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> pads, known_int64s(cuda::desc_of(in[1]), "pads"));
-  std::vector<int64_t> axes;
-  const bool has_axes = in.size() > 3 && in[3].present();
-  if (has_axes) {
-    KILN_ASSIGN_OR_RETURN(axes, known_int64s(cuda::desc_of(in[3]), "axes"));
-    for (int64_t& a : axes) {
-      KILN_ASSIGN_OR_RETURN(a, normalize_axis(a, rank, "axes entry"));
-    }
-  } else {
-    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
-  }
-  const size_t n = axes.size();
-  if (pads.size() != 2 * n)
-    return invalid_argument("pads has " + std::to_string(pads.size()) + " elements, expected " +
-                            std::to_string(2 * n));
-  begin.assign(rank, 0);
-  end.assign(rank, 0);
-  std::vector<bool> seen(rank, false);
-  for (size_t k = 0; k < n; ++k) {
-    if (seen[axes[k]]) return invalid_argument("axis repeated in axes");
-    seen[axes[k]] = true;
-    begin[axes[k]] = pads[k];
-    end[axes[k]] = pads[n + k];
-  }
-  for (int64_t a = 0; a < rank; ++a) {
-    const int64_t len = shape[a], widest = std::max(begin[a], end[a]);
-    if (len + begin[a] + end[a] < 0)
-      return invalid_argument("pads remove more than the " + std::to_string(len) +
-                              " elements of axis " + std::to_string(a));
-    if (widest <= 0 || rule == OutsideRule::kConstant) continue;
-    if (len == 0)
-      return invalid_argument("edge/reflect padding of empty axis " + std::to_string(a));
-    if (rule == OutsideRule::kReflect && widest > len)
-      return invalid_argument("reflect pad " + std::to_string(widest) + " on axis " +
-                              std::to_string(a) + " of length " + std::to_string(len));
-  }
-  return Status::ok();
+OutsideRule rule_of(PadMode m) {
+  return m == PadMode::kReflect ? OutsideRule::kReflect
+         : m == PadMode::kEdge  ? OutsideRule::kEdge
+                                : OutsideRule::kConstant;
 }
 
 class PadKernel final : public CudaKernel {
  public:
-  explicit PadKernel(OutsideRule rule) : rule_(rule) {}
+  explicit PadKernel(PadMode mode) : mode_(mode), rule_(rule_of(mode)) {}
 
   Layout input_layout(int i, Layout offered) const override {
     return i == 0 ? offered : Layout::kPlain;
@@ -81,8 +36,11 @@ class PadKernel final : public CudaKernel {
                  CudaBuildContext&) override {
     const DevDesc& x = in[0];
     if (in.size() < 2 || !in[1].present()) return invalid_argument("input 1 (pads) is missing");
-    std::vector<int64_t> begin, end;
-    KILN_RETURN_IF_ERROR(read_pads(in, rule_, begin, end));
+    std::vector<TensorDesc> descs;
+    for (const DevDesc& d : in) descs.push_back(cuda::desc_of(d));
+    KILN_ASSIGN_OR_RETURN(PadAmounts pads, read_pads(descs, mode_));
+    const std::vector<int64_t>& begin = pads.begin;
+    const std::vector<int64_t>& end = pads.end;
     elem_ = dtype_size(x.dtype);
     value_bits_ = 0;
     const Tensor* value = in.size() > 2 && in[2].present() ? in[2].value : nullptr;
@@ -123,6 +81,7 @@ class PadKernel final : public CudaKernel {
   }
 
  private:
+  PadMode mode_;
   OutsideRule rule_;
   cuda::AxisMap map_;
   size_t elem_ = 0;
@@ -131,7 +90,7 @@ class PadKernel final : public CudaKernel {
 };
 
 Result<std::unique_ptr<CudaKernel>> make_pad(const Node& node, Precision) {
-  KILN_ASSIGN_OR_RETURN(OutsideRule rule, parse_mode(node.attrs));
+  KILN_ASSIGN_OR_RETURN(PadMode mode, parse_pad_mode(node.attrs));
   const Value* x = node.input(0);
   if (!x) return invalid_argument("input 0 is missing");
   const size_t es = dtype_size(x->dtype);
@@ -141,7 +100,7 @@ Result<std::unique_ptr<CudaKernel>> make_pad(const Node& node, Precision) {
   for (size_t i = 1; i < node.inputs.size(); ++i)
     if (node.input(i) && !node.input(i)->is_constant())
       return unsupported("input " + std::to_string(i) + " is not a constant");
-  return std::unique_ptr<CudaKernel>(new PadKernel(rule));
+  return std::unique_ptr<CudaKernel>(new PadKernel(mode));
 }
 
 }  // namespace

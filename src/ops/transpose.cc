@@ -1,12 +1,12 @@
 // Transpose: out.dim(i) = in.dim(perm[i]); perm defaults to reversing the axes.
 
+#include "ops/transpose.h"
+
 #include <cstring>
 
 #include "ops/op_util.h"
 
 namespace kiln {
-
-namespace {
 
 Result<std::vector<int64_t>> transpose_perm(const Node& node, int64_t rank) {
   std::vector<int64_t> perm;
@@ -27,6 +27,8 @@ Result<std::vector<int64_t>> transpose_perm(const Node& node, int64_t rank) {
   }
   return perm;
 }
+
+namespace {
 
 Status infer_transpose(const Node& node, const std::vector<TensorDesc>& in,
                        std::vector<TensorDesc>& out) {

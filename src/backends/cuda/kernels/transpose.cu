@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernels/structured.cuh"
 #include "ops/op_util.h"
+#include "ops/transpose.h"
 
 namespace kiln {
 namespace {
@@ -37,24 +38,13 @@ __global__ void transpose_kernel(const U* __restrict__ x, U* __restrict__ y, int
 
 class TransposeKernel final : public CudaKernel {
  public:
-  explicit TransposeKernel(std::vector<int64_t> perm) : perm_(std::move(perm)) {}
+  explicit TransposeKernel(const Node& node) : node_(node) {}
 
   Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
                  CudaBuildContext&) override {
     const DevDesc& x = in[0];
     const int64_t rank = static_cast<int64_t>(x.shape.size());
-    std::vector<int64_t> perm = perm_;
-    if (perm.empty())
-      for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-    if (static_cast<int64_t>(perm.size()) != rank)
-      return invalid_argument("perm " + shape_str(perm) + " has " + std::to_string(perm.size()) +
-                              " entries for rank " + std::to_string(rank));
-    std::vector<bool> seen(rank, false);
-    for (int64_t p : perm) {
-      if (p < 0 || p >= rank || seen[p])
-        return invalid_argument("perm " + shape_str(perm) + " is not a permutation");
-      seen[p] = true;
-    }
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, transpose_perm(node_, rank));
     elem_ = dtype_size(x.dtype);
     if (elem_ != 1 && elem_ != 2 && elem_ != 4 && elem_ != 8)
       return unsupported(std::string("Transpose on ") + dtype_name(x.dtype));
@@ -124,7 +114,7 @@ class TransposeKernel final : public CudaKernel {
   }
 
  private:
-  std::vector<int64_t> perm_;  // empty: reverse
+  const Node& node_;
   TransposeGeom geom_;
   size_t elem_ = 0;
   int64_t numel_ = 0;
@@ -134,7 +124,7 @@ Result<std::unique_ptr<CudaKernel>> make_transpose(const Node& node, Precision) 
   const int64_t rank = cuda::known_rank(node, 0);
   if (rank > kMaxRank)
     return unsupported("Transpose of rank " + std::to_string(rank) + " (at most 6)");
-  return std::unique_ptr<CudaKernel>(new TransposeKernel(node.attrs.get_ints("perm")));
+  return std::unique_ptr<CudaKernel>(new TransposeKernel(node));
 }
 
 }  // namespace

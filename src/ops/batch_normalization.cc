@@ -5,6 +5,8 @@
 // Training mode (batch statistics, running mean/var outputs) is not supported: kiln runs
 // inference only.
 
+#include "ops/batch_normalization.h"
+
 #include <cmath>
 #include <type_traits>
 
@@ -12,11 +14,7 @@
 
 namespace kiln {
 
-namespace {
-
-const char* const kParamNames[] = {"X", "scale", "B", "input_mean", "input_var"};
-
-Status check_mode(const Node& node) {
+Status check_batch_norm_mode(const Node& node) {
   if (node.attrs.get_int("training_mode", 0) != 0)
     return unsupported("training-mode BatchNormalization (training_mode=1)");
   if (node.attrs.get_int("spatial", 1) == 0)
@@ -28,10 +26,14 @@ Status check_mode(const Node& node) {
   return Status::ok();
 }
 
+namespace {
+
+const char* const kParamNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+
 Status infer_batch_normalization(const Node& node, const std::vector<TensorDesc>& in,
                                  std::vector<TensorDesc>& out) {
   KILN_RETURN_IF_ERROR(check_input_count(in, 5, 5));
-  KILN_RETURN_IF_ERROR(check_mode(node));
+  KILN_RETURN_IF_ERROR(check_batch_norm_mode(node));
   const DataType dt = in[0].dtype;
   if (!dtype_is_float(dt))
     return unsupported(std::string("BatchNormalization on ") + dtype_name(dt) +
@@ -56,7 +58,7 @@ Status infer_batch_normalization(const Node& node, const std::vector<TensorDesc>
 
 Status run_batch_normalization(const Node& node, const std::vector<const Tensor*>& in,
                                const std::vector<Tensor*>& out) {
-  KILN_RETURN_IF_ERROR(check_mode(node));
+  KILN_RETURN_IF_ERROR(check_batch_norm_mode(node));
   const Tensor& xt = *in[0];
   const int64_t n = xt.dim(0), c = xt.dim(1);
   const int64_t inner = c == 0 || n == 0 ? 0 : xt.numel() / (n * c);

@@ -9,6 +9,7 @@
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernels/structured.cuh"
+#include "ops/batch_normalization.h"
 
 namespace kiln {
 namespace {
@@ -142,14 +143,7 @@ class BatchNormKernel final : public CudaKernel {
 };
 
 Result<std::unique_ptr<CudaKernel>> make_batch_normalization(const Node& node, Precision) {
-  if (node.attrs.get_int("training_mode", 0) != 0)
-    return unsupported("training-mode BatchNormalization (training_mode=1)");
-  if (node.attrs.get_int("spatial", 1) == 0)
-    return unsupported("BatchNormalization with spatial=0 (per-element statistics)");
-  for (size_t i = 1; i < node.outputs.size(); ++i)
-    if (node.outputs[i])
-      return unsupported("training-mode BatchNormalization (output " + std::to_string(i) +
-                         " is requested)");
+  KILN_RETURN_IF_ERROR(check_batch_norm_mode(node));
   if (node.inputs.size() != 5) return invalid_argument("expected 5 inputs");
   const Value* x = node.input(0);
   if (!x || !dtype_is_float(x->dtype)) return unsupported("input 0 is not a float tensor");

@@ -46,6 +46,19 @@ void staging_copy(void* dst, const void* src, size_t n) {
   for (std::thread& th : pool) th.join();
 }
 
+// Ends the capture begun on `stream` and instantiates what it recorded into `*exec`.
+// `enqueued` is how enqueueing went during the capture; the capture is ended either way so
+// the stream is usable again.
+Status finish_capture(cudaStream_t stream, const Status& enqueued, cudaGraphExec_t* exec) {
+  cudaGraph_t graph = nullptr;
+  cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  Status st = enqueued.with_context("capturing the CUDA graph");
+  if (st.is_ok()) st = cuda_status(end, "cudaStreamEndCapture");
+  if (st.is_ok()) st = cuda_status(cudaGraphInstantiate(exec, graph, 0), "cudaGraphInstantiate");
+  if (graph) cudaGraphDestroy(graph);
+  return st;
+}
+
 float elapsed(cudaEvent_t a, cudaEvent_t b) {
   float ms = 0;
   return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms : 0.f;
@@ -164,13 +177,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
       return record(p.ev[3], stream, capture);
     }();
     if (capture) {
-      cudaGraph_t graph = nullptr;
-      cudaError_t end = cudaStreamEndCapture(stream, &graph);
-      KILN_RETURN_IF_ERROR(st.with_context("capturing the CUDA graph"));
-      KILN_RETURN_IF_ERROR(cuda_status(end, "cudaStreamEndCapture"));
-      cudaError_t inst = cudaGraphInstantiate(&p.graph_exec, graph, 0);
-      cudaGraphDestroy(graph);
-      KILN_RETURN_IF_ERROR(cuda_status(inst, "cudaGraphInstantiate"));
+      KILN_RETURN_IF_ERROR(finish_capture(stream, st, &p.graph_exec));
       KILN_CUDA(cudaGraphLaunch(p.graph_exec, stream));
     } else {
       KILN_RETURN_IF_ERROR(st);
@@ -195,14 +202,8 @@ Result<std::vector<double>> CudaPlan::time_compute(int iterations) {
   if (!p.ran_once) return internal_error("time_compute before the first run");
   if (p.options.cuda_graph && !p.has_cpu_steps && !p.compute_exec) {
     KILN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    Status st = p.enqueue_steps(0, p.steps.size());
-    cudaGraph_t graph = nullptr;
-    cudaError_t end = cudaStreamEndCapture(stream, &graph);
-    KILN_RETURN_IF_ERROR(st.with_context("capturing the CUDA graph"));
-    KILN_RETURN_IF_ERROR(cuda_status(end, "cudaStreamEndCapture"));
-    cudaError_t inst = cudaGraphInstantiate(&p.compute_exec, graph, 0);
-    cudaGraphDestroy(graph);
-    KILN_RETURN_IF_ERROR(cuda_status(inst, "cudaGraphInstantiate"));
+    KILN_RETURN_IF_ERROR(
+        finish_capture(stream, p.enqueue_steps(0, p.steps.size()), &p.compute_exec));
   }
   std::vector<double> ms;
   for (int i = 0; i < iterations; ++i) {

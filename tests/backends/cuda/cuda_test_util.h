@@ -90,22 +90,32 @@ struct DeviceBytes {
   ~DeviceBytes() { cudaFree(p); }
 };
 
+struct CudaRunOptions {
+  // The layout offered for 4-D float inputs that are not constants; the kernel's
+  // input_layout() decides.
+  Layout offered = Layout::kNHWC;
+  bool time_tactics = true;
+  bool in_place = false;           // output 0 over input inplace_input() (which must be ≥ 0)
+  TacticCache* tactics = nullptr;  // nullptr: a fresh cache
+};
+
 // Creates, prepares and enqueues the CUDA kernel of `node` on host inputs (nullptr for
-// omitted ones). `offered` is the layout offered for 4-D float inputs that are not
-// constants; the kernel's input_layout() decides.
-inline Result<CudaNodeResult> run_cuda_node(const Node& node,
-                                            const std::vector<const Tensor*>& inputs,
-                                            Precision precision, Layout offered = Layout::kNHWC) {
+// omitted ones).
+inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
+                                                 const std::vector<const Tensor*>& inputs,
+                                                 Precision precision, const CudaRunOptions& o) {
   CudaKernelFactory factory = CudaKernelRegistry::find(node.op);
   if (!factory) return unsupported(std::string("no CUDA kernel for ") + op_name(node.op));
   KILN_ASSIGN_OR_RETURN(auto kernel, factory(node, precision));
+  const Layout offered = o.offered;
 
   static WeightStore* weights = new WeightStore();  // lives for the test process
-  TacticCache tactics;
+  TacticCache fresh;
   CudaBuildContext bctx;
   bctx.precision = precision;
   bctx.weights = weights;
-  bctx.tactics = &tactics;
+  bctx.tactics = o.tactics ? o.tactics : &fresh;
+  bctx.time_tactics = o.time_tactics;
   KILN_CUDNN(cudnnCreate(&bctx.cudnn));
   std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> cudnn_guard(bctx.cudnn, cudnnDestroy);
   KILN_CUBLAS(cublasLtCreate(&bctx.cublaslt));
@@ -153,6 +163,12 @@ inline Result<CudaNodeResult> run_cuda_node(const Node& node,
     out_dev[i].desc = out_desc[i];
     if (kernel->is_alias()) {
       out_dev[i].data = in_dev[0].data;
+    } else if (i == 0 && o.in_place) {
+      const int k = kernel->inplace_input();
+      if (k < 0 || in_desc[k].nbytes() != out_desc[0].nbytes() ||
+          in_desc[k].layout != out_desc[0].layout)
+        return invalid_argument("kernel cannot run in place");
+      out_dev[i].data = in_dev[k].data;
     } else {
       KILN_CUDA(cudaMalloc(&out_bufs[i].p, out_desc[i].nbytes() + 1));
       KILN_CUDA(cudaMemset(out_bufs[i].p, 0xFF, out_desc[i].nbytes() + 1));
@@ -185,6 +201,14 @@ inline Result<CudaNodeResult> run_cuda_node(const Node& node,
     result.outputs.push_back(from_device_bytes(bytes, out_desc[i]));
   }
   return result;
+}
+
+inline Result<CudaNodeResult> run_cuda_node(const Node& node,
+                                            const std::vector<const Tensor*>& inputs,
+                                            Precision precision, Layout offered = Layout::kNHWC) {
+  CudaRunOptions o;
+  o.offered = offered;
+  return run_cuda_node_with(node, inputs, precision, o);
 }
 
 // ‖got − want‖ / ‖want‖ over all elements; NaN in `got` gives +inf.

@@ -1,5 +1,8 @@
 // oneDNN Conv against the reference Conv on random data: a table of geometries (strides,
 // pads, dilations, groups, depthwise, auto_pad) × epilogues (every activation, residual).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "backends/backend_test_util.h"
@@ -165,6 +168,144 @@ TEST(DnnlConv, DeclinesNonConstantWeightsAndOtherDtypes) {
       g2.add_node(OpKind::Conv, "conv", {x16, g2.add_constant("w", random_tensor({4, 3, 3, 3}))},
                   {g2.add_value("y")});
   EXPECT_FALSE(onednn_backend(1).supports(*n2));
+}
+
+// Winograd (forced through KILN_DNNL_CONV_ALGO) against the reference on 3×3 stride-1 convs.
+// Sets the variable for the scope of one test and restores it.
+class ScopedAlgo {
+ public:
+  explicit ScopedAlgo(const char* algo) {
+    if (const char* old = std::getenv(kVar)) old_ = old;
+    setenv(kVar, algo, 1);
+  }
+  ~ScopedAlgo() {
+    if (old_.empty())
+      unsetenv(kVar);
+    else
+      setenv(kVar, old_.c_str(), 1);
+  }
+
+ private:
+  static constexpr const char* kVar = "KILN_DNNL_CONV_ALGO";
+  std::string old_;
+};
+
+struct WinoCase {
+  const char* name;
+  Shape x;
+  int64_t k;
+  bool bias;
+  Epi epi;
+  bool must_winograd;  // channels oneDNN's Winograd takes; the others may run either
+};
+
+const WinoCase kWinoCases[] = {
+    {"c16_k16_relu", {1, 16, 14, 14}, 16, true, kEpilogues[1], true},
+    {"c64_k32_none_nobias", {2, 64, 9, 11}, 32, false, kEpilogues[0], true},
+    {"c32_k64_residual_relu", {1, 32, 13, 13}, 64, true, kEpilogues[10], true},
+    {"c48_k16_residual", {3, 48, 7, 8}, 16, true, kEpilogues[9], true},
+    {"c256_k64_relu_big_reduction", {1, 256, 14, 14}, 64, true, kEpilogues[1], true},
+    {"c24_k40_relu_off_block", {1, 24, 10, 10}, 40, true, kEpilogues[1], false},
+    {"c3_k16_residual_relu", {2, 3, 12, 12}, 16, true, kEpilogues[10], false},
+    {"c16_k20_clip", {1, 16, 8, 8}, 20, true, kEpilogues[2], false},
+};
+
+// Winograd F(4×4, 3×3) computes in transformed tiles (transform coefficients up to ~5, 36
+// products per tile element), so its rounding error is relative not to the output, which can
+// cancel to ~0, but to the magnitude of what it sums: |got - want| <= c · eps · Σ|x|·|w|
+// (bias and residual are added exactly). Measured on these shapes: c ≈ 1–5 (worst
+// 5.7e-7 · Σ|x||w|); the bound 4e-6 ≈ 34 · eps(fp32) leaves a 7× margin yet is far below
+// what one wrong tap costs (~|x||w| ≈ 0.25 against a bound of ≤ 2.3e-3 at C = 256). Σ|x|·|w|
+// is the reference conv of |x| and |w|.
+void check_winograd(const WinoCase& c, uint32_t seed) {
+  ScopedAlgo algo("winograd");
+  Graph g;
+  const Shape ws{c.k, c.x[1], 3, 3};
+  Tensor x = random_tensor(c.x, seed), w = random_tensor(ws, seed + 1);
+  Tensor b = random_tensor({c.k}, seed + 2);
+  Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  std::vector<Value*> ins{f32_value(g, "x", c.x), g.add_constant("w", w)};
+  std::vector<const Tensor*> tensors{&x, &w};
+  if (c.bias) {
+    ins.push_back(f32_value(g, "b", {c.k}));
+    tensors.push_back(&b);
+  }
+  const Shape ys{c.x[0], c.k, c.x[2], c.x[3]};
+  Node* n = g.add_node(OpKind::Conv, "conv", ins, {f32_value(g, "y", ys)}, a);
+  Tensor residual = random_tensor(ys, seed + 3);
+  if (c.epi.residual) {
+    g.set_input(n, n->inputs.size(), f32_value(g, "r", ys));
+    tensors.push_back(&residual);
+    n->epilogue.residual_input = static_cast<int>(n->inputs.size()) - 1;
+  }
+  n->epilogue.act = c.epi.act;
+  n->epilogue.alpha = c.epi.alpha;
+  n->epilogue.beta = c.epi.beta;
+  std::unique_ptr<Kernel> kernel;
+  auto got = run_backend(onednn_backend(2), *n, tensors, &kernel);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  auto want = run_backend(reference_backend(), *n, tensors);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).uses_reference());
+  const bool wino = dnnl_cpu::conv_uses_winograd(*kernel);
+  if (c.must_winograd) EXPECT_TRUE(wino);
+
+  Tensor ax = x, aw = w;
+  for (int64_t i = 0; i < ax.numel(); ++i) ax.data<float>()[i] = std::fabs(ax.data<float>()[i]);
+  for (int64_t i = 0; i < aw.numel(); ++i) aw.data<float>()[i] = std::fabs(aw.data<float>()[i]);
+  auto scale = run_op(OpKind::Conv, a, {&ax, &aw});
+  ASSERT_TRUE(scale.is_ok());
+  const Tensor& gt = (*got)[0];
+  const Tensor& wt = (*want)[0];
+  ASSERT_EQ(gt.shape(), wt.shape());
+  double worst = 0;
+  int misses = 0;
+  for (int64_t i = 0; i < gt.numel(); ++i) {
+    const double bound = 4e-6 * (*scale)[0].at_double(i) + 1e-6;
+    const double err = std::fabs(gt.at_double(i) - wt.at_double(i));
+    worst = std::max(worst, err / bound);
+    if (!(err <= bound) && ++misses <= 5)
+      ADD_FAILURE() << "element " << i << ": " << gt.at_double(i) << " vs " << wt.at_double(i)
+                    << " (bound " << bound << ")";
+  }
+  ::testing::Test::RecordProperty(
+      std::string(c.name) + (wino ? "_winograd" : "_direct") + "_worst_err_over_bound",
+      std::to_string(worst));
+}
+
+TEST(DnnlConv, ForcedWinogradMatchesReference) {
+  uint32_t seed = 300;
+  for (const WinoCase& c : kWinoCases) {
+    SCOPED_TRACE(c.name);
+    check_winograd(c, seed += 5);
+  }
+}
+
+// Forced direct never picks Winograd; auto picks either and still matches the reference.
+TEST(DnnlConv, DirectAndAutoModes) {
+  Graph g;
+  Tensor w = random_tensor({32, 32, 3, 3}, 41), x = random_tensor({1, 32, 16, 16}, 42);
+  Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  Node* n = g.add_node(OpKind::Conv, "conv", {f32_value(g, "x", x.shape()), g.add_constant("w", w)},
+                       {f32_value(g, "y", {1, 32, 16, 16})}, a);
+  n->epilogue.act = Activation::kRelu;
+  {
+    ScopedAlgo algo("direct");
+    std::unique_ptr<Kernel> kernel;
+    expect_matches_reference(onednn_backend(2), *n, {&x, &w}, &kernel);
+    ASSERT_TRUE(kernel);
+    EXPECT_FALSE(dnnl_cpu::conv_uses_winograd(*kernel));
+  }
+  {
+    ScopedAlgo algo("auto");
+    auto got = run_backend(onednn_backend(2), *n, {&x, &w});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    auto want = run_backend(reference_backend(), *n, {&x, &w});
+    ASSERT_TRUE(want.is_ok());
+    expect_near((*got)[0], (*want)[0], 1e-4, 1e-4);  // Winograd's bound at C=32 (see above)
+  }
 }
 
 // Bad shapes are reported by prepare as errors, as the reference does.

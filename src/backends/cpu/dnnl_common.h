@@ -88,6 +88,8 @@ class DnnlKernel : public Kernel {
 
 std::unique_ptr<Kernel> make_conv_kernel(const Node& node, int threads);
 bool conv_supported(const Node& node);
+// Whether `kernel` (from make_conv_kernel, prepared) runs oneDNN's Winograd algorithm.
+bool conv_uses_winograd(const Kernel& kernel);
 std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, int threads);
 bool gemm_supported(const Node& node);
 std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads);

@@ -4,8 +4,19 @@
 // activation layouts too (blocked nChw16c on AVX-512, which selects the direct JIT kernels
 // instead of the generic GEMM path); values between oneDNN nodes are stored in that layout
 // (stored_blocked), so a conv reorders only where a neighbour needs nchw.
+//
+// 3×3 stride-1 undilated ungrouped convs may run oneDNN's Winograd instead, which does
+// about half the multiplies but wants nChw16c (so it reorders from and to the stored
+// layout) and rounds differently. KILN_DNNL_CONV_ALGO picks: "auto" (default; both are
+// timed at prepare on the real shapes, reorders included, the faster is kept), "direct"
+// (never Winograd) or "winograd" (wherever oneDNN can create it; direct elsewhere).
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/conv.h"
@@ -22,6 +33,31 @@ dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
   return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
 }
 
+// Which algorithm 3×3 stride-1 convs use, from KILN_DNNL_CONV_ALGO: "direct", "winograd"
+// (where oneDNN can create it; direct elsewhere) or "auto" (default: both are timed at
+// prepare on the real shapes and layouts, reorders included, and the faster is kept).
+enum class AlgoMode { kAuto, kDirect, kWinograd };
+
+// Read at every prepare (a cheap getenv) so tests can switch it between kernels.
+AlgoMode algo_mode() {
+  const char* env = std::getenv("KILN_DNNL_CONV_ALGO");
+  const std::string v = env ? env : "";
+  if (v == "direct") return AlgoMode::kDirect;
+  if (v == "winograd") return AlgoMode::kWinograd;
+  return AlgoMode::kAuto;
+}
+
+// A primitive for one algorithm plus the reorders between its layouts and the stored ones.
+struct Plan {
+  dnnl::algorithm algo = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  memory weights;
+  bool src_reorder = false, dst_direct = true, res_copy = true;
+  memory src_mem, dst_mem;  // oneDNN-layout scratch where the layouts differ
+  dnnl::reorder src_reorder_prim, dst_reorder_prim, res_reorder_prim;
+};
+
 class DnnlConvKernel final : public DnnlKernel {
  public:
   DnnlConvKernel(const Node& node, int threads, ConvAttrs attrs)
@@ -35,9 +71,50 @@ class DnnlConvKernel final : public DnnlKernel {
     auto geo = conv_geometry(attrs_, xs, ws);
     if (!geo.is_ok()) return false;
     const ConvGeometry& g = *geo;
-    const int64_t groups = g.group;
+    stream_ = dnnl::stream(cpu_engine());
+    // How the neighbours store the activations (blocked between oneDNN nodes, else nchw).
+    src_ext_ = stored_desc(node_.inputs[0], xs);
+    dst_ext_ = stored_desc(node_.outputs[0], out[0].shape);
+    const int r = node_.epilogue.residual_input;
+    if (r >= 0) res_ext_ = stored_desc(node_.inputs[r], out[0].shape);
 
-    memory::dims src_dims = to_dims(xs), dst_dims = to_dims(out[0].shape);
+    const bool wino_shape = g.group == 1 && ws[2] == 3 && ws[3] == 3 && g.strides[0] == 1 &&
+                            g.strides[1] == 1 && g.dilations[0] == 1 && g.dilations[1] == 1;
+    const AlgoMode mode = algo_mode();
+    if (!wino_shape || mode == AlgoMode::kDirect) {
+      plan_ = make_plan(dnnl::algorithm::convolution_direct, g, xs, ws, out[0].shape);
+      return true;
+    }
+    std::optional<Plan> wino;
+    try {
+      wino = make_plan(dnnl::algorithm::convolution_winograd, g, xs, ws, out[0].shape);
+    } catch (const dnnl::error&) {
+      // No Winograd implementation for these channels / post-ops: direct it is.
+    }
+    if (wino && mode == AlgoMode::kWinograd) {
+      plan_ = std::move(*wino);
+      return true;
+    }
+    plan_ = make_plan(dnnl::algorithm::convolution_direct, g, xs, ws, out[0].shape);
+    if (wino && winograd_is_faster(*wino, xs, out[0].shape)) plan_ = std::move(*wino);
+    return true;
+  }
+
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const int r = node_.epilogue.residual_input, b = bias_index(node_);
+    run_plan(plan_, in[0]->data<float>(), out[0]->data<float>(),
+             r >= 0 ? in[r]->data<float>() : nullptr, b >= 0 ? in[b]->data<float>() : nullptr);
+  }
+
+ public:
+  // Which algorithm the prepared shapes use (tests check what ran).
+  dnnl::algorithm algorithm() const { return plan_.algo; }
+
+ private:
+  Plan make_plan(dnnl::algorithm algo, const ConvGeometry& g, const Shape& xs, const Shape& ws,
+                 const Shape& ys) {
+    const int64_t groups = g.group;
+    memory::dims src_dims = to_dims(xs), dst_dims = to_dims(ys);
     memory::dims w_dims =
         groups == 1 ? to_dims(ws) : memory::dims{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
     memory::dims strides = to_dims(g.strides), pad_l = to_dims(g.pad_begin),
@@ -46,96 +123,119 @@ class DnnlConvKernel final : public DnnlKernel {
 
     memory::desc src_md(src_dims, dt::f32, tag::any);
     memory::desc dst_md(dst_dims, dt::f32, tag::any);
-    // How the neighbours store the activations (blocked between oneDNN nodes, else nchw).
-    src_ext_ = stored_desc(node_.inputs[0], xs);
-    dst_ext_ = stored_desc(node_.outputs[0], out[0].shape);
-    const int r = node_.epilogue.residual_input;
-    if (r >= 0) res_ext_ = stored_desc(node_.inputs[r], out[0].shape);
     memory::desc w_any(w_dims, dt::f32, tag::any);
     const int b = bias_index(node_);
     memory::desc bias_md = b >= 0 ? memory::desc({ws[0]}, dt::f32, tag::x) : memory::desc();
 
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                         dnnl::algorithm::convolution_direct, src_md, w_any,
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algo, src_md, w_any,
                                          bias_md, dst_md, strides, dil, pad_l, pad_r);
+    const int r = node_.epilogue.residual_input;
     dnnl::post_ops ops;
     if (r >= 0) ops.append_sum(1.f);
-    if (!append_activation(node_.epilogue, ops)) return false;
+    if (!append_activation(node_.epilogue, ops))
+      throw dnnl::error(dnnl_unimplemented, "activation has no oneDNN post-op");
     dnnl::primitive_attr attr;
     attr.set_post_ops(ops);
-    pd_ = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
-    prim_ = dnnl::convolution_forward(pd_);
-    stream_ = dnnl::stream(cpu_engine());
+    Plan p;
+    p.algo = algo;
+    p.pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
+    p.prim = dnnl::convolution_forward(p.pd);
 
     // Pack the constant weights once into oneDNN's chosen layout.
     const Tensor& w = node_.inputs[1]->constant;
     memory::desc w_user(w_dims, dt::f32, groups == 1 ? tag::oihw : tag::goihw);
     memory user(w_user, cpu_engine(), const_cast<float*>(w.data<float>()));
-    weights_ = memory(pd_.weights_desc(), cpu_engine());
-    dnnl::reorder(user, weights_).execute(stream_, user, weights_);
+    p.weights = memory(p.pd.weights_desc(), cpu_engine());
+    dnnl::reorder(user, p.weights).execute(stream_, user, p.weights);
     stream_.wait();
 
     // Where oneDNN's choice differs from how the neighbours store a value (the graph's
-    // input, a value a reference kernel reads, a channel count off the block), reorder;
-    // everything is made here so run() only executes.
-    src_reorder_ = pd_.src_desc() != src_ext_;
-    dst_direct_ = pd_.dst_desc() == dst_ext_;
-    if (src_reorder_) {
-      src_mem_ = memory(pd_.src_desc(), cpu_engine());
-      src_reorder_prim_ = make_reorder(src_ext_, pd_.src_desc());
+    // input, a value a reference kernel reads, a channel count off the block, Winograd's
+    // nChw16c between nhwc neighbours), reorder; everything is made here so run() only
+    // executes.
+    p.src_reorder = p.pd.src_desc() != src_ext_;
+    p.dst_direct = p.pd.dst_desc() == dst_ext_;
+    if (p.src_reorder) {
+      p.src_mem = memory(p.pd.src_desc(), cpu_engine());
+      p.src_reorder_prim = make_reorder(src_ext_, p.pd.src_desc());
     }
-    if (!dst_direct_) {
-      dst_mem_ = memory(pd_.dst_desc(), cpu_engine());
-      dst_reorder_prim_ = make_reorder(pd_.dst_desc(), dst_ext_);
+    if (!p.dst_direct) {
+      p.dst_mem = memory(p.pd.dst_desc(), cpu_engine());
+      p.dst_reorder_prim = make_reorder(p.pd.dst_desc(), dst_ext_);
     }
-    res_copy_ = r >= 0 && res_ext_ == pd_.dst_desc();
-    if (r >= 0 && !res_copy_) res_reorder_prim_ = make_reorder(res_ext_, pd_.dst_desc());
-    return true;
+    p.res_copy = r >= 0 && res_ext_ == p.pd.dst_desc();
+    if (r >= 0 && !p.res_copy) p.res_reorder_prim = make_reorder(res_ext_, p.pd.dst_desc());
+    return p;
   }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    const int r = node_.epilogue.residual_input;
-    memory src(src_ext_, cpu_engine(), const_cast<float*>(in[0]->data<float>()));
-    memory dst_user(dst_ext_, cpu_engine(), out[0]->data<float>());
-    if (src_reorder_) {
-      src_reorder_prim_.execute(stream_, src, src_mem_);
-      src = src_mem_;
+  void run_plan(Plan& p, const float* x, float* y, const float* res, const float* bias) {
+    memory src(src_ext_, cpu_engine(), const_cast<float*>(x));
+    memory dst_user(dst_ext_, cpu_engine(), y);
+    if (p.src_reorder) {
+      p.src_reorder_prim.execute(stream_, src, p.src_mem);
+      src = p.src_mem;
     }
-    memory dmem = dst_direct_ ? dst_user : dst_mem_;
+    memory dmem = p.dst_direct ? dst_user : p.dst_mem;
     // The sum post-op accumulates into dst: start dst as the residual.
-    if (r >= 0) {
-      const float* res = in[r]->data<float>();
-      if (!res_copy_)
-        res_reorder_prim_.execute(
+    if (res) {
+      if (!p.res_copy)
+        p.res_reorder_prim.execute(
             stream_, {{DNNL_ARG_FROM, memory(res_ext_, cpu_engine(), const_cast<float*>(res))},
                       {DNNL_ARG_TO, dmem}});
       else if (res != dmem.get_data_handle())
-        std::memcpy(dmem.get_data_handle(), res, pd_.dst_desc().get_size());
+        std::memcpy(dmem.get_data_handle(), res, p.pd.dst_desc().get_size());
     }
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dmem}};
-    const int b = bias_index(node_);
-    if (b >= 0)
-      args[DNNL_ARG_BIAS] =
-          memory(pd_.bias_desc(), cpu_engine(), const_cast<float*>(in[b]->data<float>()));
-    prim_.execute(stream_, args);
-    if (!dst_direct_) dst_reorder_prim_.execute(stream_, dst_mem_, dst_user);
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dmem}};
+    if (bias)
+      args[DNNL_ARG_BIAS] = memory(p.pd.bias_desc(), cpu_engine(), const_cast<float*>(bias));
+    p.prim.execute(stream_, args);
+    if (!p.dst_direct) p.dst_reorder_prim.execute(stream_, p.dst_mem, dst_user);
     stream_.wait();
   }
 
- private:
+  // Times `wino` against the direct plan_ (reorders included) on scratch operands in the
+  // stored layouts: the best of a few runs each, alternating, so load from other processes
+  // hits both alike. The data does not matter to the speed; it is filled so no denormals
+  // appear.
+  bool winograd_is_faster(Plan& wino, const Shape& xs, const Shape& ys) {
+    auto count = [](const Shape& s) {
+      int64_t n = 1;
+      for (int64_t d : s) n *= d;
+      return static_cast<size_t>(n);
+    };
+    std::vector<float> x(count(xs), 0.5f), y(count(ys)), res(count(ys), 0.25f);
+    std::vector<float> bias(static_cast<size_t>(node_.inputs[1]->constant.shape()[0]), 0.1f);
+    const float* r = node_.epilogue.residual_input >= 0 ? res.data() : nullptr;
+    const float* b = bias_index(node_) >= 0 ? bias.data() : nullptr;
+    auto time_once = [&](Plan& p) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run_plan(p, x.data(), y.data(), r, b);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    time_once(plan_);  // warm-up: first touch of the scratch, caches
+    time_once(wino);
+    double best_direct = 1e30, best_wino = 1e30;
+    for (int i = 0; i < kTimedRuns; ++i) {
+      best_wino = std::min(best_wino, time_once(wino));
+      best_direct = std::min(best_direct, time_once(plan_));
+    }
+    return best_wino < best_direct;
+  }
+
+  static constexpr int kTimedRuns = 4;
   ConvAttrs attrs_;
-  dnnl::convolution_forward::primitive_desc pd_;
-  dnnl::convolution_forward prim_;
   dnnl::stream stream_;
-  memory weights_;
   memory::desc src_ext_, dst_ext_, res_ext_;  // as the neighbours store them
-  bool src_reorder_ = false, dst_direct_ = true, res_copy_ = true;
-  memory src_mem_, dst_mem_;  // oneDNN-layout scratch where the layouts differ
-  dnnl::reorder src_reorder_prim_, dst_reorder_prim_, res_reorder_prim_;
+  Plan plan_;
 };
 
 }  // namespace
+
+bool conv_uses_winograd(const Kernel& kernel) {
+  auto* k = dynamic_cast<const DnnlConvKernel*>(&kernel);
+  return k && !k->uses_reference() && k->algorithm() == dnnl::algorithm::convolution_winograd;
+}
 
 bool conv_supported(const Node& node) {
   if (node.op != OpKind::Conv || node.inputs.size() < 2 || node.outputs.size() != 1) return false;

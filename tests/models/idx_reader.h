@@ -3,9 +3,12 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "kiln/engine.h"
 
 namespace kiln::test {
 
@@ -47,6 +50,37 @@ inline  // Reads a gzipped IDX file of unsigned bytes; `dims` receives its shape
   }
   data.assign(bytes.begin() + offset, bytes.end());
   return true;
+}
+
+// Top-1 accuracy of a Fashion-MNIST classifier (input "input" [N,1,28,28], output "logits"
+// [N,10]) over the first `count` test images, normalized as in training, in batches of 500.
+inline Result<double> fashion_accuracy(Context& ctx, const std::vector<uint8_t>& images,
+                                       const std::vector<uint8_t>& labels, int64_t count) {
+  constexpr float kMean = 0.2860f, kStd = 0.3530f;
+  constexpr int64_t kBatch = 500, kPixels = 28 * 28;
+  int64_t correct = 0;
+  for (int64_t start = 0; start < count; start += kBatch) {
+    const int64_t n = std::min(kBatch, count - start);
+    Tensor x(DataType::kFloat32, {n, 1, 28, 28});
+    float* px = x.data<float>();
+    for (int64_t i = 0; i < n * kPixels; ++i)
+      px[i] = (images[start * kPixels + i] / 255.0f - kMean) / kStd;
+    auto out = ctx.run({{"input", x}});
+    if (!out.is_ok())
+      return out.status().with_context("images " + std::to_string(start) + ".." +
+                                       std::to_string(start + n));
+    const Tensor& logits = out->at("logits");
+    if (logits.shape() != Shape{n, 10})
+      return internal_error("logits have shape " + shape_str(logits.shape()));
+    for (int64_t b = 0; b < n; ++b) {
+      const float* row = logits.data<float>() + b * 10;
+      int64_t best = 0;
+      for (int64_t j = 1; j < 10; ++j)
+        if (row[j] > row[best]) best = j;
+      correct += best == labels[start + b];
+    }
+  }
+  return static_cast<double>(correct) / count;
 }
 
 }  // namespace kiln::test

@@ -154,31 +154,12 @@ TEST(FashionMnist, TestSetAccuracyAtLeast90Percent) {
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   auto ctx = (*engine)->create_context();
 
-  constexpr float kMean = 0.2860f, kStd = 0.3530f;
-  constexpr int64_t kBatch = 500, kPixels = 28 * 28;
   const int64_t total = idims[0];
-  int64_t correct = 0;
   auto t0 = std::chrono::steady_clock::now();
-  for (int64_t start = 0; start < total; start += kBatch) {
-    int64_t n = std::min(kBatch, total - start);
-    Tensor x(DataType::kFloat32, {n, 1, 28, 28});
-    float* px = x.data<float>();
-    for (int64_t i = 0; i < n * kPixels; ++i)
-      px[i] = (images[start * kPixels + i] / 255.0f - kMean) / kStd;
-    auto out = ctx->run({{"input", x}});
-    ASSERT_TRUE(out.is_ok()) << "images " << start << ".." << start + n << ": "
-                             << out.status().to_string();
-    const Tensor& logits = out->at("logits");
-    ASSERT_EQ(logits.shape(), (Shape{n, 10}));
-    for (int64_t b = 0; b < n; ++b) {
-      const float* row = logits.data<float>() + b * 10;
-      int64_t best = 0;
-      for (int64_t j = 1; j < 10; ++j)
-        if (row[j] > row[best]) best = j;
-      correct += best == labels[start + b];
-    }
-  }
-  double accuracy = static_cast<double>(correct) / total;
+  auto result = test::fashion_accuracy(*ctx, images, labels, total);
+  ASSERT_TRUE(result.is_ok()) << result.status().to_string();
+  const double accuracy = *result;
+  const auto correct = static_cast<int64_t>(accuracy * total + 0.5);
   std::printf("[ model    ] fashion_mnist: test accuracy %.4f (%lld/%lld) in %.1f s\n", accuracy,
               static_cast<long long>(correct), static_cast<long long>(total), seconds_since(t0));
   EXPECT_GE(accuracy, 0.90);

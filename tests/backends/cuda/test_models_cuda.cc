@@ -146,8 +146,6 @@ TEST(CudaFashionMnist, Fp16AccuracyWithinPointTwoOfFp32) {
   std::string error;
   ASSERT_TRUE(test::read_idx_gz(dir + "/t10k-images-idx3-ubyte.gz", images, idims, error)) << error;
   ASSERT_TRUE(test::read_idx_gz(dir + "/t10k-labels-idx1-ubyte.gz", labels, ldims, error)) << error;
-  constexpr float kMean = 0.2860f, kStd = 0.3530f;
-  constexpr int64_t kBatch = 500, kPixels = 28 * 28;
   auto accuracy = [&](const std::string& precision) -> double {
     EngineOptions o;
     o.device = Device::kCuda;
@@ -157,25 +155,9 @@ TEST(CudaFashionMnist, Fp16AccuracyWithinPointTwoOfFp32) {
     EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
     if (!engine.is_ok()) return -1;
     auto ctx = (*engine)->create_context();
-    int64_t correct = 0;
-    for (int64_t start = 0; start < idims[0]; start += kBatch) {
-      int64_t n = std::min(kBatch, idims[0] - start);
-      Tensor x(DataType::kFloat32, {n, 1, 28, 28});
-      for (int64_t i = 0; i < n * kPixels; ++i)
-        x.data<float>()[i] = (images[start * kPixels + i] / 255.0f - kMean) / kStd;
-      auto out = ctx->run({{"input", x}});
-      EXPECT_TRUE(out.is_ok()) << out.status().to_string();
-      if (!out.is_ok()) return -1;
-      const Tensor& logits = out->at("logits");
-      for (int64_t b = 0; b < n; ++b) {
-        const float* row = logits.data<float>() + b * 10;
-        int64_t best = 0;
-        for (int64_t j = 1; j < 10; ++j)
-          if (row[j] > row[best]) best = j;
-        correct += best == labels[start + b];
-      }
-    }
-    return double(correct) / idims[0];
+    auto r = test::fashion_accuracy(*ctx, images, labels, idims[0]);
+    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+    return r.is_ok() ? *r : -1;
   };
   double a32 = accuracy("fp32"), a16 = accuracy("fp16");
   std::printf("[ model    ] fashion_mnist on the GPU: fp32 %.4f, fp16 %.4f\n", a32, a16);

@@ -136,8 +136,9 @@ Status CudnnConvKernel::finish(const ConvTactic& t, bool cached) {
     s << "cudnn " << cudnn_algo_name(t.algo) << (t.fused ? " fused " : " + ")
       << (t.fused ? activation_name(epilogue_.act) : epi);
   } else {
-    s << "cudnn graph engine " << t.plan->cfg.engine << (t.padded ? " pad" : "")
-      << (t.padded ? std::to_string(padded_channels()) : "") << (t.fused ? " fused " : " + ")
+    s << "cudnn graph engine " << t.plan->cfg.engine << (t.plan->cfg.runtime_compiled ? " rtc" : "")
+      << (t.padded ? " pad" : "") << (t.padded ? std::to_string(padded_channels()) : "")
+      << (t.fused ? " fused " : " + ")
       << (t.fused ? (graph_fuses(epilogue_.act) ? activation_name(epilogue_.act) : "+ epilogue")
                   : epi);
   }
@@ -224,7 +225,8 @@ Result<std::unique_ptr<CudaKernel>> make_cudnn_conv(const Node& node, Precision 
   KILN_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node.attrs));
   if (!attrs.kernel_shape.empty() && attrs.kernel_shape.size() != 2)
     return unsupported("Conv kernel_shape of rank " + std::to_string(attrs.kernel_shape.size()));
-  return std::unique_ptr<CudaKernel>(new CudnnConvKernel(node, std::move(attrs), bias, precision));
+  auto direct = std::make_unique<CudnnConvKernel>(node, attrs, bias, precision);
+  return maybe_space_to_depth(node, attrs, bias, precision, std::move(direct));
 }
 
 KILN_REGISTER_CUDA_KERNEL(Conv, make_cudnn_conv);

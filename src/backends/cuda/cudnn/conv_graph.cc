@@ -240,6 +240,12 @@ Result<std::vector<ConvEngineCfg>> ConvGraph::engine_configs(cudnnBackendHeurMod
       if (notes[j] == CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION) reduced = true;
     }
     if (reduced || (strict_fp32 && c.tensor_core)) continue;
+    cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    auto n_behavior = engine.get(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                 CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, behavior);
+    for (int64_t j = 0; n_behavior.is_ok() && j < *n_behavior && j < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT;
+         ++j)
+      if (behavior[j] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) c.runtime_compiled = true;
     out.push_back(std::move(c));
     if (static_cast<int>(out.size()) >= max) break;
   }

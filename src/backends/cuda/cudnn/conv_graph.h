@@ -49,6 +49,7 @@ struct ConvEngineCfg {
   int rank = 0;         // index in that mode's result list
   int64_t engine = -1;  // CUDNN_ATTR_ENGINE_GLOBAL_INDEX
   bool tensor_core = false;
+  bool runtime_compiled = false;  // finalizing its plan compiles a kernel (slow to build)
 };
 
 // An operation graph and its descriptors; kept alive as long as any plan made from it.

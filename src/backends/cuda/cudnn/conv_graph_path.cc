@@ -5,14 +5,18 @@
 // (no residual) leaves bias and activation to launch_epilogue. Each variant also runs on an
 // input whose channels are zero-padded to a multiple of 8 (paddable(): the RGB stem), the
 // padded copy made by launch_pad_channels into the workspace, behind the plan's own.
-// Candidates: the first kHeurA configs of heuristic mode A and kHeurFallback of the
-// fallback list, each finalized into a plan that fits the workspace limit and timed.
+// Candidates: the first kHeurA configs of heuristic mode A, each finalized into a plan that
+// fits the workspace limit and timed; the fallback list's first kHeurFallback only when mode
+// A yields no plan, and the conv-only variant only when the fused one yields none (on
+// ResNet-50 fp16 every timed winner was a fused mode-A engine, and finalizing a plan can mean
+// compiling a kernel at runtime: each candidate costs build time). Without timing, the first
+// two plans that finalize are kept, in heuristic order.
 // A cached choice records (variant, heuristic mode, rank, engine id); the plan is rebuilt
 // from the same heuristic query and used only when the engine id matches.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <istream>
-#include <set>
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn/conv_kernel.h"
@@ -118,28 +122,32 @@ Status CudnnConvKernel::graph_candidates(CudaBuildContext& ctx, ConvScratch& s,
   std::vector<ConvTactic> plans;
   Status last = unsupported("cuDNN's heuristics offer no engine for the conv graph");
   const bool residual = epilogue_.residual_input >= 0;
+  const size_t enough = ctx.time_tactics ? SIZE_MAX : 2;
   for (bool padded : {false, true}) {
     if (padded && (!paddable() || !filter_padded_)) continue;
+    const size_t variant_start = plans.size();
     for (bool fused : {true, false}) {
       // Without an epilogue both variants are the same graph; a residual must be fused
       // (the output may be written over it).
       if (!fused && (residual || !has_epilogue())) continue;
+      if (!fused && plans.size() > variant_start) continue;
+      if (plans.size() >= enough) continue;
       auto graph = build_graph(ctx.cudnn, fused, padded);
       if (!graph.is_ok()) {
         last = graph.status();
         continue;
       }
-      std::set<int64_t> engines;  // the fallback list repeats mode A's engines
+      const size_t graph_start = plans.size();
       for (auto [mode, max] : {std::pair{CUDNN_HEUR_MODE_A, kHeurA},
                                std::pair{CUDNN_HEUR_MODE_FALLBACK, kHeurFallback}}) {
+        if (mode == CUDNN_HEUR_MODE_FALLBACK && plans.size() > graph_start) continue;
         auto cfgs = (*graph)->engine_configs(mode, strict_fp32_, max);
         if (!cfgs.is_ok()) {
           last = cfgs.status();
           continue;
         }
         for (const ConvEngineCfg& c : *cfgs) {
-          if (mode == CUDNN_HEUR_MODE_FALLBACK && engines.count(c.engine)) continue;
-          engines.insert(c.engine);
+          if (plans.size() >= enough) break;
           auto plan = make_conv_plan(ctx.cudnn, *graph, c);
           if (!plan.is_ok()) {
             last = plan.status();

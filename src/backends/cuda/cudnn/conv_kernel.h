@@ -81,6 +81,8 @@ class CudnnConvKernel final : public CudaKernel {
   int inplace_input() const override { return epilogue_.residual_input; }
   size_t workspace_bytes() const override { return tactic_.workspace; }
   std::string tactic() const override { return tactic_text_; }
+  // The chosen tactic's time (ms), < 0 when it was not timed.
+  float tactic_ms() const { return tactic_.ms; }
 
   Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
                  CudaBuildContext& ctx) override;
@@ -159,5 +161,12 @@ class CudnnConvKernel final : public CudaKernel {
   ConvTactic tactic_;
   std::string tactic_text_;
 };
+
+// Wraps `direct` in a kernel that also tries the space-to-depth rewrite of a stride-2 conv
+// with few input channels (conv_s2d.cc), when the node's attributes allow it; else returns
+// `direct` as is.
+std::unique_ptr<CudaKernel> maybe_space_to_depth(const Node& node, const ConvAttrs& attrs, int bias,
+                                                 Precision precision,
+                                                 std::unique_ptr<CudnnConvKernel> direct);
 
 }  // namespace kiln

@@ -65,21 +65,26 @@ __device__ __forceinline__ void pool_window(const T* base, int64_t sy, int64_t s
   }
 }
 
-template <class T, int V, bool kMax>
+// Index: int32_t when input and output both have fewer than 2^30 elements (the usual case,
+// ResNet-50's b256 stem output included): 32-bit divisions cost a fraction of 64-bit ones,
+// which are emulated and dominated this memory-bound kernel.
+template <class T, int V, bool kMax, class Index>
 __global__ void pool_nhwc_kernel(const T* __restrict__ x, T* __restrict__ y, PoolGeom g) {
-  const int64_t cv = g.c / V;
-  const int64_t total = g.n * g.oh * g.ow * cv;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
-       i += int64_t{gridDim.x} * blockDim.x) {
-    int64_t c = (i % cv) * V;
-    int64_t r = i / cv;
-    int64_t ox = r % g.ow;
-    r /= g.ow;
-    int64_t oy = r % g.oh;
-    int64_t n = r / g.oh;
+  const Index cv = static_cast<Index>(g.c / V), ow = static_cast<Index>(g.ow),
+              oh = static_cast<Index>(g.oh);
+  const Index total = static_cast<Index>(g.n * g.oh * g.ow) * cv;
+  for (Index i = static_cast<Index>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
+       i += static_cast<Index>(gridDim.x * blockDim.x)) {
+    const Index c = (i % cv) * V;
+    Index r = i / cv;
+    const Index ox = r % ow;
+    r /= ow;
+    const Index oy = r % oh;
+    const Index n = r / oh;
     float acc[V];
-    pool_window<T, V, kMax>(x + n * g.h * g.w * g.c + c, g.w * g.c, g.c, g, oy, ox, acc);
-    cuda::store_pack<T, V>(y + i * V, acc);
+    pool_window<T, V, kMax>(x + static_cast<int64_t>(n) * g.h * g.w * g.c + c, g.w * g.c, g.c, g,
+                            oy, ox, acc);
+    cuda::store_pack<T, V>(y + static_cast<int64_t>(i) * V, acc);
   }
 }
 
@@ -112,11 +117,23 @@ Status launch_pool(const PoolGeom& g, Layout layout, const void* x, void* y, cud
   const int v = cuda::pack_width(sizeof(T), g.c, {x, y});
   const int64_t items = g.n * g.oh * g.ow * (g.c / v);
   const unsigned blocks = grid_blocks(items, kThreads);
-  switch (v) {
-    case 8: pool_nhwc_kernel<T, 8, kMax><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
-    case 4: pool_nhwc_kernel<T, 4, kMax><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
-    case 2: pool_nhwc_kernel<T, 2, kMax><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
-    default: pool_nhwc_kernel<T, 1, kMax><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+  // Below 2^30 a grid-stride step (at most the item count) cannot overflow 32 bits.
+  const int64_t kNarrow = int64_t{1} << 30;
+  const bool narrow = g.n * g.h * g.w * g.c < kNarrow && g.n * g.oh * g.ow * g.c < kNarrow;
+  if (narrow) {
+    switch (v) {
+      case 8: pool_nhwc_kernel<T, 8, kMax, int32_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+      case 4: pool_nhwc_kernel<T, 4, kMax, int32_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+      case 2: pool_nhwc_kernel<T, 2, kMax, int32_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+      default: pool_nhwc_kernel<T, 1, kMax, int32_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+    }
+  } else {
+    switch (v) {
+      case 8: pool_nhwc_kernel<T, 8, kMax, int64_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+      case 4: pool_nhwc_kernel<T, 4, kMax, int64_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+      case 2: pool_nhwc_kernel<T, 2, kMax, int64_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+      default: pool_nhwc_kernel<T, 1, kMax, int64_t><<<blocks, kThreads, 0, s>>>(xt, yt, g); break;
+    }
   }
   KILN_CUDA_LAUNCHED("pool_nhwc_kernel");
   return Status::ok();

@@ -1,0 +1,198 @@
+// A Conv kernel that runs a stride-2 conv with few input channels either directly or as the
+// space-to-depth rewrite (space_to_depth.h): the input's 2×2 blocks become channels and the
+// conv a stride-1 one with a ceil(R/2)×ceil(S/2) kernel. Both are prepared as cuDNN Conv
+// kernels with their own tactic choice; with tactic timing the rewrite is kept when its conv
+// plus the input transform is faster than the direct conv. Without timing the direct conv
+// runs (the libraries' first choice), unless KILN_CONV_S2D=on.
+//
+// KILN_CONV_S2D=on|off (read at prepare) forces the rewrite wherever it applies / never;
+// unset or anything else: the timed choice.
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cudnn/conv_kernel.h"
+#include "backends/cuda/cudnn/space_to_depth.h"
+#include "backends/cuda/tactic_timing.h"
+
+namespace kiln {
+namespace {
+
+enum class S2dMode : uint8_t { kAuto, kOn, kOff };
+
+S2dMode s2d_mode_from_env() {
+  const char* v = std::getenv("KILN_CONV_S2D");
+  if (!v) return S2dMode::kAuto;
+  if (std::strcmp(v, "on") == 0) return S2dMode::kOn;
+  if (std::strcmp(v, "off") == 0) return S2dMode::kOff;
+  return S2dMode::kAuto;
+}
+
+// Beyond this many input channels the 4× wider rewritten conv stops paying off: its input
+// channels already fill tensor-core tiles.
+constexpr int64_t kMaxChannels = 8;
+
+bool all_equal(const std::vector<int64_t>& v, int64_t want) {
+  for (int64_t e : v)
+    if (e != want) return false;
+  return true;
+}
+
+class SpaceToDepthConvKernel final : public CudaKernel {
+ public:
+  SpaceToDepthConvKernel(const Node& node, int bias, Precision precision, ConvAttrs attrs,
+                         std::unique_ptr<CudnnConvKernel> direct)
+      : bias_(bias), precision_(precision), attrs_(std::move(attrs)), direct_(std::move(direct)) {
+    inner_node_.name = node.name + "/s2d";
+    inner_node_.op = OpKind::Conv;
+    inner_node_.epilogue = node.epilogue;
+  }
+
+  Layout input_layout(int i, Layout offered) const override {
+    return direct_->input_layout(i, offered);
+  }
+  bool reads_on_host(int i) const override { return direct_->reads_on_host(i); }
+  int inplace_input() const override { return direct_->inplace_input(); }
+  size_t workspace_bytes() const override {
+    return s2d_ ? z_offset_ + z_bytes_ : direct_->workspace_bytes();
+  }
+  std::string tactic() const override { return tactic_text_; }
+
+  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+                 CudaBuildContext& ctx) override;
+
+  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+                 const CudaRunContext& run) override {
+    if (!s2d_) return direct_->enqueue(in, out, run);
+    void* z = static_cast<uint8_t*>(run.workspace) + z_offset_;
+    KILN_RETURN_IF_ERROR(
+        launch_space_to_depth(z_desc_.dtype, nhwc_, shape_, in[0]->data, z, run.stream));
+    const DevTensor zt{z_desc_, z};
+    std::vector<const DevTensor*> in2 = in;
+    in2[0] = &zt;
+    CudaRunContext inner = run;
+    inner.workspace_bytes = z_offset_;
+    return s2d_->enqueue(in2, out, inner);
+  }
+
+ private:
+  // The rewrite's shapes for these inputs; kUnsupported when it does not apply.
+  Result<S2dShape> plan_shape(const std::vector<DevDesc>& in) const;
+  Result<float> time_transform(CudaBuildContext& ctx) const;
+
+  int bias_;
+  Precision precision_;
+  ConvAttrs attrs_;
+  Node inner_node_;  // name and epilogue of the rewritten conv
+  std::unique_ptr<CudnnConvKernel> direct_;
+  std::unique_ptr<CudnnConvKernel> s2d_;  // set when the rewrite is chosen
+  S2dShape shape_;
+  Tensor filter_;  // the rewritten filter, read by s2d_'s prepare
+  DevDesc z_desc_;
+  bool nhwc_ = true;
+  size_t z_offset_ = 0, z_bytes_ = 0;
+  std::string tactic_text_;
+};
+
+Result<S2dShape> SpaceToDepthConvKernel::plan_shape(const std::vector<DevDesc>& in) const {
+  if (in.size() < 2 || !in[0].present() || !in[1].value || in[0].shape.size() != 4)
+    return unsupported("space-to-depth needs a 2-D conv with a constant filter");
+  KILN_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(attrs_, in[0].shape, in[1].shape));
+  if (g.group != 1 || !all_equal(g.strides, kS2dBlock) || !all_equal(g.dilations, 1) ||
+      g.in_channels > kMaxChannels || g.kernel[0] < 3 || g.kernel[1] < 3)
+    return unsupported("space-to-depth applies to ungrouped stride-2 convs of few channels");
+  S2dShape s;
+  s.n = g.batch;
+  s.c = g.in_channels;
+  s.h = g.in_spatial[0];
+  s.w = g.in_spatial[1];
+  s.cp = (s.c + 1) / 2 * 2;  // 4·cp channels: a multiple of 8, as tensor cores want
+  s.pad_top = g.pad_begin[0];
+  s.pad_left = g.pad_begin[1];
+  s.hz = g.out_spatial[0] + (g.kernel[0] + kS2dBlock - 1) / kS2dBlock - 1;
+  s.wz = g.out_spatial[1] + (g.kernel[1] + kS2dBlock - 1) / kS2dBlock - 1;
+  return s;
+}
+
+Result<float> SpaceToDepthConvKernel::time_transform(CudaBuildContext& ctx) const {
+  ScratchBuffer x, z;
+  KILN_RETURN_IF_ERROR(x.alloc_random(z_desc_.dtype, shape_.n * shape_.c * shape_.h * shape_.w, 7));
+  KILN_RETURN_IF_ERROR(z.alloc(z_bytes_));
+  return time_launches(ctx.stream, [&] {
+    return launch_space_to_depth(z_desc_.dtype, nhwc_, shape_, x.get(), z.get(), ctx.stream);
+  });
+}
+
+Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+                                       CudaBuildContext& ctx) {
+  s2d_.reset();
+  const Status direct = direct_->prepare(in, out, ctx);
+  const S2dMode mode = s2d_mode_from_env();
+  tactic_text_ = direct_->tactic();
+  if (mode == S2dMode::kOff) return direct;
+  auto shape = plan_shape(in);
+  if (!shape.is_ok()) return direct;
+  shape_ = *shape;
+  nhwc_ = in[0].layout == Layout::kNHWC;
+  filter_ = space_to_depth_filter(*in[1].value, shape_.cp);
+  z_desc_ = DevDesc{in[0].dtype, Shape{shape_.n, shape_.cz(), shape_.hz, shape_.wz}, in[0].layout,
+                    nullptr};
+  z_bytes_ = z_desc_.nbytes();
+  std::vector<DevDesc> in2 = in;
+  in2[0] = z_desc_;
+  in2[1] = DevDesc{DataType::kFloat32, filter_.shape(), Layout::kPlain, &filter_};
+  std::vector<DevDesc> out2(out.size());
+  ConvAttrs a;
+  a.kernel_shape = {filter_.shape()[2], filter_.shape()[3]};
+  auto inner = std::make_unique<CudnnConvKernel>(inner_node_, a, bias_, precision_);
+  if (!inner->prepare(in2, out2, ctx).is_ok()) return direct;
+  if (direct.is_ok() && out2[0].shape != out[0].shape)
+    return internal_error("space-to-depth conv output " + shape_str(out2[0].shape) +
+                          " != " + shape_str(out[0].shape));
+  // The transform's time is cached like the convs' so that a rebuild from the cache makes
+  // the same choice (a re-timed transform could tip a close one).
+  float transform_ms = -1;
+  if (ctx.time_tactics) {
+    std::ostringstream key;
+    key << "s2d|" << dtype_name(z_desc_.dtype) << "|" << (nhwc_ ? "nhwc" : "nchw") << "|n"
+        << shape_.n << "c" << shape_.c << "h" << shape_.h << "w" << shape_.w << "|cp" << shape_.cp
+        << "|p" << shape_.pad_top << "," << shape_.pad_left << "|z" << shape_.hz << ","
+        << shape_.wz;
+    std::string cached;
+    if (ctx.tactics->get(key.str(), &cached)) transform_ms = std::strtof(cached.c_str(), nullptr);
+    if (transform_ms <= 0) {
+      KILN_ASSIGN_OR_RETURN(transform_ms, time_transform(ctx));
+      ctx.tactics->put(key.str(), std::to_string(transform_ms));
+    }
+  }
+  bool use = !direct.is_ok() || mode == S2dMode::kOn;
+  if (!use && transform_ms >= 0 && inner->tactic_ms() >= 0 && direct_->tactic_ms() >= 0)
+    use = inner->tactic_ms() + transform_ms < direct_->tactic_ms();
+  if (!use) return direct;
+  out = out2;
+  s2d_ = std::move(inner);
+  z_offset_ = conv_align_up(s2d_->workspace_bytes());
+  std::ostringstream t;
+  t << "space-to-depth " << shape_.cz() << "ch";
+  if (transform_ms >= 0) t << " (" << transform_ms << " ms)";
+  t << " + " << s2d_->tactic();
+  if (direct.is_ok()) t << "; direct " << direct_->tactic();
+  tactic_text_ = t.str();
+  return Status::ok();
+}
+
+}  // namespace
+
+std::unique_ptr<CudaKernel> maybe_space_to_depth(const Node& node, const ConvAttrs& attrs, int bias,
+                                                 Precision precision,
+                                                 std::unique_ptr<CudnnConvKernel> direct) {
+  const Shape& w = node.inputs[1]->constant.shape();
+  const bool candidate = attrs.group == 1 && w.size() == 4 && w[1] <= kMaxChannels && w[2] >= 3 &&
+                         w[3] >= 3 && attrs.strides.size() == 2 &&
+                         all_equal(attrs.strides, kS2dBlock) && all_equal(attrs.dilations, 1);
+  if (!candidate) return direct;
+  return std::make_unique<SpaceToDepthConvKernel>(node, bias, precision, attrs, std::move(direct));
+}
+
+}  // namespace kiln

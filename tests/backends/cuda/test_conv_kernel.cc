@@ -113,6 +113,9 @@ TEST(CudnnConv, ResidualInPlace) {
     for (int ei : {4, 5, 6, 10})
       for (Precision p : kPrecisions)
         for (bool timed : {true, false}) {
+          // Timing every candidate takes seconds per case: the timed choice is checked on
+          // two geometries in fp16, where NHWC engines write over the residual.
+          if (timed && (p != Precision::kFp16 || (ci != 0 && ci != 9))) continue;
           SCOPED_TRACE(std::string(kConvs[ci].name) + " / " + kEpilogues[ei].name + " / " +
                        precision_name(p) + (timed ? " timed" : " heuristic"));
           auto cn = make_conv(kConvs[ci], kEpilogues[ei], seed += 3);

@@ -25,8 +25,9 @@ bool core_geometry(const ConvCase& c) {
   return false;
 }
 
-// One forced-path run: must match the reference and report the path in its tactic; a
-// non-core geometry may be declined (kUnsupported) by the graph path instead.
+// One forced-path run: must match the reference and report the path in its tactic. The
+// graph path may decline (kUnsupported) a non-core geometry, and a strict-fp32 conv with a
+// residual: cuDNN 9's heuristics offer no engine for that NCHW fp32 graph.
 void expect_path(const char* path, const ConvCase& c, const EpiCase& e, Precision p, uint32_t seed,
                  LibRunOptions opt = {}) {
   SCOPED_TRACE(std::string(path) + " / " + c.name + " / " + e.name + " / " + precision_name(p) +
@@ -34,7 +35,7 @@ void expect_path(const char* path, const ConvCase& c, const EpiCase& e, Precisio
   auto cn = make_conv(c, e, seed);
   TacticCache cache;
   const bool graph = std::strcmp(path, "graph") == 0;
-  if (graph && !core_geometry(c)) {
+  if (graph && (!core_geometry(c) || (p == Precision::kFp32 && e.residual))) {
     auto got = run_lib_kernel(*cn->node, cn->in, p, cache, opt);
     if (!got.is_ok()) {
       EXPECT_EQ(got.status().code(), StatusCode::kUnsupported) << got.status().to_string();

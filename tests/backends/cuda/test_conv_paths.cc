@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -62,12 +63,21 @@ TEST(CudnnConvPaths, LegacyMatchesReference) {
       for (Precision p : kPrecisions) expect_path("legacy", c, e, p, seed += 5, kHeuristic);
 }
 
+// Every geometry with four epilogues, rotating so that every epilogue meets several
+// geometries: each case finalizes cuDNN plans (some compiled at runtime), and the full
+// product took more than 5 minutes on the H200.
 TEST(CudnnConvPaths, GraphMatchesReference) {
   ScopedCudnnPath path("graph");
   uint32_t seed = 3000;
-  for (const ConvCase& c : kConvs)
-    for (const EpiCase& e : kEpilogues)
+  const int n_epi = static_cast<int>(std::size(kEpilogues));
+  int ci = 0;
+  for (const ConvCase& c : kConvs) {
+    for (int k = 0; k < 4; ++k) {
+      const EpiCase& e = kEpilogues[(ci * 3 + k * 5) % n_epi];
       for (Precision p : kPrecisions) expect_path("graph", c, e, p, seed += 5, kHeuristic);
+    }
+    ++ci;
+  }
 }
 
 TEST(CudnnConvPaths, GraphHeuristicAndInPlace) {
@@ -127,7 +137,18 @@ TEST(CudnnConvPaths, FewInputChannels) {
                        kEpilogues[ei].name + " / " + precision_name(p));
           auto cn = make_conv(c, kEpilogues[ei], seed += 3);
           TacticCache cache;
-          expect_lib_kernel_matches(*cn->node, cn->in, p, cache);
+          // Timed in fp16 (the stems' real precision), heuristic otherwise: timing every
+          // candidate costs seconds per case.
+          const LibRunOptions opt{p == Precision::kFp16, false};
+          if (std::strcmp(path, "graph") == 0 && p == Precision::kFp32 && kEpilogues[ei].residual) {
+            // No graph engine for strict-fp32 NCHW convs with a residual (see expect_path).
+            auto got = run_lib_kernel(*cn->node, cn->in, p, cache, opt);
+            if (!got.is_ok()) {
+              EXPECT_EQ(got.status().code(), StatusCode::kUnsupported) << got.status().to_string();
+              continue;
+            }
+          }
+          expect_lib_kernel_matches(*cn->node, cn->in, p, cache, opt);
         }
     }
 }

@@ -39,19 +39,35 @@ bool append_activation(const Epilogue& e, dnnl::post_ops& ops);
 // Whether this backend claims `node` (what OnednnBackend::supports answers).
 bool claims(const Node& node);
 
-// Activation storage between oneDNN kernels (dnnl_layout.cc). The runtime hands kernels host
-// Tensors of the logical NCHW shape; a value whose producer and every reader are oneDNN
-// Conv/pool nodes may instead hold the layout oneDNN's convolutions prefer (nhwc for the
-// brgemm kernels of oneDNN 2.6 on AVX-512; nChw16c/nChw8c for the older direct ones) in
-// that Tensor, which saves a reorder on each side of every conv. It is stored so only when
-// the bytes equal the logical size (for nChw16c: a known channel count that is a multiple
-// of 16), it is no graph input or output, and every use reads it as an activation (Conv
-// input 0 or residual, pool input 0). Producer and readers derive the decision from the
-// graph through this one function, so they always agree. ("Blocked" below means "in
-// oneDNN's layout", nhwc included.)
+// Activation storage between oneDNN kernels (dnnl_layout.cc, dnnl_layout_plan.cc). The
+// runtime hands kernels host Tensors of the logical NCHW shape; a value whose producer and
+// every reader are oneDNN Conv/pool nodes may instead hold a layout oneDNN's kernels run on
+// (nhwc for the brgemm kernels of oneDNN 2.6 on AVX-512, nChw16c/nChw8c for the older
+// direct ones and Winograd) in that Tensor, which saves a reorder on each side of every
+// conv. Such a value is "storable": float32, rank 4 with a known channel count, no graph
+// input or output, produced as output 0 of a claimed Conv/pool, and every use reads it as an
+// activation (Conv input 0 or residual, pool input 0). Producer and readers derive its
+// layout from the graph through stored_format, so they always agree.
+bool storable(const Value* v);
+// The layout `v` is stored in: nchw (the logical layout) unless it is storable; else the
+// layout its group of connected storable values takes (layout_choice), nhwc where that is a
+// blocked layout and the channel count is off the block (blocked bytes = logical bytes).
+dnnl::memory::format_tag stored_format(const Value* v);
+// Whether `v` is stored in a oneDNN layout (stored_format is not nchw).
 bool stored_blocked(const Value* v);
-// The f32 memory desc of a rank-4 tensor of `shape` stored as `v` is (nchw or blocked).
+// The f32 memory desc of a rank-4 tensor of `shape` stored as `v` is.
 dnnl::memory::desc stored_desc(const Value* v, const std::vector<int64_t>& shape);
+
+// The layout decision for the group of storable values `v` belongs to (dnnl_layout_plan.cc
+// describes it): the candidate layouts, each one's measured seconds for the group's convs
+// (empty when not timed: forced by KILN_DNNL_LAYOUT, one candidate, or unknown dims), and
+// the one chosen (nchw when `v` is not storable or oneDNN has no JIT layout).
+struct LayoutChoice {
+  std::vector<dnnl::memory::format_tag> layouts;
+  std::vector<double> seconds;
+  dnnl::memory::format_tag chosen = dnnl::memory::format_tag::nchw;
+};
+LayoutChoice layout_choice(const Value* v);
 // Copies `src` (described by `src_md`) to `dst` (`dst_md`) with a one-off reorder; for the
 // rare paths (reference fallback), not the per-run ones.
 void reorder_once(const dnnl::memory::desc& src_md, const void* src,
@@ -90,6 +106,15 @@ std::unique_ptr<Kernel> make_conv_kernel(const Node& node, int threads);
 bool conv_supported(const Node& node);
 // Whether `kernel` (from make_conv_kernel, prepared) runs oneDNN's Winograd algorithm.
 bool conv_uses_winograd(const Kernel& kernel);
+// What the prepared conv `kernel` runs besides the conv (tests check that convs between
+// neighbours stored in their layout run without reorders): reorders of its input, output
+// and residual between the stored layouts and the primitive's, and whether the residual is
+// read by a binary post-op. All false for other kernels or the reference path.
+struct ConvPlanSummary {
+  bool winograd = false, src_reorder = false, dst_reorder = false, res_reorder = false;
+  bool res_binary = false;
+};
+ConvPlanSummary conv_plan_summary(const Kernel& kernel);
 std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, int threads);
 bool gemm_supported(const Node& node);
 std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads);

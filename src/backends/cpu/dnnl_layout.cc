@@ -1,5 +1,6 @@
-// Which values oneDNN kernels keep in their own layout between them (see stored_blocked in
-// dnnl_common.h), and the conversions the reference fallback needs around blocked operands.
+// Which values oneDNN kernels may keep in a layout of their own between them (storable in
+// dnnl_common.h; which layout is dnnl_layout_plan.cc's decision), and the conversions the
+// reference fallback needs around such operands.
 
 #include "backends/cpu/dnnl_common.h"
 
@@ -10,36 +11,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-// The activation layout oneDNN's convolutions prefer on this CPU, found by asking it for
-// the layouts of a small 3×3 conv: nhwc where its brgemm kernels run (AVX-512 with oneDNN
-// 2.6), nChw16c / nChw8c for the older direct kernels; nchw (nothing stored otherwise) when
-// it prefers something else.
-struct Preferred {
-  tag format = tag::nchw;
-  int64_t block = 1;  // the channel count must be a multiple (blocked bytes = logical bytes)
-};
-
-const Preferred& preferred() {
-  static const Preferred p = [] {
-    try {
-      const memory::dims dims{1, 32, 8, 8};
-      memory::desc any(dims, dt::f32, tag::any);
-      memory::desc w({32, 32, 3, 3}, dt::f32, tag::any);
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, any, w, memory::desc(),
-                                        any, {1, 1}, {1, 1}, {1, 1});
-      dnnl::convolution_forward::primitive_desc pd(d, cpu_engine());
-      for (auto [t, block] : {std::pair{tag::nhwc, 1}, {tag::nChw16c, 16}, {tag::nChw8c, 8}})
-        if (pd.dst_desc() == memory::desc(dims, dt::f32, t) &&
-            pd.src_desc() == memory::desc(dims, dt::f32, t))
-          return Preferred{t, block};
-    } catch (const dnnl::error&) {
-    }
-    return Preferred{};
-  }();
-  return p;
-}
 
 bool is_pool(const Node& n) { return n.op == OpKind::MaxPool || n.op == OpKind::AveragePool; }
 
@@ -59,11 +30,9 @@ bool reads_as_activation(const Node& reader, const Value* v) {
 
 }  // namespace
 
-bool stored_blocked(const Value* v) {
+bool storable(const Value* v) {
   if (!v || v->dtype != DataType::kFloat32 || v->is_constant() || v->is_graph_output) return false;
-  const Preferred& pref = preferred();
-  if (pref.format == tag::nchw || !v->has_shape || v->dims.size() != 4) return false;
-  if (!v->dims[1].known() || v->dims[1].value % pref.block != 0) return false;
+  if (!v->has_shape || v->dims.size() != 4 || !v->dims[1].known()) return false;
   const Node* p = v->producer;
   if (!p || (p->op != OpKind::Conv && !is_pool(*p)) || p->output(0) != v || !claims(*p))
     return false;
@@ -73,9 +42,10 @@ bool stored_blocked(const Value* v) {
   return true;
 }
 
+bool stored_blocked(const Value* v) { return stored_format(v) != tag::nchw; }
+
 memory::desc stored_desc(const Value* v, const std::vector<int64_t>& shape) {
-  const bool blocked = shape.size() == 4 && stored_blocked(v);
-  return memory::desc(to_dims(shape), dt::f32, blocked ? preferred().format : tag::nchw);
+  return memory::desc(to_dims(shape), dt::f32, shape.size() == 4 ? stored_format(v) : tag::nchw);
 }
 
 void reorder_once(const memory::desc& src_md, const void* src, const memory::desc& dst_md,

@@ -1,0 +1,268 @@
+// Candidate oneDNN primitives for one conv, timed against each other (see dnnl_conv_plan.h).
+//
+// Why several candidates: oneDNN 2.6 on AVX-512 has two direct kernel families with
+// different strengths (the brgemm kernels on nhwc, the older JIT kernels on nChw16c; e.g.
+// a 3×3 stride-2 256-channel conv at 28² is 1.7× faster in nhwc, a 1×1 conv with a residual
+// sum 1.7× faster in nChw16c) and Winograd only runs on nChw16c. Where the neighbours store
+// one layout, running the conv in another costs a reorder on each side; whether that pays is
+// measured, not guessed.
+
+#include "backends/cpu/dnnl_conv_plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace kiln::dnnl_cpu {
+
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+}
+
+// Which algorithm 3×3 stride-1 convs use, from KILN_DNNL_CONV_ALGO (see dnnl_conv.cc).
+enum class AlgoMode { kAuto, kDirect, kWinograd };
+
+// Read at every prepare (a cheap getenv) so tests can switch it between kernels.
+AlgoMode algo_mode() {
+  const char* env = std::getenv("KILN_DNNL_CONV_ALGO");
+  const std::string v = env ? env : "";
+  if (v == "direct") return AlgoMode::kDirect;
+  if (v == "winograd") return AlgoMode::kWinograd;
+  return AlgoMode::kAuto;
+}
+
+size_t count(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return static_cast<size_t>(n);
+}
+
+// oneDNN's reference conv is orders of magnitude slower than its JIT ones (a 7×7 stem conv
+// from nchw to nhwc: 15 s at batch 8 instead of 6 ms); it is only worth having when
+// nothing else exists.
+bool is_reference_impl(const dnnl::convolution_forward::primitive_desc& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+}  // namespace
+
+ConvPlan ConvPlanner::make(dnnl::algorithm algo, tag src_fmt, tag dst_fmt, bool allow_ref,
+                           bool res_binary) {
+  const int64_t groups = geo_.group;
+  const Shape& ws = ops_.w;
+  memory::dims w_dims =
+      groups == 1 ? to_dims(ws) : memory::dims{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
+  memory::dims strides = to_dims(geo_.strides), pad_l = to_dims(geo_.pad_begin),
+               pad_r = to_dims(geo_.pad_end), dil;
+  for (int64_t d : geo_.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
+
+  memory::desc src_md(to_dims(ops_.x), dt::f32, src_fmt);
+  memory::desc dst_md(to_dims(ops_.y), dt::f32, dst_fmt);
+  memory::desc w_any(w_dims, dt::f32, tag::any);
+  const int b = bias_index(node_);
+  memory::desc bias_md = b >= 0 ? memory::desc({ws[0]}, dt::f32, tag::x) : memory::desc();
+
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algo, src_md, w_any,
+                                       bias_md, dst_md, strides, dil, pad_l, pad_r);
+  const int r = node_.epilogue.residual_input;
+  dnnl::post_ops post;
+  if (r >= 0 && res_binary)
+    post.append_binary(dnnl::algorithm::binary_add, res_ext_);
+  else if (r >= 0)
+    post.append_sum(1.f);
+  if (!append_activation(node_.epilogue, post))
+    throw dnnl::error(dnnl_unimplemented, "activation has no oneDNN post-op");
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(post);
+  ConvPlan p;
+  p.algo = algo;
+  p.res_binary = r >= 0 && res_binary;
+  p.pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
+  if (!allow_ref && is_reference_impl(p.pd))
+    throw dnnl::error(dnnl_unimplemented, "only the reference conv for these layouts");
+  p.prim = dnnl::convolution_forward(p.pd);
+
+  // Pack the constant weights once into oneDNN's chosen layout.
+  const Tensor& w = node_.inputs[1]->constant;
+  memory::desc w_user(w_dims, dt::f32, groups == 1 ? tag::oihw : tag::goihw);
+  memory user(w_user, cpu_engine(), const_cast<float*>(w.data<float>()));
+  p.weights = memory(p.pd.weights_desc(), cpu_engine());
+  dnnl::reorder(user, p.weights).execute(stream_, user, p.weights);
+  stream_.wait();
+
+  // Where the primitive's layouts differ from the stored ones, reorder.
+  p.src_reorder = p.pd.src_desc() != src_ext_;
+  p.dst_direct = p.pd.dst_desc() == dst_ext_;
+  if (p.src_reorder) {
+    p.src_mem = memory(p.pd.src_desc(), cpu_engine());
+    p.src_reorder_prim = make_reorder(src_ext_, p.pd.src_desc());
+  }
+  if (!p.dst_direct) {
+    p.dst_mem = memory(p.pd.dst_desc(), cpu_engine());
+    p.dst_reorder_prim = make_reorder(p.pd.dst_desc(), dst_ext_);
+  }
+  // The residual goes into dst by a reorder even where the layouts agree: oneDNN's copy
+  // runs on all threads, memcpy on one while the others wait.
+  p.res_same_layout = r >= 0 && !p.res_binary && res_ext_ == p.pd.dst_desc();
+  if (r >= 0 && !p.res_binary) p.res_reorder_prim = make_reorder(res_ext_, p.pd.dst_desc());
+  return p;
+}
+
+bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* seconds) {
+  if (seconds) *seconds = 0;
+  ops_ = ops;
+  auto geo = conv_geometry(attrs_, ops.x, ops.w);
+  if (!geo.is_ok()) return false;
+  geo_ = *geo;
+  stream_ = dnnl::stream(cpu_engine());
+  x_.clear();
+  src_ext_ = memory::desc(to_dims(ops.x), dt::f32, ops.src);
+  dst_ext_ = memory::desc(to_dims(ops.y), dt::f32, ops.dst);
+  res_ext_ = node_.epilogue.residual_input >= 0 ? memory::desc(to_dims(ops.y), dt::f32, ops.res)
+                                                : memory::desc();
+
+  std::vector<ConvPlan> cands;
+  auto add = [&](dnnl::algorithm algo, tag src, tag dst, bool allow_ref, bool binary = false) {
+    try {
+      cands.push_back(make(algo, src, dst, allow_ref, binary));
+    } catch (const dnnl::error&) {
+      // No implementation for this algorithm / layout: one candidate fewer.
+    }
+  };
+  const auto direct = dnnl::algorithm::convolution_direct;
+  add(direct, ops.src, ops.dst, false);
+  // A residual stored like dst can be read by a binary post-op (a third less time than
+  // copy + sum for oneDNN 2.6's nChw16c 1×1 kernels, slower for some others: timed).
+  const bool has_res = node_.epilogue.residual_input >= 0;
+  if (has_res && ops.res == ops.dst) add(direct, ops.src, ops.dst, false, true);
+  // oneDNN's own choice of layouts, with reorders where they differ: unless it is the first
+  // candidate again. The same layouts may still be another kernel (oneDNN 2.6 serves nhwc
+  // given as `any` by its brgemm kernels, given explicitly by its older 1×1 one).
+  const size_t n_stored = cands.size();
+  add(direct, tag::any, tag::any, true);
+  if (n_stored >= 1 && cands.size() > n_stored &&
+      cands.back().pd.src_desc() == cands[0].pd.src_desc() &&
+      cands.back().pd.dst_desc() == cands[0].pd.dst_desc() &&
+      std::string(cands.back().pd.impl_info_str()) == cands[0].pd.impl_info_str())
+    cands.pop_back();
+
+  const AlgoMode mode = algo_mode();
+  const bool wino_shape = geo_.group == 1 && ops.w[2] == 3 && ops.w[3] == 3 &&
+                          geo_.strides[0] == 1 && geo_.strides[1] == 1 && geo_.dilations[0] == 1 &&
+                          geo_.dilations[1] == 1;
+  if (wino_shape && mode != AlgoMode::kDirect) {
+    const size_t before = cands.size();
+    add(dnnl::algorithm::convolution_winograd, tag::any, tag::any, true);
+    if (mode == AlgoMode::kWinograd && cands.size() > before) {
+      ConvPlan wino = std::move(cands.back());
+      cands.assign(1, std::move(wino));
+    }
+  }
+  if (cands.empty()) return false;
+  size_t pick = 0;
+  if (cands.size() > 1 || seconds) {
+    // Alternating rounds, the best of each: load from other processes hits all alike.
+    std::vector<double> t(cands.size(), 1e30);
+    for (ConvPlan& c : cands) time(c);  // warm-up: first touch of the scratch, caches
+    for (int round = 0; round < kTimedRounds; ++round)
+      for (size_t i = 0; i < cands.size(); ++i) t[i] = std::min(t[i], time(cands[i]));
+    pick = static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin());
+    if (seconds) *seconds = t[pick];
+    // The scratch is as large as the operands: kernels keep no copy of it.
+    for (std::vector<float>* v : {&x_, &y_, &res_, &bias_}) std::vector<float>().swap(*v);
+  }
+  *best = std::move(cands[pick]);
+  return true;
+}
+
+void ConvPlanner::run(ConvPlan& p, const float* x, float* y, const float* res, const float* bias) {
+  memory src(src_ext_, cpu_engine(), const_cast<float*>(x));
+  memory dst_user(dst_ext_, cpu_engine(), y);
+  if (p.src_reorder) {
+    p.src_reorder_prim.execute(stream_, src, p.src_mem);
+    src = p.src_mem;
+  }
+  memory dmem = p.dst_direct ? dst_user : p.dst_mem;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, p.weights}, {DNNL_ARG_DST, dmem}};
+  if (res && p.res_binary) {
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1] =
+        memory(res_ext_, cpu_engine(), const_cast<float*>(res));
+  } else if (res) {
+    // The sum post-op accumulates into dst: start dst as the residual.
+    if (!p.res_same_layout || res != dmem.get_data_handle())
+      p.res_reorder_prim.execute(
+          stream_, {{DNNL_ARG_FROM, memory(res_ext_, cpu_engine(), const_cast<float*>(res))},
+                    {DNNL_ARG_TO, dmem}});
+  }
+  if (bias) args[DNNL_ARG_BIAS] = memory(p.pd.bias_desc(), cpu_engine(), const_cast<float*>(bias));
+  p.prim.execute(stream_, args);
+  if (!p.dst_direct) p.dst_reorder_prim.execute(stream_, p.dst_mem, dst_user);
+  stream_.wait();
+}
+
+double ConvPlanner::time(ConvPlan& p) {
+  // The data does not matter to the speed; it is filled so no denormals appear.
+  if (x_.empty()) {
+    x_.assign(count(ops_.x), 0.5f);
+    y_.assign(count(ops_.y), 0.f);
+    res_.assign(count(ops_.y), 0.25f);
+    bias_.assign(static_cast<size_t>(ops_.w[0]), 0.1f);
+  }
+  const float* r = node_.epilogue.residual_input >= 0 ? res_.data() : nullptr;
+  const float* b = bias_index(node_) >= 0 ? bias_.data() : nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  run(p, x_.data(), y_.data(), r, b);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double conv_seconds(const Node& node, const Shape& x, tag src, tag dst, tag res) {
+  auto attrs = parse_conv_attrs(node.attrs);
+  if (!attrs.is_ok() || !node.inputs[1]->is_constant()) return -1;
+  const Shape w = node.inputs[1]->constant.shape();
+  auto geo = conv_geometry(*attrs, x, w);
+  if (!geo.is_ok()) return -1;
+  // The key holds what the timing depends on: the node's conv parameters and epilogue, the
+  // shapes, the layouts and the algorithm mode. Not the thread count: the answer must not
+  // depend on who asks (a reference fallback asks outside the kernels' thread setting), so
+  // the first asker's count is the one measured.
+  std::string key = shape_str(x) + shape_str(w) + shape_str(geo->strides) +
+                    shape_str(geo->dilations) + shape_str(geo->pad_begin) +
+                    shape_str(geo->pad_end) + "g" + std::to_string(geo->group);
+  const Epilogue& e = node.epilogue;
+  key += " b" + std::to_string(bias_index(node) >= 0) + " r" +
+         std::to_string(e.residual_input >= 0) + " a" + std::to_string(static_cast<int>(e.act)) +
+         "," + std::to_string(e.alpha) + "," + std::to_string(e.beta);
+  key += " l" + std::to_string(static_cast<int>(src)) + "," +
+         std::to_string(static_cast<int>(dst)) + "," + std::to_string(static_cast<int>(res));
+  key += " m" + std::to_string(static_cast<int>(algo_mode()));
+  // One lock for the lookup and the measurement: two threads timing at once would slow
+  // each other's measurements down.
+  static std::mutex mu;
+  static std::map<std::string, double> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  ConvPlanner planner(node, *attrs);
+  ConvPlan plan;
+  double secs = -1;
+  try {
+    if (!planner.choose(ConvOperands{x, w, geo->output_shape(), src, dst, res}, &plan, &secs))
+      secs = -1;
+  } catch (const dnnl::error&) {
+    secs = -1;
+  }
+  known[key] = secs;
+  return secs;
+}
+
+}  // namespace kiln::dnnl_cpu

@@ -1,0 +1,85 @@
+// How one oneDNN Conv runs (dnnl_conv_plan.cc): the candidate primitives for a conv node on
+// concrete shapes, given how its neighbours store the operands, timed against each other so
+// the fastest is kept. The conv kernel (dnnl_conv.cc) runs the chosen plan; the layout
+// decision (dnnl_layout_plan.cc) asks what a conv would cost under each candidate layout.
+#pragma once
+
+#include <vector>
+
+#include "backends/cpu/dnnl_common.h"
+#include "ops/conv.h"
+
+namespace kiln::dnnl_cpu {
+
+// One way to run the conv: a primitive for one algorithm and activation layout, plus the
+// reorders between that layout and the stored ones. Everything is made when the plan is
+// built, so running it only executes.
+struct ConvPlan {
+  dnnl::algorithm algo = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  dnnl::memory weights;
+  bool src_reorder = false, dst_direct = true;
+  bool res_same_layout = true;  // the residual is stored as dst is: in place needs no copy
+  // The residual is added by a binary post-op reading it where it is stored, instead of a
+  // sum post-op into dst pre-filled with it (a copy of the whole tensor each run).
+  bool res_binary = false;
+  dnnl::memory src_mem, dst_mem;  // scratch in the primitive's layouts where they differ
+  dnnl::reorder src_reorder_prim, dst_reorder_prim, res_reorder_prim;
+};
+
+// The operands of one conv node on concrete shapes, and the layouts its neighbours store the
+// activations in (nchw where they keep the logical layout).
+struct ConvOperands {
+  Shape x, w, y;
+  dnnl::memory::format_tag src = dnnl::memory::format_tag::nchw;
+  dnnl::memory::format_tag dst = dnnl::memory::format_tag::nchw;
+  dnnl::memory::format_tag res = dnnl::memory::format_tag::nchw;  // when the node has one
+};
+
+// Builds, times and runs the plans of one conv node. Not thread-safe; one per kernel (or
+// per layout question).
+class ConvPlanner {
+ public:
+  ConvPlanner(const Node& node, const ConvAttrs& attrs) : node_(node), attrs_(attrs) {}
+
+  // The fastest plan for `ops` under KILN_DNNL_CONV_ALGO (dnnl_conv.cc describes it).
+  // Candidates: the direct conv on the stored layouts as they are (a residual stored like dst
+  // added by a sum post-op or read by a binary one), the direct conv on the layout oneDNN
+  // prefers with reorders around it, and Winograd where it exists; when more
+  // than one can be made they are timed on scratch operands and `seconds` (if given) gets
+  // the winner's time (0 when nothing was timed). False when oneDNN can run none of them.
+  bool choose(const ConvOperands& ops, ConvPlan* best, double* seconds = nullptr);
+
+  // Runs `p` on operands stored as in `ops`; `res` and `bias` may be null.
+  void run(ConvPlan& p, const float* x, float* y, const float* res, const float* bias);
+
+  // Times `p` on scratch operands: the best of a few runs after a warm-up, in seconds.
+  double time(ConvPlan& p);
+
+ private:
+  // A plan for `algo` with the activations in `src_fmt` / `dst_fmt` (`any`: oneDNN picks),
+  // the residual (if any) added by a binary post-op when `res_binary`; throws dnnl::error
+  // when oneDNN has no implementation (or, unless `allow_ref`, only its slow reference one).
+  ConvPlan make(dnnl::algorithm algo, dnnl::memory::format_tag src_fmt,
+                dnnl::memory::format_tag dst_fmt, bool allow_ref, bool res_binary = false);
+
+  static constexpr int kTimedRounds = 3;
+  const Node& node_;
+  const ConvAttrs& attrs_;
+  ConvOperands ops_;
+  dnnl::memory::desc src_ext_, dst_ext_, res_ext_;  // as the neighbours store them
+  ConvGeometry geo_;
+  dnnl::stream stream_;
+  std::vector<float> x_, y_, res_, bias_;  // scratch for timing
+};
+
+// Seconds the fastest plan of conv `node` takes on input shape `x` with its input, output and
+// residual stored in `src`, `dst`, `res` (format tags; nchw where the neighbour keeps the
+// logical layout). Measured once per distinct question in the process and remembered, so the
+// layout decision that asks it is the same for every kernel that asks. Negative when
+// oneDNN cannot run the conv.
+double conv_seconds(const Node& node, const Shape& x, dnnl::memory::format_tag src,
+                    dnnl::memory::format_tag dst, dnnl::memory::format_tag res);
+
+}  // namespace kiln::dnnl_cpu

@@ -1,0 +1,182 @@
+// The layout decision of the oneDNN backend (dnnl_layout_plan.cc) on tiny graphs: forced and
+// measured layouts give the reference's numbers, a blocked layout lets Winograd convs run
+// between 1×1 convs without reorders, every value of a group reports the same measured
+// choice (the faster), separate groups decide apart, a symbolic batch is timed (and the
+// decision holds for every batch), and unknown spatial dims fall back to the stated rule.
+#include <algorithm>
+#include <string>
+
+#include "backends/cpu/dnnl_backend.h"
+#include "backends/cpu/dnnl_common.h"
+#include "backends/dnnl_test_net.h"
+
+namespace kiln::test {
+namespace {
+
+using tag = dnnl::memory::format_tag;
+
+// The blocked layout oneDNN has JIT kernels for here (tag::undef when none).
+tag blocked_layout(const Value* storable_value) {
+  const auto c = dnnl_cpu::layout_choice(storable_value);
+  for (tag t : c.layouts)
+    if (t != tag::nhwc) return t;
+  return tag::undef;
+}
+
+struct Bottleneck {
+  Value *x, *stem, *a, *b, *c, *s2, *d, *e, *f;
+};
+
+// stem 3×3 → [1×1 → 3×3 → 1×1 + residual] → 3×3 stride 2 → [1×1 (24 channels, off the
+// 16-block) → 3×3 → 1×1 + residual]: ResNet-50's pattern on a small scale.
+Bottleneck make_bottlenecks(Net& n, int64_t batch = 2) {
+  Bottleneck v;
+  v.x = n.input("x", {batch, 3, 12, 12});
+  v.stem = n.conv(v.x, 32, 3, {batch, 32, 12, 12});
+  v.a = n.conv(v.stem, 16, 1, {batch, 16, 12, 12});
+  v.b = n.conv(v.a, 16, 3, {batch, 16, 12, 12});
+  v.c = n.conv(v.b, 32, 1, {batch, 32, 12, 12}, true, v.stem);
+  v.s2 = n.conv(v.c, 48, 3, {batch, 48, 6, 6}, true, nullptr, 2);
+  v.d = n.conv(v.s2, 24, 1, {batch, 24, 6, 6});
+  v.e = n.conv(v.d, 24, 3, {batch, 24, 6, 6});
+  v.f = n.conv(v.e, 48, 1, {batch, 48, 6, 6}, false, v.s2);
+  n.g->outputs() = {v.f};
+  return v;
+}
+
+TEST(DnnlLayoutPlan, ForcedAndMeasuredLayoutsMatchReference) {
+  for (const char* layout : {"nhwc", "blocked", "auto"})
+    for (const char* algo : {"auto", "winograd"}) {
+      SCOPED_TRACE(std::string(layout) + " / " + algo);
+      ScopedEnv l("KILN_DNNL_LAYOUT", layout), a("KILN_DNNL_CONV_ALGO", algo);
+      expect_auto_matches_reference([&](Net& n) {
+        const Bottleneck v = make_bottlenecks(n);
+        const tag blocked = blocked_layout(v.a);
+        for (Value* s : {v.stem, v.a, v.b, v.c, v.s2, v.d, v.e}) {
+          const tag t = dnnl_cpu::stored_format(s);
+          if (std::string(layout) == "nhwc") EXPECT_EQ(t, tag::nhwc) << s->name;
+          if (std::string(layout) == "blocked" && blocked != tag::undef)
+            EXPECT_EQ(t, s->dims[1].value % 16 == 0 || blocked == tag::nChw8c ? blocked : tag::nhwc)
+                << s->name;
+        }
+      });
+    }
+}
+
+// Prepares the kernel of `v`'s producer for the declared shapes.
+std::unique_ptr<Kernel> prepared_producer(const Value* v) {
+  const Node& node = *v->producer;
+  auto k = onednn_backend(2).create_kernel(node);
+  EXPECT_TRUE(k.is_ok());
+  std::vector<TensorDesc> in, out(node.outputs.size());
+  for (const Value* i : node.inputs) {
+    Shape s;
+    EXPECT_TRUE(i->static_shape(&s));
+    in.push_back({DataType::kFloat32, s, i->is_constant() ? &i->constant : nullptr});
+  }
+  EXPECT_TRUE((*k)->prepare(in, out).is_ok());
+  return std::move(k).value();
+}
+
+// The point of a blocked layout: Winograd runs on nChw16c, so between 1×1 convs stored that
+// way it needs no reorder; stored nhwc, it pays one on each side.
+TEST(DnnlLayoutPlan, WinogradBetweenBlockedNeighboursRunsWithoutReorders) {
+  Net n;
+  const Bottleneck v = make_bottlenecks(n);
+  EngineOptions opts;
+  opts.optimize = false;
+  auto engine = build_engine(std::move(n.g), opts);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  if (blocked_layout(v.a) != tag::nChw16c) GTEST_SKIP() << "no nChw16c kernels on this CPU";
+  ScopedEnv algo("KILN_DNNL_CONV_ALGO", "winograd");
+  {
+    ScopedEnv layout("KILN_DNNL_LAYOUT", "blocked");
+    const auto s = dnnl_cpu::conv_plan_summary(*prepared_producer(v.b));
+    EXPECT_TRUE(s.winograd);
+    EXPECT_FALSE(s.src_reorder);
+    EXPECT_FALSE(s.dst_reorder);
+    // The 1×1 conv with the residual reads it where it is stored, whichever way is faster.
+    const auto r = dnnl_cpu::conv_plan_summary(*prepared_producer(v.c));
+    EXPECT_FALSE(r.res_reorder);
+  }
+  {
+    ScopedEnv layout("KILN_DNNL_LAYOUT", "nhwc");
+    const auto s = dnnl_cpu::conv_plan_summary(*prepared_producer(v.b));
+    EXPECT_TRUE(s.winograd);
+    EXPECT_TRUE(s.src_reorder);
+    EXPECT_TRUE(s.dst_reorder);
+  }
+}
+
+// Measured: every value of a group reports one choice with the group's timings, the faster
+// candidate; asking again gives the same answer (timings are kept), and a group cut off by
+// a reference kernel is timed on its own convs.
+TEST(DnnlLayoutPlan, AutoKeepsTheFasterMeasuredLayoutPerGroup) {
+  ScopedEnv layout("KILN_DNNL_LAYOUT", "auto");
+  Net n;
+  Value* x = n.input("x", {1, 3, 10, 10});
+  Value* a = n.conv(x, 16, 3, {1, 16, 10, 10});
+  Value* b = n.conv(a, 32, 1, {1, 32, 10, 10});
+  Value* c = n.conv(b, 32, 3, {1, 32, 10, 10}, true, b);
+  Value* r = n.unary(OpKind::Sigmoid, c);  // reference: ends the first group
+  Value* d = n.conv(r, 64, 1, {1, 64, 10, 10});
+  Value* e = n.conv(d, 16, 1, {1, 16, 10, 10});
+  n.g->outputs() = {n.conv(e, 16, 1, {1, 16, 10, 10})};
+  EngineOptions opts;
+  opts.optimize = false;
+  auto engine = build_engine(std::move(n.g), opts);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+
+  const auto first = dnnl_cpu::layout_choice(a);
+  if (first.layouts.size() < 2) GTEST_SKIP() << "one candidate layout on this CPU";
+  ASSERT_EQ(first.seconds.size(), first.layouts.size());
+  const size_t fastest = static_cast<size_t>(
+      std::min_element(first.seconds.begin(), first.seconds.end()) - first.seconds.begin());
+  EXPECT_EQ(first.chosen, first.layouts[fastest]);
+  for (Value* v : {a, b}) {
+    const auto same = dnnl_cpu::layout_choice(v);
+    EXPECT_EQ(same.chosen, first.chosen) << v->name;
+    EXPECT_EQ(same.seconds, first.seconds) << v->name;
+  }
+  EXPECT_FALSE(dnnl_cpu::storable(c));  // read by the Sigmoid
+  const auto second = dnnl_cpu::layout_choice(d);
+  ASSERT_EQ(second.seconds.size(), second.layouts.size());
+  EXPECT_NE(second.seconds, first.seconds);
+  EXPECT_EQ(dnnl_cpu::layout_choice(e).seconds, second.seconds);
+}
+
+// A symbolic batch is timed as 1; the decision is the graph's, so one Context running
+// batch 2 and then batch 3 (every kernel prepares again) still agrees on every layout.
+TEST(DnnlLayoutPlan, SymbolicBatchIsTimedAndHoldsForEveryBatch) {
+  auto make = [](Net& n) {
+    const Bottleneck v = make_bottlenecks(n);
+    for (Value* s : {v.x, v.stem, v.a, v.b, v.c, v.s2, v.d, v.e, v.f}) s->dims[0] = Dim{-1, "N"};
+  };
+  expect_auto_matches_reference(make, {2, 3});
+  Net n;
+  make(n);
+  const Value* a = n.g->inputs()[0]->consumers[0]->output(0);
+  const auto c = dnnl_cpu::layout_choice(a);
+  if (c.layouts.size() > 1) EXPECT_EQ(c.seconds.size(), c.layouts.size());
+}
+
+// Unknown spatial dims cannot be timed: the blocked layout where Winograd could run, the
+// first candidate (oneDNN's nhwc on AVX-512) elsewhere.
+TEST(DnnlLayoutPlan, UnknownSpatialDimsFallBackToTheWinogradRule) {
+  for (int64_t k : {3, 1}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    Net n;
+    Value* x = n.input("x", {1, 16, 8, 8});
+    Value* a = n.conv(x, 16, 1, {1, 16, 8, 8});
+    Value* b = n.conv(a, 16, k, {1, 16, 8, 8});
+    n.g->outputs() = {n.conv(b, 16, 1, {1, 16, 8, 8})};
+    for (Value* v : {x, a, b}) v->dims[2] = v->dims[3] = Dim{-1, ""};
+    const auto c = dnnl_cpu::layout_choice(a);
+    if (c.layouts.size() < 2) GTEST_SKIP() << "one candidate layout on this CPU";
+    EXPECT_TRUE(c.seconds.empty());
+    EXPECT_EQ(c.chosen, k == 3 ? c.layouts[1] : c.layouts[0]);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -50,6 +50,9 @@ class Tensor {
   // A float32 tensor holding `values` (size must equal the shape's element count).
   static Tensor from_floats(Shape shape, const std::vector<float>& values);
   static Tensor from_int64s(Shape shape, const std::vector<int64_t>& values);
+  // A tensor whose buffer is `bytes` itself, taken without a copy (its size must be the
+  // shape's byte count); e.g. an initializer's raw data from a parsed model.
+  static Tensor from_bytes(DataType dtype, Shape shape, std::string&& bytes);
 
   bool defined() const { return dtype_ != DataType::kUndefined; }
   DataType dtype() const { return dtype_; }
@@ -62,9 +65,13 @@ class Tensor {
   void* raw() { return buf_.get(); }
   const void* raw() const { return buf_.get(); }
   template <class T>
-  T* data() { return static_cast<T*>(raw()); }
+  T* data() {
+    return static_cast<T*>(raw());
+  }
   template <class T>
-  const T* data() const { return static_cast<const T*>(raw()); }
+  const T* data() const {
+    return static_cast<const T*>(raw());
+  }
 
   // Same buffer, new shape with the same element count.
   Tensor reshaped(Shape shape) const;

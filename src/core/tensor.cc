@@ -1,10 +1,11 @@
+#include "kiln/tensor.h"
+
 #include <cstring>
 #include <stdexcept>
 
 #include "core/check.h"
 #include "core/half.h"
 #include "kiln/options.h"
-#include "kiln/tensor.h"
 
 namespace kiln {
 
@@ -33,11 +34,19 @@ const char* dtype_name(DataType dt) {
 
 size_t dtype_size(DataType dt) {
   switch (dt) {
-    case DataType::kFloat32: case DataType::kInt32: case DataType::kUInt32: return 4;
-    case DataType::kUInt8: case DataType::kInt8: case DataType::kBool: return 1;
-    case DataType::kUInt16: case DataType::kInt16: case DataType::kFloat16:
+    case DataType::kFloat32:
+    case DataType::kInt32:
+    case DataType::kUInt32: return 4;
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kBool: return 1;
+    case DataType::kUInt16:
+    case DataType::kInt16:
+    case DataType::kFloat16:
     case DataType::kBFloat16: return 2;
-    case DataType::kInt64: case DataType::kFloat64: case DataType::kUInt64: return 8;
+    case DataType::kInt64:
+    case DataType::kFloat64:
+    case DataType::kUInt64: return 8;
     default: return 0;
   }
 }
@@ -72,6 +81,17 @@ Tensor::Tensor(DataType dtype, Shape shape) : dtype_(dtype), shape_(std::move(sh
 Tensor Tensor::zeros(DataType dtype, Shape shape) {
   Tensor t(dtype, std::move(shape));
   std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::from_bytes(DataType dtype, Shape shape, std::string&& bytes) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  KILN_CHECK(bytes.size() == t.nbytes());
+  auto holder = std::make_shared<std::string>(std::move(bytes));
+  auto* data = reinterpret_cast<std::byte*>(holder->data());
+  t.buf_ = std::shared_ptr<std::byte[]>(std::move(holder), data);
   return t;
 }
 

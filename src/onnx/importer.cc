@@ -7,12 +7,20 @@
 
 #include "onnx/importer.h"
 
+#include <fcntl.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <climits>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "onnx/import_context.h"
@@ -141,7 +149,8 @@ Result<AttrValue> convert_attribute(const onnx::AttributeProto& a, const std::st
 
 class OnnxImporter {
  public:
-  OnnxImporter(const onnx::GraphProto& g, int64_t opset, std::string base_dir, TypeMap types)
+  // `g` is consumed: initializers' raw bytes are moved into the graph's constants.
+  OnnxImporter(onnx::GraphProto& g, int64_t opset, std::string base_dir, TypeMap types)
       : proto_(g),
         graph_(std::make_unique<Graph>()),
         ctx_(*graph_, opset),
@@ -174,10 +183,11 @@ class OnnxImporter {
   // Creates every named Value up front (initializers, inputs, node outputs) so the
   // original names are kept; values the normalizers add later get suffixed names.
   Status add_values() {
-    for (const auto& init : proto_.initializer()) {
+    for (auto& init : *proto_.mutable_initializer()) {
       if (find(init.name()))
         return invalid_argument("initializer '" + init.name() + "' appears twice");
-      KILN_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_));
+      std::string* raw = init.has_raw_data() ? init.mutable_raw_data() : nullptr;
+      KILN_ASSIGN_OR_RETURN(Tensor t, tensor_from_proto(init, base_dir_, raw));
       by_name_[init.name()] = graph_->add_constant(init.name(), std::move(t));
     }
     if (proto_.sparse_initializer_size() > 0)
@@ -242,7 +252,7 @@ class OnnxImporter {
     return Status::ok();
   }
 
-  const onnx::GraphProto& proto_;
+  onnx::GraphProto& proto_;
   std::unique_ptr<Graph> graph_;
   ImportContext ctx_;
   std::string base_dir_;
@@ -252,11 +262,15 @@ class OnnxImporter {
 
 // Parses, checks and imports. `path` is set for files (the checker then resolves external
 // data itself), empty for bytes.
-Result<std::unique_ptr<Graph>> import_model(const std::string& bytes, const std::string& base_dir,
+Result<std::unique_ptr<Graph>> import_model(std::string_view bytes, const std::string& base_dir,
                                             const std::string& what, const std::string& path) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX))
+    return invalid_argument(what + " is " + std::to_string(bytes.size()) +
+                            " bytes; protobuf parses at most 2 GiB (use external data)");
   onnx::ModelProto model;
   bool parsed = false;
-  KILN_RETURN_IF_ERROR(guarded(what, [&] { parsed = model.ParseFromString(bytes); }));
+  KILN_RETURN_IF_ERROR(guarded(
+      what, [&] { parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())); }));
   if (!parsed)
     return invalid_argument(what + " is not a valid ONNX model (truncated or corrupted?)");
   KILN_ASSIGN_OR_RETURN(int64_t opset, precheck(model, what));
@@ -282,7 +296,7 @@ Result<std::unique_ptr<Graph>> import_model(const std::string& bytes, const std:
   // Building touches protobuf and file helpers that may throw (e.g. a malformed external
   // data offset); keep the no-exception promise here too.
   try {
-    OnnxImporter importer(model.graph(), opset, base_dir, std::move(types).value());
+    OnnxImporter importer(*model.mutable_graph(), opset, base_dir, std::move(types).value());
     auto graph = importer.run().with_context(what);
     if (graph.is_ok())
       for (const auto& p : model.metadata_props()) (*graph)->metadata[p.key()] = p.value();
@@ -321,22 +335,35 @@ bool onnx_op_importable(std::string_view op_type) {
 }
 
 Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
   std::error_code ec;
-  if (!f || std::filesystem::is_directory(path, ec))
+  if (std::filesystem::is_directory(path, ec))
     return not_found("model file '" + path + "' not found");
-  // One read into a buffer of the file's size: a stringstream would copy a 100 MB model
-  // several times over while growing and again in str().
-  f.seekg(0, std::ios::end);
-  std::streamoff size = f.tellg();
-  f.seekg(0, std::ios::beg);
-  std::string bytes;
-  if (size > 0) {
-    bytes.resize(static_cast<size_t>(size));
-    if (!f.read(bytes.data(), size)) return not_found("cannot read model file '" + path + "'");
+  // The file is mapped, not read: a read into a buffer first zero-fills it and then copies
+  // the whole file through the kernel, and every page of that fresh buffer faults. Mapped
+  // with MAP_POPULATE, the page cache's pages are wired in one go.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return not_found("model file '" + path + "' not found");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return not_found("cannot read model file '" + path + "'");
   }
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* map = nullptr;
+  if (size > 0) {
+    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (map == MAP_FAILED) {
+      ::close(fd);
+      return not_found("cannot map model file '" + path + "'");
+    }
+  }
+  ::close(fd);
+  std::unique_ptr<void, std::function<void(void*)>> unmap(map, [size](void* p) {
+    if (p) ::munmap(p, size);
+  });
   std::string dir = std::filesystem::path(path).parent_path().string();
-  return import_model(bytes, dir.empty() ? "." : dir, "'" + path + "'", path);
+  return import_model(std::string_view(static_cast<const char*>(map), size),
+                      dir.empty() ? "." : dir, "'" + path + "'", path);
 }
 
 Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes,

@@ -23,9 +23,12 @@ Status read_external(const onnx::TensorProto& p, const std::string& base_dir, Te
   int64_t offset = 0;
   int64_t length = -1;
   for (const auto& kv : p.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoll(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
   }
   if (location.empty()) return invalid_argument("external data without a location");
   std::filesystem::path rel(location);
@@ -39,12 +42,12 @@ Status read_external(const onnx::TensorProto& p, const std::string& base_dir, Te
   int64_t size = f.tellg();
   int64_t want = static_cast<int64_t>(t.nbytes());
   if (length >= 0 && length != want)
-    return invalid_argument("external data length " + std::to_string(length) + " != " +
-                            std::to_string(want) + " bytes the tensor needs");
+    return invalid_argument("external data length " + std::to_string(length) +
+                            " != " + std::to_string(want) + " bytes the tensor needs");
   if (offset < 0 || offset + want > size)
     return invalid_argument("external data file '" + full.string() + "' is too short (" +
-                            std::to_string(size) + " bytes, need " +
-                            std::to_string(offset + want) + ")");
+                            std::to_string(size) + " bytes, need " + std::to_string(offset + want) +
+                            ")");
   f.seekg(offset);
   f.read(static_cast<char*>(t.raw()), want);
   if (!f) return internal_error("reading '" + full.string() + "' failed");
@@ -53,11 +56,11 @@ Status read_external(const onnx::TensorProto& p, const std::string& base_dir, Te
 
 }  // namespace
 
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir) {
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir,
+                                 std::string* take_raw) {
   std::string what = "tensor '" + p.name() + "'";
   auto dt = static_cast<DataType>(p.data_type());
-  if (dt == DataType::kString)
-    return unsupported(what + ": string tensors are not supported");
+  if (dt == DataType::kString) return unsupported(what + ": string tensors are not supported");
   if (dtype_size(dt) == 0)
     return unsupported(what + ": unsupported element type " + std::to_string(p.data_type()));
   Shape shape(p.dims().begin(), p.dims().end());
@@ -71,18 +74,21 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& 
       return invalid_argument(what + ": shape " + shape_str(shape) + " is too large");
     numel *= d;
   }
+  const size_t bytes = static_cast<size_t>(numel) * dtype_size(dt);
+  if (p.data_location() != onnx::TensorProto::EXTERNAL && p.has_raw_data()) {
+    if (p.raw_data().size() != bytes)
+      return invalid_argument(what + ": raw_data holds " + std::to_string(p.raw_data().size()) +
+                              " bytes, shape " + shape_str(shape) + " of " + dtype_name(dt) +
+                              " needs " + std::to_string(bytes));
+    if (take_raw && take_raw == &p.raw_data() && bytes > 0)
+      return Tensor::from_bytes(dt, shape, std::move(*take_raw));
+  }
   Tensor t(dt, shape);
-  const size_t bytes = t.nbytes();
-
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     KILN_RETURN_IF_ERROR_CTX(read_external(p, base_dir, t), what);
     return t;
   }
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != bytes)
-      return invalid_argument(what + ": raw_data holds " + std::to_string(p.raw_data().size()) +
-                              " bytes, shape " + shape_str(shape) + " of " + dtype_name(dt) +
-                              " needs " + std::to_string(bytes));
     if (bytes) std::memcpy(t.raw(), p.raw_data().data(), bytes);
     return t;
   }
@@ -106,8 +112,10 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string& 
     case DataType::kUInt32:
     case DataType::kUInt64:
       if (p.uint64_data_size() != numel) return count_error(p.uint64_data_size());
-      if (dt == DataType::kUInt32) copy_field<uint32_t>(t, p.uint64_data());
-      else copy_field<uint64_t>(t, p.uint64_data());
+      if (dt == DataType::kUInt32)
+        copy_field<uint32_t>(t, p.uint64_data());
+      else
+        copy_field<uint64_t>(t, p.uint64_data());
       break;
     default:  // int32_data carries int32, int16, int8, uint16, uint8, bool, float16, bfloat16
       if (p.int32_data_size() != numel) return count_error(p.int32_data_size());

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "core/half.h"
 #include "kiln/status.h"
@@ -34,8 +36,8 @@ TEST(Half, RoundTripsAndRoundsToNearestEven) {
     EXPECT_EQ(half_bits_to_float(float_to_half_bits(f)), static_cast<float>(Half(f))) << f;
   EXPECT_EQ(float_to_half_bits(1.f), 0x3c00);
   EXPECT_EQ(float_to_half_bits(65504.f), 0x7bff);
-  EXPECT_EQ(float_to_half_bits(1e6f), 0x7c00);           // overflow → inf
-  EXPECT_EQ(float_to_half_bits(5.9604645e-08f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_half_bits(1e6f), 0x7c00);              // overflow → inf
+  EXPECT_EQ(float_to_half_bits(5.9604645e-08f), 0x0001);    // smallest subnormal
   EXPECT_EQ(float_to_half_bits(1.f + 1.f / 2048), 0x3c00);  // tie → even
   EXPECT_EQ(float_to_half_bits(1.f + 3.f / 2048), 0x3c02);  // tie → even (up)
   EXPECT_NEAR(half_bits_to_float(0x3555), 0.333251953f, 1e-9);
@@ -55,6 +57,25 @@ TEST(Tensor, ShallowCopyDeepClone) {
   EXPECT_EQ(a.nbytes(), 16u);
   EXPECT_EQ(shape_str(a.shape()), "[2,2]");
   EXPECT_EQ(Tensor::from_int64s({3}, {1, -2, 3}).to_int64s(), (std::vector<int64_t>{1, -2, 3}));
+}
+
+// A tensor over a taken byte string: no copy (the data pointer is the string's own), the
+// values are the bytes, and copies share the buffer.
+TEST(Tensor, FromBytesTakesTheBufferWithoutCopy) {
+  const std::vector<float> v{1.5f, -2.f, 3.25f, 4.f, 5.f, 6.f};
+  std::string bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  const char* where = bytes.data();
+  Tensor t = Tensor::from_bytes(DataType::kFloat32, {2, 3}, std::move(bytes));
+  EXPECT_EQ(static_cast<const void*>(t.raw()), static_cast<const void*>(where));
+  EXPECT_EQ(t.shape(), Shape({2, 3}));
+  EXPECT_EQ(t.to_floats(), v);
+  Tensor shared = t.reshaped({6});
+  t.data<float>()[5] = 7.f;
+  EXPECT_EQ(shared.data<float>()[5], 7.f);
+  // A short string keeps its bytes inside the string object (no heap buffer): still valid.
+  std::string small("\x01\x00\x02\x00", 4);
+  Tensor s = Tensor::from_bytes(DataType::kInt16, {2}, std::move(small));
+  EXPECT_EQ(s.to_int64s(), (std::vector<int64_t>{1, 2}));
 }
 
 }  // namespace

@@ -247,6 +247,40 @@ TEST(ImporterErrors, MissingFile) {
                {"/nonexistent/dir/model.onnx"});
 }
 
+// The file path (a mapped file, initializers' bytes moved out of the parsed model) gives the
+// same graph and constants as the bytes path (bytes copied).
+TEST(Importer, FileAndBytesImportAlike) {
+  TempDir dir;
+  const std::string bytes = conv_relu_model().bytes();
+  dir.write("m.onnx", bytes);
+  auto from_file = import_onnx_file(dir.file("m.onnx"));
+  auto from_bytes = import_onnx_bytes(bytes, dir.path().string());
+  ASSERT_TRUE(from_file.is_ok()) << from_file.status().to_string();
+  ASSERT_TRUE(from_bytes.is_ok()) << from_bytes.status().to_string();
+  const Graph &a = **from_file, &b = **from_bytes;
+  ASSERT_EQ(a.nodes().size(), b.nodes().size());
+  for (size_t i = 0; i < a.nodes().size(); ++i) {
+    const Node &na = *a.nodes()[i], &nb = *b.nodes()[i];
+    ASSERT_EQ(na.inputs.size(), nb.inputs.size());
+    for (size_t j = 0; j < na.inputs.size(); ++j) {
+      if (!na.inputs[j] || !na.inputs[j]->is_constant()) continue;
+      const Tensor &ta = na.inputs[j]->constant, &tb = nb.inputs[j]->constant;
+      EXPECT_EQ(ta.shape(), tb.shape());
+      EXPECT_EQ(ta.to_floats(), tb.to_floats());
+    }
+  }
+}
+
+TEST(ImporterErrors, EmptyFileAndDirectory) {
+  TempDir dir;
+  dir.write("empty.onnx", "");
+  auto empty = import_onnx_file(dir.file("empty.onnx"));
+  ASSERT_FALSE(empty.is_ok());
+  EXPECT_NE(empty.status().message().find("empty.onnx"), std::string::npos)
+      << empty.status().to_string();
+  expect_error(import_onnx_file(dir.path().string()), StatusCode::kNotFound, {"not found"});
+}
+
 TEST(ImporterErrors, TruncatedFile) {
   TempDir dir;
   std::string bytes = conv_relu_model().bytes();

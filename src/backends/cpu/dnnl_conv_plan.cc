@@ -172,8 +172,12 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
   if (cands.size() > 1 || seconds) {
     // Alternating rounds, the best of each: load from other processes hits all alike.
     std::vector<double> t(cands.size(), 1e30);
-    for (ConvPlan& c : cands) time(c);  // warm-up: first touch of the scratch, caches
-    for (int round = 0; round < kTimedRounds; ++round)
+    double warm = 1e30;  // warm-up: first touch of the scratch, caches
+    for (ConvPlan& c : cands) warm = std::min(warm, time(c));
+    // Long convs need fewer rounds to be told apart, and they dominate the build time of
+    // large batches: rounds so that each candidate is timed for about kTimingBudget.
+    const int rounds = std::clamp(static_cast<int>(kTimingBudget / warm), 1, kTimedRounds);
+    for (int round = 0; round < rounds; ++round)
       for (size_t i = 0; i < cands.size(); ++i) t[i] = std::min(t[i], time(cands[i]));
     pick = static_cast<size_t>(std::min_element(t.begin(), t.end()) - t.begin());
     if (seconds) *seconds = t[pick];

@@ -64,7 +64,8 @@ class ConvPlanner {
   ConvPlan make(dnnl::algorithm algo, dnnl::memory::format_tag src_fmt,
                 dnnl::memory::format_tag dst_fmt, bool allow_ref, bool res_binary = false);
 
-  static constexpr int kTimedRounds = 3;
+  static constexpr int kTimedRounds = 3;         // at most, after one warm-up run
+  static constexpr double kTimingBudget = 3e-3;  // seconds of timed runs per candidate
   const Node& node_;
   const ConvAttrs& attrs_;
   ConvOperands ops_;

@@ -157,7 +157,9 @@ TEST(DnnlLayoutPlan, SymbolicBatchIsTimedAndHoldsForEveryBatch) {
   make(n);
   const Value* a = n.g->inputs()[0]->consumers[0]->output(0);
   const auto c = dnnl_cpu::layout_choice(a);
-  if (c.layouts.size() > 1) EXPECT_EQ(c.seconds.size(), c.layouts.size());
+  if (c.layouts.size() > 1) {
+    EXPECT_EQ(c.seconds.size(), c.layouts.size());
+  }
 }
 
 // Unknown spatial dims cannot be timed: the blocked layout where Winograd could run, the

@@ -54,10 +54,13 @@ TEST(DnnlLayoutPlan, ForcedAndMeasuredLayoutsMatchReference) {
         const tag blocked = blocked_layout(v.a);
         for (Value* s : {v.stem, v.a, v.b, v.c, v.s2, v.d, v.e}) {
           const tag t = dnnl_cpu::stored_format(s);
-          if (std::string(layout) == "nhwc") EXPECT_EQ(t, tag::nhwc) << s->name;
-          if (std::string(layout) == "blocked" && blocked != tag::undef)
+          if (std::string(layout) == "nhwc") {
+            EXPECT_EQ(t, tag::nhwc) << s->name;
+          }
+          if (std::string(layout) == "blocked" && blocked != tag::undef) {
             EXPECT_EQ(t, s->dims[1].value % 16 == 0 || blocked == tag::nChw8c ? blocked : tag::nhwc)
                 << s->name;
+          }
         }
       });
     }

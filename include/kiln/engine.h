@@ -52,7 +52,7 @@ struct DeviceTiming {
 struct LayerProfile {
   std::string name;    // the node's name (or what a conversion converts)
   std::string op;      // op kind; "CPU:<op>" for a node that fell back to the CPU
-  std::string tactic;  // the chosen implementation
+  std::string tactic;  // the chosen implementation (on the CPU: the backend's name)
   bool on_cpu = false;
   double ms = 0;
 };
@@ -112,7 +112,8 @@ class Context {
   // Runs the device compute of the last run again `iterations` times, with the inputs
   // already on the device and no host copies (the CUDA graph when enabled); ms per run.
   Result<std::vector<double>> time_compute(int iterations);
-  // Every step's mean device time over `iterations` runs (steps launched one by one).
+  // Every step's mean time over `iterations` runs of the last run's inputs: device time per
+  // step on CUDA (steps launched one by one), each node's kernel time on the CPU.
   Result<std::vector<LayerProfile>> profile_layers(int iterations);
   Result<DeviceMemoryInfo> device_memory() const;
   // Whether the last run replayed a CUDA graph.

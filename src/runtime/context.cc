@@ -1,6 +1,10 @@
+// Context::run on the CPU (node by node through the chosen backends' kernels) and the
+// Context accessors, CUDA ones forwarded to cuda_runtime.
+#include <chrono>
 #include <new>
 #include <string>
 
+#include "ir/op_kind.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
 
@@ -87,6 +91,7 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
     for (size_t i = 0; i < out_list.size(); ++i) result[g.outputs()[i]->name] = out_list[i];
     return result;
   }
+  impl_->last_inputs = inputs;
   for (const auto& v : g.values())
     if (v->is_constant()) slots[v->id()] = v->constant;
 
@@ -141,7 +146,14 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
     }
     Status executed;
     try {
-      executed = kernel.execute(in, out);
+      if (impl_->node_seconds) {
+        const auto t0 = std::chrono::steady_clock::now();
+        executed = kernel.execute(in, out);
+        (*impl_->node_seconds)[k] +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      } else {
+        executed = kernel.execute(in, out);
+      }
     } catch (const std::bad_alloc&) {
       executed = Status(StatusCode::kResourceExhausted, node.describe() + ": out of memory");
     }
@@ -177,8 +189,30 @@ Result<std::vector<double>> Context::time_compute(int iterations) {
 }
 
 Result<std::vector<LayerProfile>> Context::profile_layers(int iterations) {
-  if (!impl_->engine->cuda) return invalid_argument("layer profiles are for CUDA engines");
-  return cuda_profile_layers(impl_->cuda.get(), iterations);
+  if (impl_->engine->cuda) return cuda_profile_layers(impl_->cuda.get(), iterations);
+  // CPU: the last run's inputs again, each node's execute() timed (allocation and the
+  // runtime's bookkeeping between nodes are not counted).
+  if (impl_->last_inputs.empty()) return invalid_argument("profile_layers needs a run() first");
+  if (iterations < 1) return invalid_argument("profile_layers needs at least one iteration");
+  const Engine::Impl& e = *impl_->engine;
+  std::vector<double> seconds(e.order.size(), 0.0);
+  impl_->node_seconds = &seconds;
+  const std::map<std::string, Tensor> inputs = impl_->last_inputs;
+  Status status = Status::ok();
+  for (int i = 0; i < iterations && status.is_ok(); ++i) status = run(inputs).status();
+  impl_->node_seconds = nullptr;
+  KILN_RETURN_IF_ERROR(status);
+  std::vector<LayerProfile> layers;
+  for (size_t k = 0; k < e.order.size(); ++k) {
+    LayerProfile l;
+    l.name = e.order[k]->name;
+    l.op = op_name(e.order[k]->op);
+    l.tactic = e.node_backend[k] ? e.node_backend[k]->name() : "";
+    l.on_cpu = true;
+    l.ms = seconds[k] * 1e3 / iterations;
+    layers.push_back(std::move(l));
+  }
+  return layers;
 }
 
 Result<DeviceMemoryInfo> Context::device_memory() const {

@@ -36,6 +36,10 @@ struct Context::Impl {
   std::vector<std::unique_ptr<Kernel>> kernels;  // per node in engine->order
   std::vector<Tensor> slots;                     // by value id; reset after each run
   std::shared_ptr<CudaContextState> cuda;        // CUDA engines: stream, handles, plan
+  // CPU engines: the last run's inputs (shared buffers, not copies), for profile_layers(),
+  // and while profiling, each node's summed execute() seconds.
+  std::map<std::string, Tensor> last_inputs;
+  std::vector<double>* node_seconds = nullptr;
 };
 
 // Builds the engine's execution state from an imported graph (choose a backend per node,

@@ -55,7 +55,9 @@ TEST(DnnlLayout, DecisionFollowsProducersAndReaders) {
   const bool has_nhwc =
       std::count(choice.layouts.begin(), choice.layouts.end(), memory::format_tag::nhwc) > 0;
   EXPECT_EQ(dnnl_cpu::stored_blocked(c), has_nhwc);
-  if (has_nhwc) EXPECT_EQ(dnnl_cpu::stored_format(c), memory::format_tag::nhwc);
+  if (has_nhwc) {
+    EXPECT_EQ(dnnl_cpu::stored_format(c), memory::format_tag::nhwc);
+  }
   EXPECT_FALSE(dnnl_cpu::stored_blocked(d));  // graph output
   EXPECT_FALSE(dnnl_cpu::stored_blocked(e));
   EXPECT_FALSE(dnnl_cpu::stored_blocked(r));

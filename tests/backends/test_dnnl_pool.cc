@@ -1,5 +1,5 @@
-// oneDNN MaxPool / AveragePool against the reference kernels on random data over a table
-// of kernels, strides, pads, dilations, ceil mode, auto_pad and count_include_pad.
+// oneDNN MaxPool / AveragePool / GlobalAveragePool against the reference kernels on random data
+// over a table of kernels, strides, pads, dilations, ceil mode, auto_pad and count_include_pad.
 #include <string>
 
 #include "backends/backend_test_util.h"
@@ -80,6 +80,31 @@ TEST(DnnlPool, AveragePoolMatchesReference) {
     SCOPED_TRACE(c.name);
     check_pool(OpKind::AveragePool, c, {}, ++seed);
   }
+}
+
+// GlobalAveragePool: one average over each plane, odd and 1×1 planes included; a 3-D input
+// stays on the reference.
+TEST(DnnlPool, GlobalAveragePoolMatchesReference) {
+  uint32_t seed = 400;
+  for (Shape xs :
+       {Shape{2, 32, 7, 7}, Shape{1, 3, 5, 9}, Shape{3, 17, 1, 1}, Shape{1, 1280, 7, 7}}) {
+    SCOPED_TRACE(shape_str(xs));
+    Graph g;
+    Value* y = g.add_value("y");
+    y->dtype = DataType::kFloat32;
+    Node* n = g.add_node(OpKind::GlobalAveragePool, "gap", {f32_value(g, "x", xs)}, {y});
+    const Backend& dnnl = onednn_backend(2);
+    ASSERT_TRUE(dnnl.supports(*n));
+    Tensor x = random_tensor(xs, ++seed);
+    std::unique_ptr<Kernel> kernel;
+    expect_matches_reference(dnnl, *n, {&x}, &kernel);
+    ASSERT_TRUE(kernel);
+    EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).uses_reference());
+  }
+  Graph g;
+  Node* gap3d = g.add_node(OpKind::GlobalAveragePool, "gap3", {f32_value(g, "x3", {1, 2, 4, 4, 4})},
+                           {f32_value(g, "y3", {})});
+  EXPECT_FALSE(onednn_backend(1).supports(*gap3d));
 }
 
 // MaxPool with its Indices output, 3-D pooling and non-float inputs stay on the reference.

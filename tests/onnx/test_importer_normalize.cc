@@ -246,7 +246,9 @@ void expect_legacy_resize(const Graph& g, const std::string& mode) {
   EXPECT_EQ(r->input(3), nullptr);
   EXPECT_EQ(r->attrs.get_string("mode"), mode);
   EXPECT_EQ(r->attrs.get_string("coordinate_transformation_mode"), "asymmetric");
-  if (mode == "nearest") EXPECT_EQ(r->attrs.get_string("nearest_mode"), "floor");
+  if (mode == "nearest") {
+    EXPECT_EQ(r->attrs.get_string("nearest_mode"), "floor");
+  }
 }
 
 TEST(ImporterNormalize, UpsampleBecomesResize) {

@@ -172,6 +172,31 @@ TEST_F(Cli, BenchWritesJson) {
   EXPECT_LE(ips, 4 * 1e3 / mn * 1.001);
 }
 
+// --dump-profile on the CPU: one entry per node with its backend and a mean time, and the
+// slowest printed; --no-transfers stays CUDA-only.
+TEST_F(Cli, BenchDumpsACpuProfile) {
+  std::string model = channel_mean_model(path("m.onnx"));
+  auto r = kiln("bench " + model + " --batch 2 --warmup 0 --duration 0.05 --threads 1 " +
+                "--dump-profile " + path("p.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("per-layer profile"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(slurp(path("p.json")), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << slurp(path("p.json"));
+  ASSERT_TRUE(j.is_array());
+  ASSERT_FALSE(j.empty());
+  double total = 0;
+  for (const auto& l : j) {
+    for (const char* key : {"name", "op", "tactic", "cpu", "ms"})
+      EXPECT_TRUE(l.contains(key)) << key;
+    EXPECT_TRUE(l["cpu"].get<bool>());
+    EXPECT_FALSE(l["tactic"].get<std::string>().empty());
+    EXPECT_GE(l["ms"].get<double>(), 0);
+    total += l["ms"].get<double>();
+  }
+  EXPECT_GT(total, 0);
+  expect_error(kiln("bench " + model + " --no-transfers"), 2, "--no-transfers needs --device cuda");
+}
+
 TEST_F(Cli, BenchAsksForShapesOfSymbolicDims) {
   std::string model = channel_mean_model(path("m.onnx"), "height");
   expect_error(kiln("bench " + model + " --duration 0"), 2, "--shape image=");

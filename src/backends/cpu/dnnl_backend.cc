@@ -98,7 +98,8 @@ bool claims(const Node& node) {
     case OpKind::Conv: return conv_supported(node);
     case OpKind::Gemm: return gemm_supported(node);
     case OpKind::MaxPool:
-    case OpKind::AveragePool: return pool_supported(node);
+    case OpKind::AveragePool:
+    case OpKind::GlobalAveragePool: return pool_supported(node);
     default: return false;
   }
 }

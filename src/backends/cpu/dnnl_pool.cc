@@ -1,8 +1,9 @@
-// oneDNN MaxPool / AveragePool, 2-D fp32 (NCHW or the oneDNN layout of stored_blocked), without
-// MaxPool's Indices output. Geometry comes from the shared pool_dims(); ceil mode maps onto a
-// larger end padding (padded_end_for_output). Shapes oneDNN cannot express exactly fall back to the
-// reference: an end padding that cannot be made non-negative, or AveragePool counting padding with
-// ceil-mode overflow (those positions are not padding in ONNX, but oneDNN would count them).
+// oneDNN MaxPool / AveragePool / GlobalAveragePool, 2-D fp32 (NCHW or the oneDNN layout of
+// stored_blocked), without MaxPool's Indices output. Geometry comes from the shared pool_dims();
+// ceil mode maps onto a larger end padding (padded_end_for_output). Shapes oneDNN cannot express
+// exactly fall back to the reference: an end padding that cannot be made non-negative, or
+// AveragePool counting padding with ceil-mode overflow (those positions are not padding in ONNX,
+// but oneDNN would count them).
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/pool.h"
@@ -28,6 +29,12 @@ class DnnlPoolKernel final : public DnnlKernel {
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
     const Shape& xs = in[0].shape;
     if (xs.size() != 4) return false;
+    if (node_.op == OpKind::GlobalAveragePool) {
+      // One window over the whole plane: average pooling with the plane as the kernel.
+      if (xs[2] <= 0 || xs[3] <= 0) return false;
+      return create(dnnl::algorithm::pooling_avg_exclude_padding, xs, out[0].shape, {1, 1},
+                    {xs[2], xs[3]}, {0, 0}, {0, 0}, {0, 0});
+    }
     auto attrs = parse_pool_attrs(node_.attrs, 2, options_for(node_.op));
     if (!attrs.is_ok()) return false;
     auto dims = pool_dims(*attrs, xs);
@@ -50,11 +57,17 @@ class DnnlPoolKernel final : public DnnlKernel {
     dnnl::algorithm alg = is_max                     ? dnnl::algorithm::pooling_max
                           : attrs->count_include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                                      : dnnl::algorithm::pooling_avg_exclude_padding;
+    return create(alg, xs, out[0].shape, strides, kernel, dil, pad_l, pad_r);
+  }
+
+  bool create(dnnl::algorithm alg, const Shape& xs, const Shape& ys, const memory::dims& strides,
+              const memory::dims& kernel, const memory::dims& dil, const memory::dims& pad_l,
+              const memory::dims& pad_r) {
     // The input as its producer stores it; the output in the same layout (dst `any`), with
     // a reorder when the reader wants it otherwise.
     memory::desc src_md = stored_desc(node_.inputs[0], xs);
-    dst_ext_ = stored_desc(node_.outputs[0], out[0].shape);
-    memory::desc dst_md(to_dims(out[0].shape), dt::f32, tag::any);
+    dst_ext_ = stored_desc(node_.outputs[0], ys);
+    memory::desc dst_md(to_dims(ys), dt::f32, tag::any);
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
                                         strides, kernel, dil, pad_l, pad_r);
     pd_ = dnnl::pooling_v2_forward::primitive_desc(desc, cpu_engine());
@@ -90,7 +103,9 @@ class DnnlPoolKernel final : public DnnlKernel {
 }  // namespace
 
 bool pool_supported(const Node& node) {
-  if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool) return false;
+  if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool &&
+      node.op != OpKind::GlobalAveragePool)
+    return false;
   if (node.inputs.size() != 1 || node.outputs.empty() || !node.epilogue.empty()) return false;
   // MaxPool's Indices output is not produced.
   for (size_t i = 1; i < node.outputs.size(); ++i)
@@ -98,6 +113,7 @@ bool pool_supported(const Node& node) {
   if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
   const Value* x = node.inputs[0];
   if (x->has_shape && x->dims.size() != 4) return false;
+  if (node.op == OpKind::GlobalAveragePool) return true;  // no attributes
   return parse_pool_attrs(node.attrs, 2, options_for(node.op)).is_ok();
 }
 

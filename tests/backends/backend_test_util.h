@@ -4,10 +4,35 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "backends/backend.h"
 #include "ops/op_test_util.h"
 
 namespace kiln::test {
+
+// Sets an environment variable for the scope (the kernels' KILN_* switches), restoring the
+// old value, or its absence, at the end.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
 
 // A float32 value of `shape` in `g` (what supports() looks at).
 inline Value* f32_value(Graph& g, const std::string& name, const Shape& shape) {

@@ -71,28 +71,6 @@ inline Attributes pool_attrs(int64_t k, int64_t s, int64_t pad, bool ceil = fals
   return a;
 }
 
-// Sets an environment variable for one scope and restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
 // Runs the graph `make` builds with the auto and the reference backends on the same random
 // inputs, once per batch in `batches` on one Context (0: the inputs' declared shapes, which
 // must then be static; otherwise it replaces a symbolic dim 0, so the kernels prepare again);

@@ -171,25 +171,6 @@ TEST(DnnlConv, DeclinesNonConstantWeightsAndOtherDtypes) {
 }
 
 // Winograd (forced through KILN_DNNL_CONV_ALGO) against the reference on 3×3 stride-1 convs.
-// Sets the variable for the scope of one test and restores it.
-class ScopedAlgo {
- public:
-  explicit ScopedAlgo(const char* algo) {
-    if (const char* old = std::getenv(kVar)) old_ = old;
-    setenv(kVar, algo, 1);
-  }
-  ~ScopedAlgo() {
-    if (old_.empty())
-      unsetenv(kVar);
-    else
-      setenv(kVar, old_.c_str(), 1);
-  }
-
- private:
-  static constexpr const char* kVar = "KILN_DNNL_CONV_ALGO";
-  std::string old_;
-};
-
 struct WinoCase {
   const char* name;
   Shape x;
@@ -218,7 +199,7 @@ const WinoCase kWinoCases[] = {
 // what one wrong tap costs (~|x||w| ≈ 0.25 against a bound of ≤ 2.3e-3 at C = 256). Σ|x|·|w|
 // is the reference conv of |x| and |w|.
 void check_winograd(const WinoCase& c, uint32_t seed) {
-  ScopedAlgo algo("winograd");
+  ScopedEnv algo("KILN_DNNL_CONV_ALGO", "winograd");
   Graph g;
   const Shape ws{c.k, c.x[1], 3, 3};
   Tensor x = random_tensor(c.x, seed), w = random_tensor(ws, seed + 1);
@@ -249,7 +230,9 @@ void check_winograd(const WinoCase& c, uint32_t seed) {
   ASSERT_TRUE(want.is_ok()) << want.status().to_string();
   EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).uses_reference());
   const bool wino = dnnl_cpu::conv_uses_winograd(*kernel);
-  if (c.must_winograd) EXPECT_TRUE(wino);
+  if (c.must_winograd) {
+    EXPECT_TRUE(wino);
+  }
 
   Tensor ax = x, aw = w;
   for (int64_t i = 0; i < ax.numel(); ++i) ax.data<float>()[i] = std::fabs(ax.data<float>()[i]);
@@ -292,14 +275,14 @@ TEST(DnnlConv, DirectAndAutoModes) {
                        {f32_value(g, "y", {1, 32, 16, 16})}, a);
   n->epilogue.act = Activation::kRelu;
   {
-    ScopedAlgo algo("direct");
+    ScopedEnv algo("KILN_DNNL_CONV_ALGO", "direct");
     std::unique_ptr<Kernel> kernel;
     expect_matches_reference(onednn_backend(2), *n, {&x, &w}, &kernel);
     ASSERT_TRUE(kernel);
     EXPECT_FALSE(dnnl_cpu::conv_uses_winograd(*kernel));
   }
   {
-    ScopedAlgo algo("auto");
+    ScopedEnv algo("KILN_DNNL_CONV_ALGO", "auto");
     auto got = run_backend(onednn_backend(2), *n, {&x, &w});
     ASSERT_TRUE(got.is_ok()) << got.status().to_string();
     auto want = run_backend(reference_backend(), *n, {&x, &w});

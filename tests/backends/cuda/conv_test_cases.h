@@ -122,28 +122,6 @@ inline std::unique_ptr<ConvNode> make_conv(const ConvCase& c, const EpiCase& e, 
 }
 
 // Sets KILN_CUDNN_PATH (which the Conv kernel reads at prepare) for the scope.
-// Sets an environment variable for the scope, restoring the old value (or its absence).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
-// KILN_CUDNN_PATH for the scope (conv_kernel.h).
 struct ScopedCudnnPath : ScopedEnv {
   explicit ScopedCudnnPath(const char* path) : ScopedEnv("KILN_CUDNN_PATH", path) {}
 };

@@ -34,6 +34,19 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// Conv attributes from a test case with the fields group, strides, dilations, pads and
+// auto_pad (nullptr: absent); unset lists are left out, as an exporter would.
+template <class ConvCaseT>
+Attributes conv_attrs(const ConvCaseT& c) {
+  Attributes a;
+  if (c.group != 1) a.set("group", c.group);
+  if (!c.strides.empty()) a.set("strides", c.strides);
+  if (!c.dilations.empty()) a.set("dilations", c.dilations);
+  if (!c.pads.empty()) a.set("pads", c.pads);
+  if (c.auto_pad) a.set("auto_pad", std::string(c.auto_pad));
+  return a;
+}
+
 // A float32 value of `shape` in `g` (what supports() looks at).
 inline Value* f32_value(Graph& g, const std::string& name, const Shape& shape) {
   Value* v = g.add_value(name);

@@ -79,12 +79,7 @@ void check_conv(const Geometry& c, const Epi& e, uint32_t seed) {
   Graph g;
   Tensor x = random_tensor(c.x, seed), w = random_tensor(c.w, seed + 1);
   Tensor b = random_tensor({c.w[0]}, seed + 2);
-  Attributes a;
-  if (c.group != 1) a.set("group", c.group);
-  if (!c.strides.empty()) a.set("strides", c.strides);
-  if (!c.dilations.empty()) a.set("dilations", c.dilations);
-  if (!c.pads.empty()) a.set("pads", c.pads);
-  if (c.auto_pad) a.set("auto_pad", std::string(c.auto_pad));
+  const Attributes a = conv_attrs(c);
   std::vector<Value*> ins{f32_value(g, "x", c.x), g.add_constant("w", w)};
   std::vector<const Tensor*> tensors{&x, &w};
   if (c.bias) {

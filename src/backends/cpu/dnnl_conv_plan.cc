@@ -16,6 +16,8 @@
 #include <mutex>
 #include <string>
 
+#include "core/env.h"
+
 namespace kiln::dnnl_cpu {
 
 namespace {
@@ -29,15 +31,11 @@ dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
 }
 
 // Which algorithm 3×3 stride-1 convs use, from KILN_DNNL_CONV_ALGO (see dnnl_conv.cc).
-enum class AlgoMode { kAuto, kDirect, kWinograd };
+enum class AlgoMode { kAuto, kDirect, kWinograd };  // in env_choice's order
 
 // Read at every prepare (a cheap getenv) so tests can switch it between kernels.
 AlgoMode algo_mode() {
-  const char* env = std::getenv("KILN_DNNL_CONV_ALGO");
-  const std::string v = env ? env : "";
-  if (v == "direct") return AlgoMode::kDirect;
-  if (v == "winograd") return AlgoMode::kWinograd;
-  return AlgoMode::kAuto;
+  return static_cast<AlgoMode>(env_choice("KILN_DNNL_CONV_ALGO", {"direct", "winograd"}));
 }
 
 size_t count(const Shape& s) {

@@ -26,6 +26,7 @@
 #include <string>
 
 #include "backends/cpu/dnnl_conv_plan.h"
+#include "core/env.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -35,14 +36,10 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-enum class LayoutMode { kAuto, kNhwc, kBlocked };
+enum class LayoutMode { kAuto, kNhwc, kBlocked };  // in env_choice's order
 
 LayoutMode layout_mode() {
-  const char* env = std::getenv("KILN_DNNL_LAYOUT");
-  const std::string v = env ? env : "";
-  if (v == "nhwc") return LayoutMode::kNhwc;
-  if (v == "blocked") return LayoutMode::kBlocked;
-  return LayoutMode::kAuto;
+  return static_cast<LayoutMode>(env_choice("KILN_DNNL_LAYOUT", {"nhwc", "blocked"}));
 }
 
 // The layouts oneDNN runs a 3×3 conv in with a JIT kernel on this CPU (asked once).

@@ -78,16 +78,6 @@ struct ConvNode {
   std::vector<const Tensor*> in;
 };
 
-inline Attributes conv_attrs(const ConvCase& c) {
-  Attributes a;
-  if (c.group != 1) a.set("group", c.group);
-  if (!c.strides.empty()) a.set("strides", c.strides);
-  if (!c.dilations.empty()) a.set("dilations", c.dilations);
-  if (!c.pads.empty()) a.set("pads", c.pads);
-  if (c.auto_pad) a.set("auto_pad", std::string(c.auto_pad));
-  return a;
-}
-
 inline std::unique_ptr<ConvNode> make_conv(const ConvCase& c, const EpiCase& e, uint32_t seed) {
   auto cn = std::make_unique<ConvNode>();
   Graph& g = cn->g;

@@ -15,15 +15,12 @@
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn/conv_kernel.h"
 #include "backends/cuda/kernels/launch.h"
+#include "core/env.h"
 
 namespace kiln {
 
 ConvPathChoice conv_path_from_env() {
-  const char* v = std::getenv("KILN_CUDNN_PATH");
-  if (!v) return ConvPathChoice::kAuto;
-  if (std::strcmp(v, "legacy") == 0) return ConvPathChoice::kLegacy;
-  if (std::strcmp(v, "graph") == 0) return ConvPathChoice::kGraph;
-  return ConvPathChoice::kAuto;
+  return static_cast<ConvPathChoice>(env_choice("KILN_CUDNN_PATH", {"legacy", "graph"}));
 }
 
 namespace {

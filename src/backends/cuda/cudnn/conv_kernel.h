@@ -28,8 +28,8 @@
 namespace kiln {
 
 enum class ConvPath : uint8_t { kLegacy, kGraph };
-enum class ConvPathChoice : uint8_t { kAuto, kLegacy, kGraph };
-ConvPathChoice conv_path_from_env();  // KILN_CUDNN_PATH
+enum class ConvPathChoice : uint8_t { kAuto, kLegacy, kGraph };  // in env_choice's order
+ConvPathChoice conv_path_from_env();                             // KILN_CUDNN_PATH
 
 constexpr size_t kConvAlign = 256;
 inline size_t conv_align_up(size_t n) { return (n + kConvAlign - 1) / kConvAlign * kConvAlign; }

@@ -15,18 +15,15 @@
 #include "backends/cuda/cudnn/conv_kernel.h"
 #include "backends/cuda/cudnn/space_to_depth.h"
 #include "backends/cuda/tactic_timing.h"
+#include "core/env.h"
 
 namespace kiln {
 namespace {
 
-enum class S2dMode : uint8_t { kAuto, kOn, kOff };
+enum class S2dMode : uint8_t { kAuto, kOn, kOff };  // in env_choice's order
 
 S2dMode s2d_mode_from_env() {
-  const char* v = std::getenv("KILN_CONV_S2D");
-  if (!v) return S2dMode::kAuto;
-  if (std::strcmp(v, "on") == 0) return S2dMode::kOn;
-  if (std::strcmp(v, "off") == 0) return S2dMode::kOff;
-  return S2dMode::kAuto;
+  return static_cast<S2dMode>(env_choice("KILN_CONV_S2D", {"on", "off"}));
 }
 
 // Beyond this many input channels the 4× wider rewritten conv stops paying off: its input

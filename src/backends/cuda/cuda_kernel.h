@@ -134,6 +134,11 @@ class CudaKernel {
   // The layout input i must arrive in, given the layout its producer offers. Kernels that
   // do not care return `offered`. Default: kPlain.
   virtual Layout input_layout(int i, Layout offered) const { return Layout::kPlain; }
+  // True when input i may arrive exactly as its producer stores it (`offered`: dtype and
+  // layout), for instance the model's float32 NCHW input, because the kernel converts it
+  // itself more cheaply than a separate conversion would (fused with its own input
+  // transform). The plan then skips its conversion for that input. Default: false.
+  virtual bool takes_offered(int i, const DevDesc& offered) const { return false; }
   // True when input i is a constant the kernel reads from DevDesc::value at prepare (and
   // packs itself); the plan then does not upload it and passes nullptr data for it.
   virtual bool reads_on_host(int i) const { return false; }

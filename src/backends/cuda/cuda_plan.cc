@@ -215,7 +215,16 @@ Status Builder::add_node(const Node& n) {
     if (!reps_[v->id()].empty()) offered = p_.slots[reps_[v->id()].front()].desc.layout;
     Layout want =
         h.shape.size() == 4 ? kernel->input_layout(static_cast<int>(i), offered) : Layout::kPlain;
-    KILN_ASSIGN_OR_RETURN(int s, slot_for(v, want, dt));
+    int s = -1;
+    const std::vector<int>& reps = reps_[v->id()];
+    bool converted = false;  // the wanted form exists already
+    for (int r : reps) converted |= p_.slots[r].desc.layout == want && p_.slots[r].desc.dtype == dt;
+    if (!converted && !reps.empty() &&
+        kernel->takes_offered(static_cast<int>(i), p_.slots[reps.front()].desc)) {
+      s = reps.front();
+    } else {
+      KILN_ASSIGN_OR_RETURN(s, slot_for(v, want, dt));
+    }
     step.in[i] = s;
     in[i] = p_.slots[s].desc;
     in[i].value = h.value;

@@ -97,6 +97,9 @@ struct CudaRunOptions {
   bool time_tactics = true;
   bool in_place = false;           // output 0 over input inplace_input() (which must be ≥ 0)
   TacticCache* tactics = nullptr;  // nullptr: a fresh cache
+  // Offer float inputs as a graph input arrives (float32 plain) where the kernel's
+  // takes_offered() accepts that, as the plan does.
+  bool offer_raw = false;
 };
 
 // Creates, prepares and enqueues the CUDA kernel of `node` on host inputs (nullptr for
@@ -142,6 +145,12 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
     if (!constant && t->rank() == 4 && dtype_is_float(t->dtype()))
       want = kernel->input_layout(static_cast<int>(i), offered);
     d.layout = want;
+    const DevDesc raw{DataType::kFloat32, t->shape(), Layout::kPlain, nullptr};
+    if (o.offer_raw && !constant && dtype_is_float(t->dtype()) &&
+        kernel->takes_offered(static_cast<int>(i), raw)) {
+      d = raw;
+      want = Layout::kPlain;
+    }
     in_desc[i] = d;
     in_dev[i].desc = d;
     if (constant && kernel->reads_on_host(static_cast<int>(i))) continue;

@@ -13,7 +13,8 @@ namespace kiln::test {
 
 struct LibRunOptions {
   bool time_tactics = true;
-  bool in_place = false;  // output 0 over input inplace_input() (which must be ≥ 0)
+  bool in_place = false;   // output 0 over input inplace_input() (which must be ≥ 0)
+  bool offer_raw = false;  // CudaRunOptions::offer_raw
 };
 
 inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
@@ -23,6 +24,7 @@ inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
   CudaRunOptions o;
   o.time_tactics = opt.time_tactics;
   o.in_place = opt.in_place;
+  o.offer_raw = opt.offer_raw;
   o.tactics = &tactics;
   return run_cuda_node_with(node, inputs, precision, o);
 }

@@ -80,11 +80,13 @@ TEST(CudnnConvPaths, GraphMatchesReference) {
   }
 }
 
+// Each timed graph case finalizes and times up to ten plans (some compiled at runtime): two
+// geometries and three epilogues keep this under a minute.
 TEST(CudnnConvPaths, GraphHeuristicAndInPlace) {
   ScopedCudnnPath path("graph");
   uint32_t seed = 4000;
-  for (int ci : {0, 2, 7, 8})
-    for (int ei : {0, 2, 4, 6, 10, 12, 14})
+  for (int ci : {0, 8})
+    for (int ei : {2, 4, 12})
       for (Precision p : kPrecisions) {
         const bool residual = kEpilogues[ei].residual;
         expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {false, false});

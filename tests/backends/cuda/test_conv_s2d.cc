@@ -92,5 +92,63 @@ TEST(CudnnConvS2d, TimedChoiceMatchesReference) {
   }
 }
 
+// The model's float32 NCHW input taken as it is (takes_offered): the rewrite converts it
+// within its transform, into float16 NHWC (fp16), float32 NHWC (tf32) or float32 NCHW (fp32).
+TEST(CudnnConvS2d, RawInputForcedMatchesReference) {
+  ScopedEnv on("KILN_CONV_S2D", "on");
+  uint32_t seed = 4700;
+  for (const ConvCase& c : kS2dConvs)
+    for (int ei : {2, 4, 0})
+      for (Precision p : kPrecisions) {
+        const EpiCase& e = kEpilogues[ei];
+        SCOPED_TRACE(std::string(c.name) + " / " + e.name + " / " + precision_name(p));
+        auto cn = make_conv(c, e, seed += 4);
+        TacticCache cache;
+        std::string tactic;
+        LibRunOptions o;
+        o.offer_raw = true;
+        expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &tactic);
+        EXPECT_TRUE(uses_s2d(tactic)) << tactic;
+        // fp32 convs read float32 NCHW already: nothing to convert.
+        const bool converted = p != Precision::kFp32;
+        EXPECT_EQ(tactic.find("from float32") != std::string::npos, converted) << tactic;
+      }
+}
+
+// Without the rewrite (heuristics keep the direct conv, or it is forced off after the input was
+// taken raw) the kernel converts the raw input itself.
+TEST(CudnnConvS2d, RawInputDirectConvertsItself) {
+  uint32_t seed = 4900;
+  for (Precision p : {Precision::kFp16, Precision::kTf32})
+    for (int ei : {2, 4}) {
+      SCOPED_TRACE(std::string(kEpilogues[ei].name) + " / " + precision_name(p));
+      auto cn = make_conv(kS2dConvs[1], kEpilogues[ei], seed += 3);
+      TacticCache cache;
+      std::string tactic;
+      LibRunOptions o;
+      o.offer_raw = true;
+      o.time_tactics = false;
+      expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &tactic);
+      EXPECT_EQ(tactic.rfind("convert float32 plain", 0), 0u) << tactic;
+    }
+}
+
+// Timed with the raw input: the rewrite (its fused transform) competes with conversion plus
+// the direct conv; the rebuild from the cache makes the same choice.
+TEST(CudnnConvS2d, RawInputTimedChoiceMatchesReference) {
+  uint32_t seed = 5100;
+  for (Precision p : kPrecisions) {
+    SCOPED_TRACE(precision_name(p));
+    auto cn = make_conv(kS2dConvs[0], kEpilogues[2], seed += 3);
+    TacticCache cache;
+    std::string first, second;
+    LibRunOptions o;
+    o.offer_raw = true;
+    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &first);
+    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &second);
+    EXPECT_EQ(uses_s2d(first), uses_s2d(second)) << first << " / " << second;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

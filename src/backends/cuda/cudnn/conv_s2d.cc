@@ -9,11 +9,13 @@
 // unset or anything else: the timed choice.
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn/conv_kernel.h"
 #include "backends/cuda/cudnn/space_to_depth.h"
+#include "backends/cuda/kernels/launch.h"
 #include "backends/cuda/tactic_timing.h"
 #include "core/env.h"
 
@@ -36,6 +38,10 @@ bool all_equal(const std::vector<int64_t>& v, int64_t want) {
   return true;
 }
 
+// Input 0 may arrive as the model's input is stored (float32 NCHW) rather than as the conv
+// wants it (float16 NHWC in fp16 mode, float32 NHWC in tf32 mode): the kernel then converts it
+// itself, within the space-to-depth transform when the rewrite runs (one pass over the
+// input instead of the plan's conversion and then the transform), else as the plan would.
 class SpaceToDepthConvKernel final : public CudaKernel {
  public:
   SpaceToDepthConvKernel(const Node& node, int bias, Precision precision, ConvAttrs attrs,
@@ -49,10 +55,15 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   Layout input_layout(int i, Layout offered) const override {
     return direct_->input_layout(i, offered);
   }
+  bool takes_offered(int i, const DevDesc& offered) const override {
+    return i == 0 && offered.shape.size() == 4 && offered.layout == Layout::kPlain &&
+           (offered.dtype == DataType::kFloat32 || offered.dtype == DataType::kFloat16) &&
+           offered.shape[1] <= kMaxChannels && s2d_mode_from_env() != S2dMode::kOff;
+  }
   bool reads_on_host(int i) const override { return direct_->reads_on_host(i); }
   int inplace_input() const override { return direct_->inplace_input(); }
   size_t workspace_bytes() const override {
-    return s2d_ ? z_offset_ + z_bytes_ : direct_->workspace_bytes();
+    return s2d_ || convert_ ? z_offset_ + z_bytes_ : direct_->workspace_bytes();
   }
   std::string tactic() const override { return tactic_text_; }
 
@@ -61,22 +72,30 @@ class SpaceToDepthConvKernel final : public CudaKernel {
 
   Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
                  const CudaRunContext& run) override {
-    if (!s2d_) return direct_->enqueue(in, out, run);
+    // z: the rewritten input, or the converted one for the direct conv; the conv's own
+    // workspace lies below it.
     void* z = static_cast<uint8_t*>(run.workspace) + z_offset_;
-    KILN_RETURN_IF_ERROR(
-        launch_space_to_depth(z_desc_.dtype, nhwc_, shape_, in[0]->data, z, run.stream));
-    const DevTensor zt{z_desc_, z};
-    std::vector<const DevTensor*> in2 = in;
-    in2[0] = &zt;
     CudaRunContext inner = run;
     inner.workspace_bytes = z_offset_;
-    return s2d_->enqueue(in2, out, inner);
+    if (!s2d_ && !convert_) return direct_->enqueue(in, out, run);
+    DevTensor zt{z_desc_, z};
+    if (s2d_) {
+      KILN_RETURN_IF_ERROR(launch_space_to_depth(io_, shape_, in[0]->data, z, run.stream));
+    } else {
+      KILN_RETURN_IF_ERROR(launch_convert(*in[0], zt, run.stream));
+    }
+    std::vector<const DevTensor*> in2 = in;
+    in2[0] = &zt;
+    return (s2d_ ? s2d_ : direct_)->enqueue(in2, out, inner);
   }
 
  private:
   // The rewrite's shapes for these inputs; kUnsupported when it does not apply.
   Result<S2dShape> plan_shape(const std::vector<DevDesc>& in) const;
-  Result<float> time_transform(CudaBuildContext& ctx) const;
+  // Milliseconds of `launch`, from the tactic cache under `key` or timed (and cached).
+  Result<float> cached_time(CudaBuildContext& ctx, const std::string& key,
+                            const std::function<Status(const void* x, void* z)>& launch,
+                            const DevDesc& x, size_t z_bytes) const;
 
   int bias_;
   Precision precision_;
@@ -84,10 +103,11 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   Node inner_node_;  // name and epilogue of the rewritten conv
   std::unique_ptr<CudnnConvKernel> direct_;
   std::unique_ptr<CudnnConvKernel> s2d_;  // set when the rewrite is chosen
+  bool convert_ = false;                  // the direct conv runs on input 0 converted here
   S2dShape shape_;
+  S2dIo io_;
   Tensor filter_;  // the rewritten filter, read by s2d_'s prepare
   DevDesc z_desc_;
-  bool nhwc_ = true;
   size_t z_offset_ = 0, z_bytes_ = 0;
   std::string tactic_text_;
 };
@@ -112,32 +132,76 @@ Result<S2dShape> SpaceToDepthConvKernel::plan_shape(const std::vector<DevDesc>& 
   return s;
 }
 
-Result<float> SpaceToDepthConvKernel::time_transform(CudaBuildContext& ctx) const {
-  ScratchBuffer x, z;
-  KILN_RETURN_IF_ERROR(x.alloc_random(z_desc_.dtype, shape_.n * shape_.c * shape_.h * shape_.w, 7));
-  KILN_RETURN_IF_ERROR(z.alloc(z_bytes_));
-  return time_launches(ctx.stream, [&] {
-    return launch_space_to_depth(z_desc_.dtype, nhwc_, shape_, x.get(), z.get(), ctx.stream);
-  });
+Result<float> SpaceToDepthConvKernel::cached_time(
+    CudaBuildContext& ctx, const std::string& key,
+    const std::function<Status(const void* x, void* z)>& launch, const DevDesc& x,
+    size_t z_bytes) const {
+  // Cached like the convs' times so that a rebuild from the cache makes the same choice (a
+  // re-timed transform could tip a close one).
+  std::string cached;
+  if (ctx.tactics->get(key, &cached)) {
+    const float ms = std::strtof(cached.c_str(), nullptr);
+    if (ms > 0) return ms;
+  }
+  ScratchBuffer xb, zb;
+  KILN_RETURN_IF_ERROR(xb.alloc_random(x.dtype, x.numel(), 7));
+  KILN_RETURN_IF_ERROR(zb.alloc(z_bytes));
+  KILN_ASSIGN_OR_RETURN(float ms,
+                        time_launches(ctx.stream, [&] { return launch(xb.get(), zb.get()); }));
+  ctx.tactics->put(key, std::to_string(ms));
+  return ms;
+}
+
+std::string io_text(DataType dtype, Layout layout) {
+  return std::string(dtype_name(dtype)) + " " + layout_name(layout);
 }
 
 Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
                                        CudaBuildContext& ctx) {
   s2d_.reset();
-  const Status direct = direct_->prepare(in, out, ctx);
-  const S2dMode mode = s2d_mode_from_env();
+  convert_ = false;
+  z_offset_ = z_bytes_ = 0;
+  // What the convs read: input 0 in the activation dtype and the conv's layout.
+  std::vector<DevDesc> conv_in = in;
+  const Layout conv_layout = direct_->input_layout(0, in[0].layout);
+  if (in[0].present() && in[0].shape.size() == 4) {
+    conv_in[0].dtype = ctx.act_dtype();
+    conv_in[0].layout = conv_layout;
+  }
+  const bool raw = in[0].dtype != conv_in[0].dtype || in[0].layout != conv_in[0].layout;
+  const Status direct = direct_->prepare(conv_in, out, ctx);
   tactic_text_ = direct_->tactic();
+  float convert_ms = 0;  // the direct conv's share of input conversion
+  if (raw && direct.is_ok()) {
+    convert_ = true;
+    z_desc_ = conv_in[0];
+    z_desc_.value = nullptr;
+    z_bytes_ = z_desc_.nbytes();
+    z_offset_ = conv_align_up(direct_->workspace_bytes());
+    tactic_text_ = "convert " + io_text(in[0].dtype, in[0].layout) + " + " + tactic_text_;
+    if (ctx.time_tactics) {
+      const std::string key = "s2d-convert|" + io_text(in[0].dtype, in[0].layout) + ">" +
+                              io_text(z_desc_.dtype, z_desc_.layout) + "|" + shape_str(in[0].shape);
+      auto launch = [&](const void* x, void* z) {
+        const DevTensor src{DevDesc{in[0].dtype, in[0].shape, in[0].layout, nullptr},
+                            const_cast<void*>(x)};
+        DevTensor dst{z_desc_, z};
+        return launch_convert(src, dst, ctx.stream);
+      };
+      KILN_ASSIGN_OR_RETURN(convert_ms, cached_time(ctx, key, launch, in[0], z_bytes_));
+    }
+  }
+  const S2dMode mode = s2d_mode_from_env();
   if (mode == S2dMode::kOff) return direct;
-  auto shape = plan_shape(in);
+  auto shape = plan_shape(conv_in);
   if (!shape.is_ok()) return direct;
-  shape_ = *shape;
-  nhwc_ = in[0].layout == Layout::kNHWC;
-  filter_ = space_to_depth_filter(*in[1].value, shape_.cp);
-  z_desc_ = DevDesc{in[0].dtype, Shape{shape_.n, shape_.cz(), shape_.hz, shape_.wz}, in[0].layout,
-                    nullptr};
-  z_bytes_ = z_desc_.nbytes();
-  std::vector<DevDesc> in2 = in;
-  in2[0] = z_desc_;
+  const S2dShape s = *shape;
+  const S2dIo io{in[0].dtype, ctx.act_dtype(), in[0].layout == Layout::kNHWC,
+                 conv_layout == Layout::kNHWC};
+  filter_ = space_to_depth_filter(*in[1].value, s.cp);
+  const DevDesc z_desc{io.z_dtype, Shape{s.n, s.cz(), s.hz, s.wz}, conv_layout, nullptr};
+  std::vector<DevDesc> in2 = conv_in;
+  in2[0] = z_desc;
   in2[1] = DevDesc{DataType::kFloat32, filter_.shape(), Layout::kPlain, &filter_};
   std::vector<DevDesc> out2(out.size());
   ConvAttrs a;
@@ -147,34 +211,38 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vect
   if (direct.is_ok() && out2[0].shape != out[0].shape)
     return internal_error("space-to-depth conv output " + shape_str(out2[0].shape) +
                           " != " + shape_str(out[0].shape));
-  // The transform's time is cached like the convs' so that a rebuild from the cache makes
-  // the same choice (a re-timed transform could tip a close one).
   float transform_ms = -1;
   if (ctx.time_tactics) {
     std::ostringstream key;
-    key << "s2d|" << dtype_name(z_desc_.dtype) << "|" << (nhwc_ ? "nhwc" : "nchw") << "|n"
-        << shape_.n << "c" << shape_.c << "h" << shape_.h << "w" << shape_.w << "|cp" << shape_.cp
-        << "|p" << shape_.pad_top << "," << shape_.pad_left << "|z" << shape_.hz << ","
-        << shape_.wz;
-    std::string cached;
-    if (ctx.tactics->get(key.str(), &cached)) transform_ms = std::strtof(cached.c_str(), nullptr);
-    if (transform_ms <= 0) {
-      KILN_ASSIGN_OR_RETURN(transform_ms, time_transform(ctx));
-      ctx.tactics->put(key.str(), std::to_string(transform_ms));
-    }
+    key << "s2d|" << io_text(in[0].dtype, in[0].layout) << ">"
+        << io_text(z_desc.dtype, z_desc.layout) << "|n" << s.n << "c" << s.c << "h" << s.h << "w"
+        << s.w << "|cp" << s.cp << "|p" << s.pad_top << "," << s.pad_left << "|z" << s.hz << ","
+        << s.wz;
+    auto launch = [&](const void* x, void* z) {
+      return launch_space_to_depth(io, s, x, z, ctx.stream);
+    };
+    KILN_ASSIGN_OR_RETURN(transform_ms,
+                          cached_time(ctx, key.str(), launch, in[0], z_desc.nbytes()));
   }
   bool use = !direct.is_ok() || mode == S2dMode::kOn;
   if (!use && transform_ms >= 0 && inner->tactic_ms() >= 0 && direct_->tactic_ms() >= 0)
-    use = inner->tactic_ms() + transform_ms < direct_->tactic_ms();
+    use = inner->tactic_ms() + transform_ms < direct_->tactic_ms() + convert_ms;
   if (!use) return direct;
+  const std::string direct_text = tactic_text_;
   out = out2;
   s2d_ = std::move(inner);
+  convert_ = false;
+  shape_ = s;
+  io_ = io;
+  z_desc_ = z_desc;
+  z_bytes_ = z_desc.nbytes();
   z_offset_ = conv_align_up(s2d_->workspace_bytes());
   std::ostringstream t;
-  t << "space-to-depth " << shape_.cz() << "ch";
+  t << "space-to-depth " << s.cz() << "ch";
+  if (raw) t << " from " << io_text(in[0].dtype, in[0].layout);
   if (transform_ms >= 0) t << " (" << transform_ms << " ms)";
   t << " + " << s2d_->tactic();
-  if (direct.is_ok()) t << "; direct " << direct_->tactic();
+  if (direct.is_ok()) t << "; direct " << direct_text;
   tactic_text_ = t.str();
   return Status::ok();
 }

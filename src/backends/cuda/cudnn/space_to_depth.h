@@ -31,8 +31,16 @@ struct S2dShape {
 // w [K, C, R, S] (float32) → w' [K, 4·cp, ceil(R/2), ceil(S/2)] (float32).
 Tensor space_to_depth_filter(const Tensor& w, int64_t cp);
 
-// x → z (both NHWC when `nhwc`, else NCHW), float32 or float16. Launches on `stream`.
-Status launch_space_to_depth(DataType dtype, bool nhwc, const S2dShape& s, const void* x, void* z,
+// How x and z are stored: float32 or float16 each, NHWC or NCHW each. A transform from the
+// model's float32 NCHW input straight into float16 NHWC z spares the plan's own conversion
+// of that input (one pass over it instead of two).
+struct S2dIo {
+  DataType x_dtype = DataType::kFloat32, z_dtype = DataType::kFloat32;
+  bool x_nhwc = false, z_nhwc = false;
+};
+
+// x → z. Launches on `stream`.
+Status launch_space_to_depth(const S2dIo& io, const S2dShape& s, const void* x, void* z,
                              cudaStream_t stream);
 
 }  // namespace kiln

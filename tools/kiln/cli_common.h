@@ -30,7 +30,7 @@ struct GlobalOptions {
   bool cuda_graph = false;
   bool no_tactics = false;
   std::string timing_cache;
-  int64_t workspace_mib = 256;
+  int64_t workspace_mib = -1;  // by precision (EngineOptions::workspace_limit)
 };
 
 // A registered subcommand: its CLI11 app and what to run once parsing succeeded.

@@ -37,9 +37,9 @@ int run_main(int argc, char** argv) {
                "CUDA: take the libraries' first choice instead of timing each layer's options");
   app.add_option("--timing-cache", global.timing_cache,
                  "CUDA: file that keeps layer timings across builds");
-  app.add_option("--workspace-mib", global.workspace_mib, "CUDA: scratch memory limit per layer")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  app.add_option("--workspace-mib", global.workspace_mib,
+                 "CUDA: scratch memory limit per layer (default 1024 in fp32, 256 in tf32/fp16)")
+      ->check(CLI::NonNegativeNumber);
 
   std::vector<Command> commands = {
       add_run_command(app, global),   add_inspect_command(app, global),

@@ -4,11 +4,24 @@ namespace kiln::test {
 namespace {
 
 struct GemmCase {
+  // A constructor rather than an aggregate: the table below leaves trailing fields out.
+  GemmCase(std::string name_, int64_t m_, int64_t k_, int64_t n_, int64_t trans_a_ = 0,
+           int64_t trans_b_ = 0, float alpha_ = 1, float beta_ = 1,
+           std::optional<Shape> c_ = std::nullopt)
+      : name(std::move(name_)),
+        m(m_),
+        k(k_),
+        n(n_),
+        trans_a(trans_a_),
+        trans_b(trans_b_),
+        alpha(alpha_),
+        beta(beta_),
+        c(std::move(c_)) {}
   std::string name;
   int64_t m, k, n;
-  int64_t trans_a = 0, trans_b = 0;
-  float alpha = 1, beta = 1;  // integers, so the same case runs on integer dtypes
-  std::optional<Shape> c;     // nullopt: no C input
+  int64_t trans_a, trans_b;
+  float alpha, beta;       // integers, so the same case runs on integer dtypes
+  std::optional<Shape> c;  // nullopt: no C input
 };
 
 // Y = alpha * A'B' + beta * C, in double, by coordinates.

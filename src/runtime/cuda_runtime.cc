@@ -35,10 +35,7 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   KILN_ASSIGN_OR_RETURN(st->plan_options.precision, parse_precision(options.precision));
   st->plan_options.cuda_graph = options.cuda_graph;
   st->plan_options.time_tactics = options.time_tactics;
-  int64_t ws = options.workspace_limit;
-  if (ws < 0)
-    ws = st->plan_options.precision == Precision::kFp32 ? kFp32WorkspaceLimit : kWorkspaceLimit;
-  st->plan_options.workspace_limit = static_cast<size_t>(ws);
+  st->plan_options.workspace_limit = static_cast<size_t>(effective_workspace_limit(options));
   st->plan_options.max_tensor_bytes = options.max_tensor_bytes;
   KILN_ASSIGN_OR_RETURN(st->device_tag, cuda_device_tag(0));
   st->timing_cache = options.timing_cache;

@@ -110,6 +110,7 @@ TEST_F(Cli, BadInputsAreOneLineErrors) {
       {"run " + model + " -i " + x + " --device cuda", 2, "cuda"},
       {"run " + model + " -i " + x + " --device tpu", 2, "tpu"},
       {"run " + model + " -i " + x + " --threads -1", 2, "threads"},
+      {"run " + model + " -i " + x + " --workspace-mib -5", 2, "workspace-mib"},
       {"inspect " + path("garbage.bin").string(), 1, "garbage.bin"},
       {"bench " + model + " --duration -1", 2, "duration"},
   };

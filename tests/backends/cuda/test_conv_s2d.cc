@@ -77,19 +77,24 @@ TEST(CudnnConvS2d, OffOrInapplicableRunsDirect) {
 }
 
 // Timed: the rewrite competes with the direct conv; both the first choice and the one
-// rebuilt from the tactic cache must be right.
+// rebuilt from the tactic cache must be right. With the raw input (the model's float32 NCHW,
+// taken as offered) the rewrite's fused transform competes with conversion plus the direct
+// conv.
 TEST(CudnnConvS2d, TimedChoiceMatchesReference) {
   uint32_t seed = 4500;
-  for (Precision p : kPrecisions) {
-    SCOPED_TRACE(precision_name(p));
-    auto cn = make_conv(kS2dConvs[0], kEpilogues[2], seed += 3);
-    TacticCache cache;
-    std::string first, second;
-    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {true, false}, &first);
-    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {true, false}, &second);
-    EXPECT_EQ(uses_s2d(first), uses_s2d(second)) << first << " / " << second;
-    EXPECT_NE(second.find("cached"), std::string::npos) << second;
-  }
+  for (bool raw : {false, true})
+    for (Precision p : kPrecisions) {
+      SCOPED_TRACE(std::string(precision_name(p)) + (raw ? " raw input" : ""));
+      auto cn = make_conv(kS2dConvs[0], kEpilogues[2], seed += 3);
+      TacticCache cache;
+      std::string first, second;
+      LibRunOptions o;
+      o.offer_raw = raw;
+      expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &first);
+      expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &second);
+      EXPECT_EQ(uses_s2d(first), uses_s2d(second)) << first << " / " << second;
+      EXPECT_NE(second.find("cached"), std::string::npos) << second;
+    }
 }
 
 // The model's float32 NCHW input taken as it is (takes_offered): the rewrite converts it
@@ -115,8 +120,8 @@ TEST(CudnnConvS2d, RawInputForcedMatchesReference) {
       }
 }
 
-// Without the rewrite (heuristics keep the direct conv, or it is forced off after the input was
-// taken raw) the kernel converts the raw input itself.
+// Without the rewrite (heuristics keep the direct conv) the kernel converts the raw input
+// itself.
 TEST(CudnnConvS2d, RawInputDirectConvertsItself) {
   uint32_t seed = 4900;
   for (Precision p : {Precision::kFp16, Precision::kTf32})
@@ -131,23 +136,6 @@ TEST(CudnnConvS2d, RawInputDirectConvertsItself) {
       expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &tactic);
       EXPECT_EQ(tactic.rfind("convert float32 plain", 0), 0u) << tactic;
     }
-}
-
-// Timed with the raw input: the rewrite (its fused transform) competes with conversion plus
-// the direct conv; the rebuild from the cache makes the same choice.
-TEST(CudnnConvS2d, RawInputTimedChoiceMatchesReference) {
-  uint32_t seed = 5100;
-  for (Precision p : kPrecisions) {
-    SCOPED_TRACE(precision_name(p));
-    auto cn = make_conv(kS2dConvs[0], kEpilogues[2], seed += 3);
-    TacticCache cache;
-    std::string first, second;
-    LibRunOptions o;
-    o.offer_raw = true;
-    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &first);
-    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &second);
-    EXPECT_EQ(uses_s2d(first), uses_s2d(second)) << first << " / " << second;
-  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cuda/cublaslt/lt_loader.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cuda_plan_impl.h"
 #include "backends/cuda/kernels/launch.h"
@@ -250,6 +251,7 @@ Result<std::unique_ptr<CudaStreamHandles>> CudaStreamHandles::create() {
   KILN_CUDA(cudaStreamCreateWithFlags(&h->stream, cudaStreamNonBlocking));
   KILN_CUDNN(cudnnCreate(&h->cudnn));
   KILN_CUDNN(cudnnSetStream(h->cudnn, h->stream));
+  KILN_RETURN_IF_ERROR(load_cublaslt());
   KILN_CUBLAS(cublasLtCreate(&h->cublaslt));
   return h;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "backends/backend_test_util.h"
@@ -284,6 +285,63 @@ TEST(DnnlConv, DirectAndAutoModes) {
     ASSERT_TRUE(want.is_ok());
     expect_near((*got)[0], (*want)[0], 1e-4, 1e-4);  // Winograd's bound at C=32 (see above)
   }
+}
+
+// Candidates round differently (Winograd against direct, blocked against nhwc) and their
+// timings are noisy, so a conv must not pick again when it meets a shape it has already been
+// prepared for: the same question gets the process's earlier plan, untimed, and the same bits
+// (a context that went to another batch and back, or a second context of the engine).
+TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
+  ScopedEnv algo("KILN_DNNL_CONV_ALGO", "auto");
+  Graph g;
+  // 3×3 stride 1 with a residual and an unusual size: Winograd and direct both exist, and
+  // no other test asks this question first.
+  Tensor w = random_tensor({32, 48, 3, 3}, 51), b = random_tensor({32}, 52);
+  Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  Value* y = g.add_value("y");
+  y->dtype = DataType::kFloat32;
+  Node* n = g.add_node(OpKind::Conv, "conv",
+                       {f32_value(g, "x", {3, 48, 13, 11}), g.add_constant("w", w),
+                        f32_value(g, "b", {32}), f32_value(g, "r", {3, 32, 13, 11})},
+                       {y}, a);
+  n->epilogue.residual_input = 3;
+  n->epilogue.act = Activation::kRelu;
+  auto run = [&](Kernel& k, const Shape& xs, dnnl_cpu::ConvPlanSummary* plan) {
+    Tensor x = random_tensor(xs, 53);
+    Tensor r = random_tensor({xs[0], 32, xs[2], xs[3]}, 54);
+    std::vector<TensorDesc> descs{{x.dtype(), x.shape(), nullptr},
+                                  {w.dtype(), w.shape(), &w},
+                                  {b.dtype(), b.shape(), nullptr},
+                                  {r.dtype(), r.shape(), nullptr}};
+    std::vector<TensorDesc> out(1);
+    EXPECT_TRUE(k.prepare(descs, out).is_ok());
+    Tensor got(out[0].dtype, out[0].shape);
+    EXPECT_TRUE(k.execute({&x, &w, &b, &r}, {&got}).is_ok());
+    *plan = dnnl_cpu::conv_plan_summary(k);
+    return got;
+  };
+  auto first = onednn_backend(2).create_kernel(*n);
+  auto second = onednn_backend(2).create_kernel(*n);
+  ASSERT_TRUE(first.is_ok() && second.is_ok());
+  const Shape s{3, 48, 13, 11}, other{1, 48, 7, 9};
+  dnnl_cpu::ConvPlanSummary p1, p_other, p2, p3;
+  Tensor y1 = run(**first, s, &p1);
+  EXPECT_FALSE(p1.remembered) << "timed on first sight";
+  run(**first, other, &p_other);
+  Tensor y2 = run(**first, s, &p2);
+  Tensor y3 = run(**second, s, &p3);
+  for (const auto* p : {&p2, &p3}) {
+    EXPECT_TRUE(p->remembered);
+    EXPECT_EQ(p->impl, p1.impl);
+    EXPECT_EQ(p->winograd, p1.winograd);
+    EXPECT_EQ(p->src_reorder, p1.src_reorder);
+    EXPECT_EQ(p->res_binary, p1.res_binary);
+  }
+  ASSERT_EQ(y1.shape(), y2.shape());
+  ASSERT_EQ(y1.shape(), y3.shape());
+  EXPECT_EQ(std::memcmp(y1.data<float>(), y2.data<float>(), y1.numel() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(y1.data<float>(), y3.data<float>(), y1.numel() * sizeof(float)), 0);
 }
 
 // Bad shapes are reported by prepare as errors, as the reference does.

@@ -109,10 +109,13 @@ bool conv_uses_winograd(const Kernel& kernel);
 // What the prepared conv `kernel` runs besides the conv (tests check that convs between
 // neighbours stored in their layout run without reorders): reorders of its input, output
 // and residual between the stored layouts and the primitive's, and whether the residual is
-// read by a binary post-op. All false for other kernels or the reference path.
+// read by a binary post-op; whether the plan is the process's earlier answer to the same
+// question (made again, not timed). All false for other kernels or the reference path.
 struct ConvPlanSummary {
   bool winograd = false, src_reorder = false, dst_reorder = false, res_reorder = false;
   bool res_binary = false;
+  bool remembered = false;
+  std::string impl;  // oneDNN's implementation name
 };
 ConvPlanSummary conv_plan_summary(const Kernel& kernel);
 std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, int threads);

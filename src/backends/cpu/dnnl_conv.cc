@@ -62,9 +62,13 @@ ConvPlanSummary conv_plan_summary(const Kernel& kernel) {
   if (!k || k->uses_reference()) return {};
   const ConvPlan& p = k->plan();
   const bool res = k->has_residual();
-  return ConvPlanSummary{p.algo == dnnl::algorithm::convolution_winograd, p.src_reorder,
-                         !p.dst_direct, res && !p.res_binary && !p.res_same_layout,
-                         res && p.res_binary};
+  return ConvPlanSummary{p.algo == dnnl::algorithm::convolution_winograd,
+                         p.src_reorder,
+                         !p.dst_direct,
+                         res && !p.res_binary && !p.res_same_layout,
+                         res && p.res_binary,
+                         p.remembered,
+                         p.pd.impl_info_str()};
 }
 
 bool conv_supported(const Node& node) {

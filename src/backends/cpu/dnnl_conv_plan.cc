@@ -51,10 +51,46 @@ bool is_reference_impl(const dnnl::convolution_forward::primitive_desc& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
+// The process's answers to "which plan for this conv", by question_key.
+struct Answer {
+  bool can = false;  // oneDNN can run the conv at all
+  ConvChoice choice;
+  double seconds = -1;  // the winner's time; negative when not timed (one candidate)
+};
+std::mutex& answers_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, Answer>& remembered_answers() {
+  static std::map<std::string, Answer> answers;
+  return answers;
+}
+
+// The key holds what the answer depends on: the node's conv parameters and epilogue, the
+// shapes, the stored layouts and the algorithm mode. Not the thread count: the answer must not
+// depend on who asks (a reference fallback asks outside the kernels' thread setting), so the
+// first asker's count is the one measured.
+std::string question_key(const Node& node, const ConvOperands& ops, const ConvGeometry& geo) {
+  std::string key = shape_str(ops.x) + shape_str(ops.w) + shape_str(geo.strides) +
+                    shape_str(geo.dilations) + shape_str(geo.pad_begin) + shape_str(geo.pad_end) +
+                    "g" + std::to_string(geo.group);
+  const Epilogue& e = node.epilogue;
+  key += " b" + std::to_string(bias_index(node) >= 0) + " r" +
+         std::to_string(e.residual_input >= 0) + " a" + std::to_string(static_cast<int>(e.act)) +
+         "," + std::to_string(e.alpha) + "," + std::to_string(e.beta);
+  key += " l" + std::to_string(static_cast<int>(ops.src)) + "," +
+         std::to_string(static_cast<int>(ops.dst)) + "," +
+         std::to_string(static_cast<int>(ops.res));
+  key += " m" + std::to_string(static_cast<int>(algo_mode()));
+  return key;
+}
+
 }  // namespace
 
-ConvPlan ConvPlanner::make(dnnl::algorithm algo, tag src_fmt, tag dst_fmt, bool allow_ref,
-                           bool res_binary) {
+ConvPlan ConvPlanner::make(const ConvChoice& c) {
+  const dnnl::algorithm algo = c.algo;
+  const tag src_fmt = c.src, dst_fmt = c.dst;
+  const bool allow_ref = c.allow_ref, res_binary = c.res_binary;
   const int64_t groups = geo_.group;
   const Shape& ws = ops_.w;
   memory::dims w_dims =
@@ -82,6 +118,7 @@ ConvPlan ConvPlanner::make(dnnl::algorithm algo, tag src_fmt, tag dst_fmt, bool 
   dnnl::primitive_attr attr;
   attr.set_post_ops(post);
   ConvPlan p;
+  p.choice = c;
   p.algo = algo;
   p.res_binary = r >= 0 && res_binary;
   p.pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
@@ -128,10 +165,29 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
   res_ext_ = node_.epilogue.residual_input >= 0 ? memory::desc(to_dims(ops.y), dt::f32, ops.res)
                                                 : memory::desc();
 
+  // One lock for the lookup and the measurement: two threads timing at once would slow
+  // each other's measurements down, and the second asker gets the first one's answer.
+  const std::string key = question_key(node_, ops, geo_);
+  std::lock_guard<std::mutex> lock(answers_mutex());
+  auto& answers = remembered_answers();
+  auto it = answers.find(key);
+  // An answer without a time does not serve a question that wants one.
+  if (it != answers.end() && (!seconds || !it->second.can || it->second.seconds >= 0)) {
+    if (!it->second.can) return false;
+    try {
+      *best = make(it->second.choice);
+      best->remembered = true;
+      if (seconds) *seconds = it->second.seconds;
+      return true;
+    } catch (const dnnl::error&) {
+      // Made before in this process, so not expected; asked afresh below.
+    }
+  }
+
   std::vector<ConvPlan> cands;
   auto add = [&](dnnl::algorithm algo, tag src, tag dst, bool allow_ref, bool binary = false) {
     try {
-      cands.push_back(make(algo, src, dst, allow_ref, binary));
+      cands.push_back(make(ConvChoice{algo, src, dst, allow_ref, binary}));
     } catch (const dnnl::error&) {
       // No implementation for this algorithm / layout: one candidate fewer.
     }
@@ -165,6 +221,16 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
       cands.assign(1, std::move(wino));
     }
   }
+  Answer& answer = answers[key];
+  answer.can = pick(cands, best, seconds);
+  if (answer.can) {
+    answer.choice = best->choice;
+    answer.seconds = seconds ? *seconds : -1;
+  }
+  return answer.can;
+}
+
+bool ConvPlanner::pick(std::vector<ConvPlan>& cands, ConvPlan* best, double* seconds) {
   if (cands.empty()) return false;
   size_t pick = 0;
   if (cands.size() > 1 || seconds) {
@@ -233,37 +299,24 @@ double conv_seconds(const Node& node, const Shape& x, tag src, tag dst, tag res)
   const Shape w = node.inputs[1]->constant.shape();
   auto geo = conv_geometry(*attrs, x, w);
   if (!geo.is_ok()) return -1;
-  // The key holds what the timing depends on: the node's conv parameters and epilogue, the
-  // shapes, the layouts and the algorithm mode. Not the thread count: the answer must not
-  // depend on who asks (a reference fallback asks outside the kernels' thread setting), so
-  // the first asker's count is the one measured.
-  std::string key = shape_str(x) + shape_str(w) + shape_str(geo->strides) +
-                    shape_str(geo->dilations) + shape_str(geo->pad_begin) +
-                    shape_str(geo->pad_end) + "g" + std::to_string(geo->group);
-  const Epilogue& e = node.epilogue;
-  key += " b" + std::to_string(bias_index(node) >= 0) + " r" +
-         std::to_string(e.residual_input >= 0) + " a" + std::to_string(static_cast<int>(e.act)) +
-         "," + std::to_string(e.alpha) + "," + std::to_string(e.beta);
-  key += " l" + std::to_string(static_cast<int>(src)) + "," +
-         std::to_string(static_cast<int>(dst)) + "," + std::to_string(static_cast<int>(res));
-  key += " m" + std::to_string(static_cast<int>(algo_mode()));
-  // One lock for the lookup and the measurement: two threads timing at once would slow
-  // each other's measurements down.
-  static std::mutex mu;
-  static std::map<std::string, double> known;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(key);
-  if (it != known.end()) return it->second;
+  const ConvOperands ops{x, w, geo->output_shape(), src, dst, res};
+  {
+    // The layout decision asks the same questions many times: answer from memory without
+    // making the plan.
+    std::lock_guard<std::mutex> lock(answers_mutex());
+    auto& answers = remembered_answers();
+    auto it = answers.find(question_key(node, ops, *geo));
+    if (it != answers.end() && !it->second.can) return -1;
+    if (it != answers.end() && it->second.seconds >= 0) return it->second.seconds;
+  }
   ConvPlanner planner(node, *attrs);
   ConvPlan plan;
   double secs = -1;
   try {
-    if (!planner.choose(ConvOperands{x, w, geo->output_shape(), src, dst, res}, &plan, &secs))
-      secs = -1;
+    if (!planner.choose(ops, &plan, &secs)) secs = -1;
   } catch (const dnnl::error&) {
     secs = -1;
   }
-  known[key] = secs;
   return secs;
 }
 

@@ -4,6 +4,7 @@
 // decision (dnnl_layout_plan.cc) asks what a conv would cost under each candidate layout.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "backends/cpu/dnnl_common.h"
@@ -11,10 +12,21 @@
 
 namespace kiln::dnnl_cpu {
 
+// Which candidate a plan is: enough to make the same primitive again.
+struct ConvChoice {
+  dnnl::algorithm algo = dnnl::algorithm::convolution_direct;
+  dnnl::memory::format_tag src = dnnl::memory::format_tag::any;  // `any`: oneDNN picks
+  dnnl::memory::format_tag dst = dnnl::memory::format_tag::any;
+  bool allow_ref = false;   // oneDNN's slow reference conv accepted
+  bool res_binary = false;  // the residual read by a binary post-op
+};
+
 // One way to run the conv: a primitive for one algorithm and activation layout, plus the
 // reorders between that layout and the stored ones. Everything is made when the plan is
 // built, so running it only executes.
 struct ConvPlan {
+  ConvChoice choice;
+  bool remembered = false;  // made from the process's earlier answer, not timed now
   dnnl::algorithm algo = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward prim;
@@ -49,6 +61,12 @@ class ConvPlanner {
   // prefers with reorders around it, and Winograd where it exists; when more
   // than one can be made they are timed on scratch operands and `seconds` (if given) gets
   // the winner's time (0 when nothing was timed). False when oneDNN can run none of them.
+  //
+  // The answer is remembered for the process, keyed by what it depends on (the conv's
+  // parameters and epilogue, the shapes, the stored layouts, the algorithm mode): the same
+  // question gets the same plan again without timing. So a context that prepares a shape
+  // again, or another context of the engine, runs the same primitives and gives the same
+  // bits (candidates round differently, and timing noise could pick another one).
   bool choose(const ConvOperands& ops, ConvPlan* best, double* seconds = nullptr);
 
   // Runs `p` on operands stored as in `ops`; `res` and `bias` may be null.
@@ -61,8 +79,9 @@ class ConvPlanner {
   // A plan for `algo` with the activations in `src_fmt` / `dst_fmt` (`any`: oneDNN picks),
   // the residual (if any) added by a binary post-op when `res_binary`; throws dnnl::error
   // when oneDNN has no implementation (or, unless `allow_ref`, only its slow reference one).
-  ConvPlan make(dnnl::algorithm algo, dnnl::memory::format_tag src_fmt,
-                dnnl::memory::format_tag dst_fmt, bool allow_ref, bool res_binary = false);
+  ConvPlan make(const ConvChoice& c);
+  // Times the candidates and picks one (choose without a remembered answer).
+  bool pick(std::vector<ConvPlan>& cands, ConvPlan* best, double* seconds);
 
   static constexpr int kTimedRounds = 3;         // at most, after one warm-up run
   static constexpr double kTimingBudget = 3e-3;  // seconds of timed runs per candidate

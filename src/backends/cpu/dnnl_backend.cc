@@ -1,5 +1,7 @@
-// The oneDNN CPU backend: Conv and Gemm (with their fused epilogue as post-ops) and 2-D
-// pooling in fp32. Everything else stays on the reference backend (see runtime/engine.cc).
+// The oneDNN CPU backend in fp32: Conv and Gemm (with their fused epilogue as post-ops),
+// 2-D pooling, the broadcasting binary ops, the unary activations, Softmax, Concat and
+// Resize. Everything else stays on the reference backend (see runtime/engine.cc); shapes a
+// claimed kernel cannot run go to the reference kernel too (DnnlKernel::prepare).
 
 #include <malloc.h>
 #include <omp.h>
@@ -26,6 +28,19 @@ bool is_f32(const Value* v, bool optional) {
 
 dnnl::memory::dims to_dims(const std::vector<int64_t>& v) {
   return dnnl::memory::dims(v.begin(), v.end());
+}
+
+dnnl::memory::desc plain_desc(const std::vector<int64_t>& shape) {
+  dnnl::memory::dims dims = shape.empty() ? dnnl::memory::dims{1} : to_dims(shape);
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+bool all_positive(const std::vector<int64_t>& shape) {
+  for (int64_t d : shape)
+    if (d <= 0) return false;
+  return true;
 }
 
 // Appends the epilogue activation as eltwise post-ops; false when oneDNN 2.6 has none.
@@ -100,6 +115,23 @@ bool claims(const Node& node) {
     case OpKind::MaxPool:
     case OpKind::AveragePool:
     case OpKind::GlobalAveragePool: return pool_supported(node);
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div: return binary_supported(node);
+    case OpKind::Relu:
+    case OpKind::LeakyRelu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::Clip:
+    case OpKind::Softplus:
+    case OpKind::Exp:
+    case OpKind::Sqrt: return eltwise_supported(node);
+    case OpKind::Softmax: return softmax_supported(node);
+    case OpKind::Concat: return concat_supported(node);
+    case OpKind::Resize: return resize_supported(node);
     default: return false;
   }
 }
@@ -113,9 +145,21 @@ class OnednnBackend final : public Backend {
   bool supports(const Node& node) const override { return claims(node); }
   Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
     if (!supports(node)) return unsupported(node.describe() + ": not supported by oneDNN");
-    if (node.op == OpKind::Conv) return make_conv_kernel(node, threads_);
-    if (node.op == OpKind::Gemm) return make_gemm_kernel(node, threads_);
-    return make_pool_kernel(node, threads_);
+    switch (node.op) {
+      case OpKind::Conv: return make_conv_kernel(node, threads_);
+      case OpKind::Gemm: return make_gemm_kernel(node, threads_);
+      case OpKind::MaxPool:
+      case OpKind::AveragePool:
+      case OpKind::GlobalAveragePool: return make_pool_kernel(node, threads_);
+      case OpKind::Add:
+      case OpKind::Sub:
+      case OpKind::Mul:
+      case OpKind::Div: return make_binary_kernel(node, threads_);
+      case OpKind::Softmax: return make_softmax_kernel(node, threads_);
+      case OpKind::Concat: return make_concat_kernel(node, threads_);
+      case OpKind::Resize: return make_resize_kernel(node, threads_);
+      default: return make_eltwise_kernel(node, threads_);
+    }
   }
 
  private:

@@ -122,5 +122,22 @@ std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, int threads);
 bool gemm_supported(const Node& node);
 std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads);
 bool pool_supported(const Node& node);
+// Add/Sub/Mul/Div with broadcasting (dnnl_binary.cc).
+std::unique_ptr<Kernel> make_binary_kernel(const Node& node, int threads);
+bool binary_supported(const Node& node);
+// The unary activations and math ops (dnnl_eltwise.cc).
+std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, int threads);
+bool eltwise_supported(const Node& node);
+std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, int threads);
+bool softmax_supported(const Node& node);
+std::unique_ptr<Kernel> make_concat_kernel(const Node& node, int threads);
+bool concat_supported(const Node& node);
+std::unique_ptr<Kernel> make_resize_kernel(const Node& node, int threads);
+bool resize_supported(const Node& node);
+
+// The row-major f32 desc of `shape` (what the runtime's Tensors hold); a scalar is [1].
+dnnl::memory::desc plain_desc(const std::vector<int64_t>& shape);
+// Whether every dim of `shape` is positive (oneDNN 2.6 primitives take no empty tensors).
+bool all_positive(const std::vector<int64_t>& shape);
 
 }  // namespace kiln::dnnl_cpu

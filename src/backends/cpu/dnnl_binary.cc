@@ -1,0 +1,97 @@
+// oneDNN Add / Sub / Mul / Div in fp32 with ONNX (numpy) broadcasting, and an epilogue
+// activation as an eltwise post-op.
+//
+// oneDNN's binary primitive broadcasts only its second source: src0 must have dst's shape,
+// and each dim of src1 is either src0's or 1. The ranks are aligned by leading 1s. Where
+// input 1 has the full shape and input 0 is the broadcast one, Add and Mul swap their
+// inputs, and Sub runs as -(b - a) (a linear post-op scales by -1). Div with a broadcast
+// dividend, or two inputs that both broadcast ([N,1] + [1,M]), run on the reference kernel.
+
+#include "backends/cpu/dnnl_common.h"
+
+namespace kiln::dnnl_cpu {
+
+namespace {
+
+using dnnl::memory;
+
+// `s` with leading 1s up to `rank` dims.
+Shape aligned(const Shape& s, size_t rank) {
+  Shape r(rank - std::min(rank, s.size()), 1);
+  r.insert(r.end(), s.begin(), s.end());
+  return r;
+}
+
+dnnl::algorithm binary_algorithm(OpKind op) {
+  switch (op) {
+    case OpKind::Add: return dnnl::algorithm::binary_add;
+    case OpKind::Sub: return dnnl::algorithm::binary_sub;
+    case OpKind::Mul: return dnnl::algorithm::binary_mul;
+    default: return dnnl::algorithm::binary_div;
+  }
+}
+
+class DnnlBinaryKernel final : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
+    const Shape& ys = out[0].shape;
+    if (!all_positive(ys) || !all_positive(in[0].shape) || !all_positive(in[1].shape)) return false;
+    const size_t rank = std::max<size_t>(ys.size(), 1);
+    const Shape a = aligned(in[0].shape, rank), b = aligned(in[1].shape, rank);
+    const Shape y = aligned(ys, rank);
+    const OpKind op = node_.op;
+    swapped_ = false;
+    bool negate = false;
+    if (a != y) {
+      if (b != y || op == OpKind::Div) return false;
+      swapped_ = true;
+      negate = op == OpKind::Sub;
+    }
+    dnnl::post_ops post;
+    if (negate) post.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, -1.f, 0.f);
+    if (!append_activation(node_.epilogue, post)) return false;
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(post);
+    src0_md_ = plain_desc(swapped_ ? b : a);
+    src1_md_ = plain_desc(swapped_ ? a : b);
+    dst_md_ = plain_desc(y);
+    dnnl::binary::desc desc(binary_algorithm(op), src0_md_, src1_md_, dst_md_);
+    prim_ = dnnl::binary(dnnl::binary::primitive_desc(desc, attr, cpu_engine()));
+    stream_ = dnnl::stream(cpu_engine());
+    return true;
+  }
+
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const Tensor* s0 = in[swapped_ ? 1 : 0];
+    const Tensor* s1 = in[swapped_ ? 0 : 1];
+    memory m0(src0_md_, cpu_engine(), const_cast<void*>(s0->raw()));
+    memory m1(src1_md_, cpu_engine(), const_cast<void*>(s1->raw()));
+    memory d(dst_md_, cpu_engine(), out[0]->raw());
+    prim_.execute(stream_, {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, d}});
+    stream_.wait();
+  }
+
+ private:
+  bool swapped_ = false;  // input 1 is oneDNN's src0
+  memory::desc src0_md_, src1_md_, dst_md_;
+  dnnl::binary prim_;
+  dnnl::stream stream_;
+};
+
+}  // namespace
+
+bool binary_supported(const Node& node) {
+  if (node.inputs.size() != 2 || node.outputs.size() != 1) return false;
+  if (!is_f32(node.inputs[0]) || !is_f32(node.inputs[1]) || !is_f32(node.outputs[0])) return false;
+  // An activation may have been fused in; a residual belongs to Conv/Gemm only.
+  return node.epilogue.residual_input < 0;
+}
+
+std::unique_ptr<Kernel> make_binary_kernel(const Node& node, int threads) {
+  return std::make_unique<DnnlBinaryKernel>(node, threads);
+}
+
+}  // namespace kiln::dnnl_cpu

@@ -1,0 +1,65 @@
+// oneDNN Concat in fp32 along any axis of any rank (all inputs plain row-major). Empty
+// inputs (oneDNN 2.6 takes none) send the node to the reference kernel.
+
+#include "backends/cpu/dnnl_common.h"
+#include "ops/op_util.h"
+
+namespace kiln::dnnl_cpu {
+
+namespace {
+
+using dnnl::memory;
+
+class DnnlConcatKernel final : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
+    const Shape& ys = out[0].shape;
+    if (ys.empty() || !all_positive(ys)) return false;
+    auto axis = normalize_axis(node_.attrs.get_int("axis", 0), static_cast<int64_t>(ys.size()));
+    if (!axis.is_ok()) return false;
+    src_mds_.clear();
+    for (const TensorDesc& d : in) {
+      if (!all_positive(d.shape)) return false;
+      src_mds_.push_back(plain_desc(d.shape));
+    }
+    dst_md_ = plain_desc(ys);
+    prim_ = dnnl::concat(
+        dnnl::concat::primitive_desc(dst_md_, static_cast<int>(*axis), src_mds_, cpu_engine()));
+    stream_ = dnnl::stream(cpu_engine());
+    return true;
+  }
+
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::unordered_map<int, memory> args;
+    for (size_t i = 0; i < in.size(); ++i)
+      args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] =
+          memory(src_mds_[i], cpu_engine(), const_cast<void*>(in[i]->raw()));
+    args[DNNL_ARG_DST] = memory(dst_md_, cpu_engine(), out[0]->raw());
+    prim_.execute(stream_, args);
+    stream_.wait();
+  }
+
+ private:
+  std::vector<memory::desc> src_mds_;
+  memory::desc dst_md_;
+  dnnl::concat prim_;
+  dnnl::stream stream_;
+};
+
+}  // namespace
+
+bool concat_supported(const Node& node) {
+  if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
+  for (const Value* v : node.inputs)
+    if (!is_f32(v)) return false;
+  return is_f32(node.outputs[0]);
+}
+
+std::unique_ptr<Kernel> make_concat_kernel(const Node& node, int threads) {
+  return std::make_unique<DnnlConcatKernel>(node, threads);
+}
+
+}  // namespace kiln::dnnl_cpu

@@ -1,0 +1,113 @@
+// oneDNN element-wise activations and math ops in fp32: Relu, LeakyRelu, Sigmoid, Tanh,
+// HardSigmoid, HardSwish, Clip, Softplus, Exp, Sqrt, on any shape (a plain 1-D view of it).
+//
+// oneDNN 2.6 has no HardSigmoid: it runs as linear(alpha, beta) then clip(0, 1), the second
+// in place on the output. Clip takes its bounds from constant inputs (the importer turns the
+// older attributes into inputs); bounds that are not constants, or min > max (every element
+// becomes max in ONNX, oneDNN would give min below it), run on the reference kernel. Like the
+// fused Clip of a conv, oneDNN's clip maps NaN to the lower bound (ONNX passes it through).
+
+#include <limits>
+
+#include "backends/cpu/dnnl_common.h"
+
+namespace kiln::dnnl_cpu {
+
+namespace {
+
+using dnnl::memory;
+using alg = dnnl::algorithm;
+
+struct Step {
+  alg algorithm;
+  float alpha = 0.f, beta = 0.f;
+};
+
+// The eltwise steps of `node` (empty: oneDNN cannot express it); `in` gives Clip's bounds.
+std::vector<Step> steps_of(const Node& node, const std::vector<TensorDesc>& in) {
+  const Attributes& a = node.attrs;
+  switch (node.op) {
+    case OpKind::Relu: return {{alg::eltwise_relu}};
+    case OpKind::LeakyRelu: return {{alg::eltwise_relu, a.get_float("alpha", 0.01f)}};
+    case OpKind::Sigmoid: return {{alg::eltwise_logistic}};
+    case OpKind::Tanh: return {{alg::eltwise_tanh}};
+    case OpKind::HardSigmoid:
+      return {{alg::eltwise_linear, a.get_float("alpha", 0.2f), a.get_float("beta", 0.5f)},
+              {alg::eltwise_clip, 0.f, 1.f}};
+    case OpKind::HardSwish: return {{alg::eltwise_hardswish}};
+    case OpKind::Softplus: return {{alg::eltwise_soft_relu}};
+    case OpKind::Exp: return {{alg::eltwise_exp}};
+    case OpKind::Sqrt: return {{alg::eltwise_sqrt}};
+    case OpKind::Clip: {
+      float lo = -std::numeric_limits<float>::infinity();
+      float hi = std::numeric_limits<float>::infinity();
+      for (size_t i = 1; i < in.size() && i < 3; ++i) {
+        if (!in[i].present()) continue;  // omitted bound
+        if (!in[i].value || in[i].value->numel() != 1) return {};
+        (i == 1 ? lo : hi) = in[i].value->data<float>()[0];
+      }
+      if (lo > hi) return {};
+      return {{alg::eltwise_clip, lo, hi}};
+    }
+    default: return {};
+  }
+}
+
+class DnnlEltwiseKernel final : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
+    if (!all_positive(in[0].shape)) return false;
+    const std::vector<Step> steps = steps_of(node_, in);
+    if (steps.empty()) return false;
+    int64_t n = 1;
+    for (int64_t d : in[0].shape) n *= d;
+    md_ = memory::desc({n}, memory::data_type::f32, memory::format_tag::a);
+    prims_.clear();
+    for (const Step& s : steps) {
+      dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, s.algorithm, md_,
+                                       s.alpha, s.beta);
+      prims_.emplace_back(dnnl::eltwise_forward::primitive_desc(desc, cpu_engine()));
+    }
+    stream_ = dnnl::stream(cpu_engine());
+    (void)out;
+    return true;
+  }
+
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    memory src(md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
+    memory dst(md_, cpu_engine(), out[0]->raw());
+    for (size_t i = 0; i < prims_.size(); ++i)
+      prims_[i].execute(stream_, {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
+    stream_.wait();
+  }
+
+ private:
+  memory::desc md_;
+  std::vector<dnnl::eltwise_forward> prims_;
+  dnnl::stream stream_;
+};
+
+}  // namespace
+
+bool eltwise_supported(const Node& node) {
+  if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
+  if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
+  if (node.op == OpKind::Clip) {
+    if (node.inputs.size() > 3) return false;
+    for (size_t i = 1; i < node.inputs.size(); ++i)
+      if (node.inputs[i] && !(node.inputs[i]->is_constant() && is_f32(node.inputs[i])))
+        return false;
+  } else if (node.inputs.size() != 1) {
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, int threads) {
+  return std::make_unique<DnnlEltwiseKernel>(node, threads);
+}
+
+}  // namespace kiln::dnnl_cpu

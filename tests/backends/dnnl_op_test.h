@@ -1,0 +1,70 @@
+// One-node checks of the oneDNN kernels for the non-conv ops (binary, eltwise, softmax,
+// concat, resize): the node is built from test tensors, run through oneDNN's kernel with its
+// outputs poisoned (NaN, so an element it leaves unwritten shows) and through the reference
+// kernel, and compared.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/backend_test_util.h"
+#include "backends/cpu/dnnl_common.h"
+
+namespace kiln::test {
+
+struct OpInput {
+  Tensor t;               // undefined: an omitted optional input
+  bool constant = false;  // an initializer (what Clip's bounds and Resize's scales must be)
+};
+
+// Builds `op` over `inputs`, expects oneDNN to claim it, runs both backends and compares
+// within atol + rtol·|want|. Returns whether oneDNN's own primitive ran (false: the
+// kernel sent these shapes to the reference kernel).
+inline bool dnnl_matches_reference(OpKind op, const Attributes& attrs,
+                                   const std::vector<OpInput>& inputs, double atol = 1e-6,
+                                   double rtol = 1e-5) {
+  Graph g;
+  std::vector<Value*> ins;
+  std::vector<const Tensor*> tensors;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const OpInput& in = inputs[i];
+    if (!in.t.defined()) {
+      ins.push_back(nullptr);
+      tensors.push_back(nullptr);
+      continue;
+    }
+    ins.push_back(in.constant ? g.add_constant("c" + std::to_string(i), in.t)
+                              : f32_value(g, "x" + std::to_string(i), in.t.shape()));
+    tensors.push_back(&in.t);
+  }
+  Value* y = g.add_value("y");
+  y->dtype = DataType::kFloat32;
+  Node* n = g.add_node(op, "node", ins, {y}, attrs);
+  const Backend& dnnl = onednn_backend(2);
+  EXPECT_TRUE(dnnl.supports(*n)) << op_name(op) << " not claimed";
+  if (!dnnl.supports(*n)) return false;
+  auto kernel = dnnl.create_kernel(*n);
+  EXPECT_TRUE(kernel.is_ok()) << kernel.status().to_string();
+  if (!kernel.is_ok()) return false;
+  std::vector<TensorDesc> descs(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i]) descs[i] = TensorDesc{tensors[i]->dtype(), tensors[i]->shape(), tensors[i]};
+  std::vector<TensorDesc> out(1);
+  Status st = (*kernel)->prepare(descs, out);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  if (!st.is_ok()) return false;
+  Tensor got(out[0].dtype, out[0].shape);
+  for (int64_t i = 0; i < got.numel(); ++i)
+    got.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  st = (*kernel)->execute(tensors, {&got});
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  auto want = run_backend(reference_backend(), *n, tensors);
+  EXPECT_TRUE(want.is_ok()) << want.status().to_string();
+  if (!st.is_ok() || !want.is_ok()) return false;
+  expect_near(got, (*want)[0], atol, rtol);
+  return !static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference();
+}
+
+}  // namespace kiln::test

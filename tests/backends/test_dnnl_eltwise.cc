@@ -1,0 +1,80 @@
+// oneDNN activations and unary math against the reference on random data of several ranks.
+#include "backends/dnnl_op_test.h"
+
+namespace kiln::test {
+namespace {
+
+Attributes with(std::initializer_list<std::pair<const char*, float>> kv) {
+  Attributes a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
+TEST(DnnlEltwise, MatchesReference) {
+  struct Case {
+    OpKind op;
+    Attributes attrs;
+  };
+  const std::vector<Case> cases = {
+      {OpKind::Relu, {}},
+      {OpKind::LeakyRelu, {}},
+      {OpKind::LeakyRelu, with({{"alpha", 0.3f}})},
+      {OpKind::Sigmoid, {}},
+      {OpKind::Tanh, {}},
+      {OpKind::HardSigmoid, {}},
+      {OpKind::HardSigmoid, with({{"alpha", 0.5f}, {"beta", 0.25f}})},
+      {OpKind::HardSwish, {}},
+      {OpKind::Softplus, {}},
+      {OpKind::Exp, {}},
+  };
+  uint32_t seed = 7;
+  for (const Case& c : cases)
+    for (Shape s : {Shape{2, 3, 5, 7}, Shape{17}, Shape{3, 1000}, Shape{}}) {
+      SCOPED_TRACE(std::string(op_name(c.op)) + " " + shape_str(s));
+      // Wide enough to reach every piece of the piecewise ones (HardSwish's ±3).
+      Tensor x = random_tensor(s, ++seed, -4.f, 4.f);
+      EXPECT_TRUE(dnnl_matches_reference(c.op, c.attrs, {{x}}));
+    }
+  Tensor x = random_tensor({4, 9, 9}, 99, 0.01f, 5.f);  // Sqrt of positive values
+  EXPECT_TRUE(dnnl_matches_reference(OpKind::Sqrt, {}, {{x}}));
+}
+
+TEST(DnnlEltwise, ClipBoundsFromConstants) {
+  Tensor x = random_tensor({2, 8, 4, 4}, 5, -3.f, 3.f);
+  const Tensor lo = Tensor::from_floats({}, {-0.5f}), hi = Tensor::from_floats({}, {0.75f});
+  EXPECT_TRUE(dnnl_matches_reference(OpKind::Clip, {}, {{x}, {lo, true}, {hi, true}}));
+  EXPECT_TRUE(dnnl_matches_reference(OpKind::Clip, {}, {{x}, {lo, true}}));              // no max
+  EXPECT_TRUE(dnnl_matches_reference(OpKind::Clip, {}, {{x}, {Tensor()}, {hi, true}}));  // no min
+  EXPECT_TRUE(dnnl_matches_reference(OpKind::Clip, {}, {{x}}));                          // neither
+  // min > max: ONNX gives max everywhere, which oneDNN's clip does not: the reference runs.
+  EXPECT_FALSE(dnnl_matches_reference(OpKind::Clip, {}, {{x}, {hi, true}, {lo, true}}));
+}
+
+TEST(DnnlEltwise, ClipWithComputedBoundsIsNotClaimed) {
+  Graph g;
+  Node* n = g.add_node(OpKind::Clip, "clip", {f32_value(g, "x", {2, 3}), f32_value(g, "lo", {})},
+                       {f32_value(g, "y", {2, 3})});
+  EXPECT_FALSE(onednn_backend(2).supports(*n));
+}
+
+// Re-prepared for a new shape, the kernel still matches (the view is the element count).
+TEST(DnnlEltwise, ReprepareOnShapeChange) {
+  Graph g;
+  Node* n =
+      g.add_node(OpKind::Sigmoid, "s", {f32_value(g, "x", {1, 4})}, {f32_value(g, "y", {1, 4})});
+  auto kernel = onednn_backend(2).create_kernel(*n);
+  ASSERT_TRUE(kernel.is_ok());
+  for (Shape s : {Shape{1, 4}, Shape{3, 5, 2}, Shape{1, 4}}) {
+    Tensor x = random_tensor(s, 11);
+    std::vector<TensorDesc> in{{x.dtype(), x.shape(), &x}}, out(1);
+    ASSERT_TRUE((*kernel)->prepare(in, out).is_ok());
+    Tensor got(out[0].dtype, out[0].shape);
+    ASSERT_TRUE((*kernel)->execute({&x}, {&got}).is_ok());
+    auto want = run_backend(reference_backend(), *n, {&x});
+    ASSERT_TRUE(want.is_ok());
+    expect_near(got, (*want)[0], 1e-6, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

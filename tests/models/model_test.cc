@@ -131,7 +131,9 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelVsOrt,
                                          ModelCase{"fashion_mnist", 4},
                                          ModelCase{"mobilenet_v2", 1}, ModelCase{"mobilenet_v2", 4},
                                          ModelCase{"resnet18", 1}, ModelCase{"resnet18", 4},
-                                         ModelCase{"resnet50", 1}, ModelCase{"resnet50", 4}),
+                                         ModelCase{"resnet50", 1}, ModelCase{"resnet50", 4},
+                                         ModelCase{"efficientnet_b0", 1},
+                                         ModelCase{"efficientnet_b0", 4}),
                          case_name);
 
 // kiln runs the shipped Fashion-MNIST model over the whole 10k test set, normalized as in

@@ -50,6 +50,15 @@ struct Net {
     g->add_node(op, "pool", {x}, {y}, std::move(a));
     return y;
   }
+  // A binary op whose output has `a`'s dims, or `b`'s where `a` broadcasts.
+  Value* binary(OpKind op, Value* a, Value* b) {
+    Value* y = g->add_value("e");
+    y->dtype = DataType::kFloat32;
+    y->has_shape = true;
+    y->dims = a->dims[2].value == 1 && b->dims[2].value != 1 ? b->dims : a->dims;
+    g->add_node(op, "binary", {a, b}, {y});
+    return y;
+  }
   Value* unary(OpKind op, Value* x) {
     Value* y = g->add_value("u");
     y->dtype = x->dtype;

@@ -105,5 +105,54 @@ TEST(DnnlLayout, ReferenceFallbackBetweenBlockedNeighbours) {
   EXPECT_TRUE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference());
 }
 
+// A squeeze-and-excitation block (EfficientNet's): conv → GlobalAveragePool → 1×1 conv →
+// 1×1 conv with Sigmoid → Mul scaling the conv's output per channel → conv. The Mul reads and
+// writes the group's stored layout, so no value of the block is kept plain; also with the
+// scale as the Mul's first input, channels off the block, a Sub/Div/Add of two stored
+// values, and a symbolic batch that changes between runs.
+void se_block(Net& n, int64_t c, bool scale_first, OpKind join) {
+  Value* x = n.input("x", {2, 3, 10, 9});
+  x->dims[0] = Dim{-1, "batch"};
+  Value* a = n.conv(x, c, 3, {2, c, 10, 9});
+  Value* s = n.pool(OpKind::GlobalAveragePool, a, {2, c, 1, 1}, {});
+  Value* t = n.conv(s, 8, 1, {2, 8, 1, 1});
+  Value* u = n.conv(t, c, 1, {2, c, 1, 1}, false);
+  u->producer->epilogue.act = Activation::kSigmoid;
+  Value* m = scale_first ? n.binary(OpKind::Mul, u, a) : n.binary(OpKind::Mul, a, u);
+  Value* b = n.conv(m, c, 3, {2, c, 10, 9});
+  Value* j = n.binary(join, b, m);  // two stored values of one shape
+  n.g->outputs() = {n.conv(j, 16, 1, {2, 16, 10, 9}, false)};
+  for (Value* v : {a, s, t, u, m, b, j}) EXPECT_TRUE(dnnl_cpu::storable(v)) << v->name;
+  if (c % 16 == 0) {
+    EXPECT_TRUE(dnnl_cpu::stored_blocked(a));
+    EXPECT_TRUE(dnnl_cpu::stored_blocked(m));
+  }
+}
+
+TEST(DnnlLayout, SqueezeExcitationMulKeepsTheStoredLayout) {
+  for (bool scale_first : {false, true})
+    for (int64_t c : {32, 24})
+      for (OpKind join : {OpKind::Add, OpKind::Sub, OpKind::Div}) {
+        SCOPED_TRACE(std::to_string(c) + " channels" + (scale_first ? ", scale first " : " ") +
+                     op_name(join));
+        expect_auto_matches_reference([&](Net& n) { se_block(n, c, scale_first, join); }, {2, 3});
+      }
+}
+
+// A Mul whose other operand is neither the output's shape nor [N, C, 1, 1] (a spatial map)
+// keeps its inputs plain, and still matches.
+TEST(DnnlLayout, SpatialBroadcastOperandStaysPlain) {
+  expect_auto_matches_reference([](Net& n) {
+    Value* x = n.input("x", {2, 3, 8, 8});
+    Value* map = n.input("map", {2, 1, 8, 8});
+    Value* a = n.conv(x, 16, 3, {2, 16, 8, 8});
+    Value* m = n.binary(OpKind::Mul, a, map);
+    n.g->outputs() = {n.conv(m, 16, 3, {2, 16, 8, 8})};
+    EXPECT_TRUE(dnnl_cpu::storable(a));
+    EXPECT_FALSE(dnnl_cpu::storable(map));  // a graph input
+    EXPECT_TRUE(dnnl_cpu::storable(m));
+  });
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <new>
 
 #include "backends/cpu/dnnl_common.h"
 
@@ -92,6 +93,10 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
     fallback_ = !try_prepare(in, out);
   } catch (const dnnl::error&) {
     fallback_ = true;  // oneDNN has no implementation for these shapes/attributes
+  } catch (const std::bad_alloc&) {
+    // Shapes too large for oneDNN's buffers: the reference kernel, and the runtime's size
+    // checks, report them.
+    fallback_ = true;
   }
   prepared_in_ = in;
   return Status();

@@ -6,6 +6,11 @@
 // input 1 has the full shape and input 0 is the broadcast one, Add and Mul swap their
 // inputs, and Sub runs as -(b - a) (a linear post-op scales by -1). Div with a broadcast
 // dividend, or two inputs that both broadcast ([N,1] + [1,M]), run on the reference kernel.
+//
+// Rank-4 operands of the output's shape, and the output, are read and written in the layout
+// their group is stored in (stored_desc: a squeeze-and-excitation Mul between two convs then
+// needs no reorder); a [N, C, 1, 1] operand has the same bytes in every stored layout and is
+// described in the output's.
 
 #include "backends/cpu/dnnl_common.h"
 
@@ -14,6 +19,7 @@ namespace kiln::dnnl_cpu {
 namespace {
 
 using dnnl::memory;
+using tag = memory::format_tag;
 
 // `s` with leading 1s up to `rank` dims.
 Shape aligned(const Shape& s, size_t rank) {
@@ -55,9 +61,20 @@ class DnnlBinaryKernel final : public DnnlKernel {
     if (!append_activation(node_.epilogue, post)) return false;
     dnnl::primitive_attr attr;
     attr.set_post_ops(post);
-    src0_md_ = plain_desc(swapped_ ? b : a);
-    src1_md_ = plain_desc(swapped_ ? a : b);
-    dst_md_ = plain_desc(y);
+    // A full rank-4 operand as its producer stores it; the rest plain.
+    const memory::format_tag y_tag = rank == 4 ? stored_format(node_.output(0)) : tag::nchw;
+    auto desc_of = [&](size_t i, const Shape& s) {
+      if (rank == 4 && s == y) return stored_desc(node_.input(i), s);
+      // A [N or 1, C, 1, 1] operand has the same bytes in the output's stored layout (nhwc,
+      // or blocks of C channels when C is a multiple of the block); described in it, oneDNN
+      // runs its JIT kernel instead of its reference one.
+      if (rank == 4 && y_tag != tag::nchw && s[1] == y[1] && s[2] == 1 && s[3] == 1)
+        return memory::desc(to_dims(s), memory::data_type::f32, y_tag);
+      return plain_desc(s);
+    };
+    src0_md_ = swapped_ ? desc_of(1, b) : desc_of(0, a);
+    src1_md_ = swapped_ ? desc_of(0, a) : desc_of(1, b);
+    dst_md_ = rank == 4 ? stored_desc(node_.output(0), y) : plain_desc(y);
     dnnl::binary::desc desc(binary_algorithm(op), src0_md_, src1_md_, dst_md_);
     prim_ = dnnl::binary(dnnl::binary::primitive_desc(desc, attr, cpu_engine()));
     stream_ = dnnl::stream(cpu_engine());

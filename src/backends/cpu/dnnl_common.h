@@ -41,14 +41,20 @@ bool claims(const Node& node);
 
 // Activation storage between oneDNN kernels (dnnl_layout.cc, dnnl_layout_plan.cc). The
 // runtime hands kernels host Tensors of the logical NCHW shape; a value whose producer and
-// every reader are oneDNN Conv/pool nodes may instead hold a layout oneDNN's kernels run on
-// (nhwc for the brgemm kernels of oneDNN 2.6 on AVX-512, nChw16c/nChw8c for the older
-// direct ones and Winograd) in that Tensor, which saves a reorder on each side of every
-// conv. Such a value is "storable": float32, rank 4 with a known channel count, no graph
-// input or output, produced as output 0 of a claimed Conv/pool, and every use reads it as an
-// activation (Conv input 0 or residual, pool input 0). Producer and readers derive its
+// every reader are oneDNN Conv/pool/binary nodes may instead hold a layout oneDNN's kernels
+// run on (nhwc for the brgemm kernels of oneDNN 2.6 on AVX-512, nChw16c/nChw8c for the
+// older direct ones and Winograd) in that Tensor, which saves a reorder on each side of
+// every conv. Such a value is "storable": float32, rank 4 with a known channel count, no
+// graph input or output, produced as output 0 of a claimed node that writes it as a layout
+// operand (layout_operands), and every use reads it as one. Producer and readers derive its
 // layout from the graph through stored_format, so they always agree.
 bool storable(const Value* v);
+// The values claimed node `n` reads and writes in a stored layout: a Conv's input 0, output
+// and residual; a pool's (MaxPool, AveragePool, GlobalAveragePool) input 0 and output; a
+// binary op's (Add/Sub/Mul/Div) rank-4 output and its inputs of the output's shape or of
+// [N, C, 1, 1] (a per-channel operand such as a squeeze-and-excitation scale, whose bytes are
+// the same in every candidate layout); empty for other nodes.
+std::vector<const Value*> layout_operands(const Node& n);
 // The layout `v` is stored in: nchw (the logical layout) unless it is storable; else the
 // layout its group of connected storable values takes (layout_choice), nhwc where that is a
 // blocked layout and the channel count is off the block (blocked bytes = logical bytes).

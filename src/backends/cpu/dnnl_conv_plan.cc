@@ -44,6 +44,19 @@ size_t count(const Shape& s) {
   return static_cast<size_t>(n);
 }
 
+// Whether the timing scratch for these operands stays within reason (1 GiB of float each):
+// a malformed model can declare shapes no machine holds, and the engine refuses those with a
+// clear message when it runs them; timing must not die allocating them first.
+bool timeable(const ConvOperands& ops) {
+  constexpr int64_t kMaxElements = int64_t{1} << 28;
+  for (const Shape* s : {&ops.x, &ops.y}) {
+    int64_t n = 1;
+    for (int64_t d : *s)
+      if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) return false;
+  }
+  return true;
+}
+
 // oneDNN's reference conv is orders of magnitude slower than its JIT ones (a 7×7 stem conv
 // from nchw to nhwc: 15 s at batch 8 instead of 6 ms); it is only worth having when
 // nothing else exists.
@@ -233,7 +246,9 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
 bool ConvPlanner::pick(std::vector<ConvPlan>& cands, ConvPlan* best, double* seconds) {
   if (cands.empty()) return false;
   size_t pick = 0;
-  if (cands.size() > 1 || seconds) {
+  if (!timeable(ops_)) {
+    if (seconds) *seconds = -1;  // untimed: the stored layouts as they are
+  } else if (cands.size() > 1 || seconds) {
     // Alternating rounds, the best of each: load from other processes hits all alike.
     std::vector<double> t(cands.size(), 1e30);
     double warm = 1e30;  // warm-up: first touch of the scratch, caches

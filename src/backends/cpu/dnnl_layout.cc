@@ -2,6 +2,8 @@
 // dnnl_common.h; which layout is dnnl_layout_plan.cc's decision), and the conversions the
 // reference fallback needs around such operands.
 
+#include <algorithm>
+
 #include "backends/cpu/dnnl_common.h"
 
 namespace kiln::dnnl_cpu {
@@ -12,30 +14,62 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-bool is_pool(const Node& n) { return n.op == OpKind::MaxPool || n.op == OpKind::AveragePool; }
-
-// Whether `reader` reads `v` only where a blocked activation is accepted.
+// Whether `reader` reads `v` only where a stored activation is accepted.
 bool reads_as_activation(const Node& reader, const Value* v) {
-  if (reader.op != OpKind::Conv && !is_pool(reader)) return false;
   if (!claims(reader)) return false;
-  for (size_t i = 0; i < reader.inputs.size(); ++i) {
-    if (reader.inputs[i] != v) continue;
-    if (i == 0) continue;
-    if (reader.op == OpKind::Conv && static_cast<int>(i) == reader.epilogue.residual_input)
-      continue;
-    return false;
-  }
+  const std::vector<const Value*> ops = layout_operands(reader);
+  for (size_t i = 0; i < reader.inputs.size(); ++i)
+    if (reader.inputs[i] == v && std::find(ops.begin(), ops.end(), v) == ops.end()) return false;
   return true;
 }
 
+bool same_dim(const Dim& a, const Dim& b) {
+  return a.known() ? a.value == b.value : !b.known() && !a.param.empty() && a.param == b.param;
+}
+
 }  // namespace
+
+bool is_binary(const Node& n) {
+  return n.op == OpKind::Add || n.op == OpKind::Sub || n.op == OpKind::Mul || n.op == OpKind::Div;
+}
+
+bool broadcasts_channels(const Value* v) {
+  return v && v->has_shape && v->dims.size() == 4 && v->dims[2].value == 1 && v->dims[3].value == 1;
+}
+
+std::vector<const Value*> layout_operands(const Node& n) {
+  switch (n.op) {
+    case OpKind::Conv: {
+      std::vector<const Value*> ops{n.input(0), n.output(0)};
+      if (n.epilogue.residual_input >= 0)
+        ops.push_back(n.input(static_cast<size_t>(n.epilogue.residual_input)));
+      return ops;
+    }
+    case OpKind::MaxPool:
+    case OpKind::AveragePool:
+    case OpKind::GlobalAveragePool: return {n.input(0), n.output(0)};
+    default: break;
+  }
+  if (!is_binary(n) || n.inputs.size() != 2) return {};
+  const Value* y = n.output(0);
+  if (!y || !y->has_shape || y->dims.size() != 4) return {};
+  std::vector<const Value*> ops{y};
+  for (const Value* x : n.inputs) {
+    if (!x || !x->has_shape || x->dims.size() != 4) continue;
+    bool full = true;
+    for (size_t d = 0; d < 4; ++d) full = full && same_dim(x->dims[d], y->dims[d]);
+    if (full || broadcasts_channels(x)) ops.push_back(x);
+  }
+  return ops;
+}
 
 bool storable(const Value* v) {
   if (!v || v->dtype != DataType::kFloat32 || v->is_constant() || v->is_graph_output) return false;
   if (!v->has_shape || v->dims.size() != 4 || !v->dims[1].known()) return false;
   const Node* p = v->producer;
-  if (!p || (p->op != OpKind::Conv && !is_pool(*p)) || p->output(0) != v || !claims(*p))
-    return false;
+  if (!p || p->output(0) != v || !claims(*p)) return false;
+  const std::vector<const Value*> made = layout_operands(*p);
+  if (std::find(made.begin(), made.end(), v) == made.end()) return false;
   if (v->consumers.empty()) return false;
   for (const Node* c : v->consumers)
     if (!reads_as_activation(*c, v)) return false;

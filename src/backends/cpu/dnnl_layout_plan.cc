@@ -87,10 +87,6 @@ tag format_under(const Value* v, tag layout) {
   return candidates().nhwc ? tag::nhwc : tag::nchw;
 }
 
-bool is_act_node(const Node* n) {
-  return n && (n->op == OpKind::Conv || n->op == OpKind::MaxPool || n->op == OpKind::AveragePool);
-}
-
 // The storable values connected to `v` through oneDNN convs and pools, and those nodes.
 struct Group {
   std::set<const Value*> values;
@@ -102,10 +98,9 @@ Group group_of(const Value* v) {
   std::vector<const Value*> todo{v};
   g.values.insert(v);
   auto visit = [&](const Node* n) {
-    if (!is_act_node(n) || !claims(*n) || !g.nodes.insert(n).second) return;
-    std::vector<const Value*> operands{n->input(0), n->output(0)};
-    if (n->op == OpKind::Conv && n->epilogue.residual_input >= 0)
-      operands.push_back(n->input(static_cast<size_t>(n->epilogue.residual_input)));
+    if (!n || !claims(*n)) return;
+    const std::vector<const Value*> operands = layout_operands(*n);
+    if (operands.empty() || !g.nodes.insert(n).second) return;
     for (const Value* o : operands)
       if (o && storable(o) && g.values.insert(o).second) todo.push_back(o);
   };

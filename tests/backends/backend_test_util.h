@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "backends/backend.h"
@@ -81,6 +82,23 @@ inline Result<std::vector<Tensor>> run_backend(const Backend& backend, const Nod
   KILN_RETURN_IF_ERROR(kernel->execute(in, out_ptrs));
   if (keep) *keep = std::move(kernel);
   return out;
+}
+
+// prepare + execute of an existing kernel on `in` (inputs' values known, as the runtime
+// gives them), output 0 poisoned with NaN first so an element the kernel leaves unwritten
+// shows. Returns output 0.
+inline Result<Tensor> prepare_and_run(Kernel& kernel, const std::vector<const Tensor*>& in) {
+  std::vector<TensorDesc> descs(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) descs[i] = TensorDesc{in[i]->dtype(), in[i]->shape(), in[i]};
+  std::vector<TensorDesc> out(1);
+  KILN_RETURN_IF_ERROR(kernel.prepare(descs, out));
+  Tensor got(out[0].dtype, out[0].shape);
+  if (got.dtype() == DataType::kFloat32)
+    for (int64_t i = 0; i < got.numel(); ++i)
+      got.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  KILN_RETURN_IF_ERROR(kernel.execute(in, {&got}));
+  return got;
 }
 
 // Runs `node` on `backend` and on the reference backend; expects equal shapes and values

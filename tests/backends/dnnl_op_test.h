@@ -1,11 +1,8 @@
 // One-node checks of the oneDNN kernels for the non-conv ops (binary, eltwise, softmax,
 // concat, resize): the node is built from test tensors, run through oneDNN's kernel with its
-// outputs poisoned (NaN, so an element it leaves unwritten shows) and through the reference
-// kernel, and compared.
+// output poisoned (prepare_and_run) and through the reference kernel, and compared.
 #pragma once
 
-#include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -48,22 +45,12 @@ inline bool dnnl_matches_reference(OpKind op, const Attributes& attrs,
   auto kernel = dnnl.create_kernel(*n);
   EXPECT_TRUE(kernel.is_ok()) << kernel.status().to_string();
   if (!kernel.is_ok()) return false;
-  std::vector<TensorDesc> descs(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i)
-    if (tensors[i]) descs[i] = TensorDesc{tensors[i]->dtype(), tensors[i]->shape(), tensors[i]};
-  std::vector<TensorDesc> out(1);
-  Status st = (*kernel)->prepare(descs, out);
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
-  if (!st.is_ok()) return false;
-  Tensor got(out[0].dtype, out[0].shape);
-  for (int64_t i = 0; i < got.numel(); ++i)
-    got.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
-  st = (*kernel)->execute(tensors, {&got});
-  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  auto got = prepare_and_run(**kernel, tensors);
+  EXPECT_TRUE(got.is_ok()) << got.status().to_string();
   auto want = run_backend(reference_backend(), *n, tensors);
   EXPECT_TRUE(want.is_ok()) << want.status().to_string();
-  if (!st.is_ok() || !want.is_ok()) return false;
-  expect_near(got, (*want)[0], atol, rtol);
+  if (!got.is_ok() || !want.is_ok()) return false;
+  expect_near(*got, (*want)[0], atol, rtol);
   return !static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference();
 }
 

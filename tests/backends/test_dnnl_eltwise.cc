@@ -66,13 +66,11 @@ TEST(DnnlEltwise, ReprepareOnShapeChange) {
   ASSERT_TRUE(kernel.is_ok());
   for (Shape s : {Shape{1, 4}, Shape{3, 5, 2}, Shape{1, 4}}) {
     Tensor x = random_tensor(s, 11);
-    std::vector<TensorDesc> in{{x.dtype(), x.shape(), &x}}, out(1);
-    ASSERT_TRUE((*kernel)->prepare(in, out).is_ok());
-    Tensor got(out[0].dtype, out[0].shape);
-    ASSERT_TRUE((*kernel)->execute({&x}, {&got}).is_ok());
+    auto got = prepare_and_run(**kernel, {&x});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
     auto want = run_backend(reference_backend(), *n, {&x});
     ASSERT_TRUE(want.is_ok());
-    expect_near(got, (*want)[0], 1e-6, 1e-5);
+    expect_near(*got, (*want)[0], 1e-6, 1e-5);
   }
 }
 

@@ -38,6 +38,15 @@ dnnl::memory::desc plain_desc(const std::vector<int64_t>& shape) {
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+void execute_src_dst(const dnnl::primitive& prim, dnnl::stream& stream,
+                     const dnnl::memory::desc& src_md, const void* src,
+                     const dnnl::memory::desc& dst_md, void* dst) {
+  dnnl::memory s(src_md, cpu_engine(), const_cast<void*>(src));
+  dnnl::memory d(dst_md, cpu_engine(), dst);
+  prim.execute(stream, {{DNNL_ARG_SRC, s}, {DNNL_ARG_DST, d}});
+  stream.wait();
+}
+
 bool all_positive(const std::vector<int64_t>& shape) {
   for (int64_t d : shape)
     if (d <= 0) return false;

@@ -143,6 +143,11 @@ bool resize_supported(const Node& node);
 
 // The row-major f32 desc of `shape` (what the runtime's Tensors hold); a scalar is [1].
 dnnl::memory::desc plain_desc(const std::vector<int64_t>& shape);
+// Executes a one-source primitive (DNNL_ARG_SRC → DNNL_ARG_DST) on `src` and `dst` described
+// by `src_md` and `dst_md`, and waits for it.
+void execute_src_dst(const dnnl::primitive& prim, dnnl::stream& stream,
+                     const dnnl::memory::desc& src_md, const void* src,
+                     const dnnl::memory::desc& dst_md, void* dst);
 // Whether every dim of `shape` is positive (oneDNN 2.6 primitives take no empty tensors).
 bool all_positive(const std::vector<int64_t>& shape);
 

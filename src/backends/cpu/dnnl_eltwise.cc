@@ -77,11 +77,10 @@ class DnnlEltwiseKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    memory src(md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
-    memory dst(md_, cpu_engine(), out[0]->raw());
+    // Later steps (HardSigmoid's clip) run in place on the output.
     for (size_t i = 0; i < prims_.size(); ++i)
-      prims_[i].execute(stream_, {{DNNL_ARG_SRC, i == 0 ? src : dst}, {DNNL_ARG_DST, dst}});
-    stream_.wait();
+      execute_src_dst(prims_[i], stream_, md_, i == 0 ? in[0]->raw() : out[0]->raw(), md_,
+                      out[0]->raw());
   }
 
  private:

@@ -81,10 +81,7 @@ class DnnlResizeKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    memory src(src_md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
-    memory dst(dst_md_, cpu_engine(), out[0]->raw());
-    prim_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    stream_.wait();
+    execute_src_dst(prim_, stream_, src_md_, in[0]->raw(), dst_md_, out[0]->raw());
   }
 
  private:

@@ -29,10 +29,7 @@ class DnnlSoftmaxKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    memory src(md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
-    memory dst(md_, cpu_engine(), out[0]->raw());
-    prim_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-    stream_.wait();
+    execute_src_dst(prim_, stream_, md_, in[0]->raw(), md_, out[0]->raw());
   }
 
  private:

@@ -5,8 +5,9 @@
         [--pretrained no] [--batch-norm keep|fold] [--seed 0]
 
 NAME is any torchvision classification model (resnet18, resnet50, mobilenet_v2,
-efficientnet_b0, ...). The graph has one input "input" [batch,3,224,224] float32 with a
-symbolic batch axis and one output "logits".
+efficientnet_b0, ...) or segmentation model (lraspp_mobilenet_v3_large,
+deeplabv3_mobilenet_v3_large, ...: 21 classes, its "out" map). The graph has one input
+"input" [batch,3,224,224] float32 with a symbolic batch axis and one output "logits".
 
 Random weights alone leave BatchNorm as an identity (running mean 0, variance 1), so deep
 nets blow up or collapse and the logits say little. The script therefore randomizes the
@@ -30,13 +31,29 @@ import torchvision
 warnings.filterwarnings("ignore", message="It is recommended that constant folding")
 
 
+class SegmentationOut(torch.nn.Module):
+    """A segmentation model's "out" map alone (torchvision returns a dict)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
 def build(name, seed):
     torch.manual_seed(seed)
     ctor = getattr(torchvision.models, name, None)
+    segmentation = ctor is None
+    if segmentation:
+        ctor = getattr(torchvision.models.segmentation, name, None)
     if ctor is None or not callable(ctor):
         raise SystemExit(f"unknown torchvision model '{name}'")
     # weights=None: random init; never touch the network.
-    model = ctor(weights=None)
+    model = ctor(weights=None, weights_backbone=None) if segmentation else ctor(weights=None)
+    if segmentation:
+        model = SegmentationOut(model)
     gen = torch.Generator().manual_seed(seed + 1)
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     with torch.no_grad():

@@ -10,9 +10,11 @@
 #   <cache>/<model>.onnx                                the model
 #   <cache>/cases/<model>/b<N>/input.npy                input "input", batch N
 #   <cache>/cases/<model>/b<N>/ref/logits.npy           ONNX Runtime's output
-# Models: resnet18, resnet50, mobilenet_v2, efficientnet_b0 (torchvision, seeded random
-# weights; EfficientNet's squeeze-and-excitation blocks keep standalone Mul nodes after
-# fusion) and fashion_mnist (models/fashion_mnist.onnx, fed real test images).
+# Models: resnet18, resnet50, mobilenet_v2, efficientnet_b0, lraspp_mobilenet_v3_large
+# (torchvision, seeded random weights; EfficientNet's squeeze-and-excitation blocks keep
+# standalone Mul nodes after fusion; the LR-ASPP segmentation net adds HardSigmoid, and
+# bilinear Resize with sizes computed from the input's shape) and fashion_mnist
+# (models/fashion_mnist.onnx, fed real test images).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -31,7 +33,7 @@ if [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
   (cd scripts/ort && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund)
 fi
 
-for name in resnet18 resnet50 mobilenet_v2 efficientnet_b0; do
+for name in resnet18 resnet50 mobilenet_v2 efficientnet_b0 lraspp_mobilenet_v3_large; do
   if [ ! -s "$CACHE/$name.onnx" ]; then
     log "exporting $name"
     "$PYTHON" scripts/models/export_torchvision.py "$name" --out "$CACHE/$name.onnx.tmp"
@@ -65,7 +67,8 @@ def save(path, x):
     np.save(path + ".tmp.npy", np.ascontiguousarray(x, dtype=np.float32))
     os.replace(path + ".tmp.npy", path)
 
-for i, name in enumerate(["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0"]):
+for i, name in enumerate(["resnet18", "resnet50", "mobilenet_v2", "efficientnet_b0",
+                          "lraspp_mobilenet_v3_large"]):
     for b in batches:
         rng = np.random.RandomState(1000 * i + b)
         save(f"{cache}/cases/{name}/b{b}/input.npy", rng.standard_normal((b, 3, 224, 224)))
@@ -81,7 +84,7 @@ for b in batches:
     save(f"{cache}/cases/fashion_mnist/b{b}/input.npy", batch)
 EOF
 
-for name in resnet18 resnet50 mobilenet_v2 efficientnet_b0 fashion_mnist; do
+for name in resnet18 resnet50 mobilenet_v2 efficientnet_b0 lraspp_mobilenet_v3_large fashion_mnist; do
   for b in "${BATCHES[@]}"; do
     dir=$CACHE/cases/$name/b$b
     ref=$dir/ref/logits.npy

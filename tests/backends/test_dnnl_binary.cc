@@ -20,6 +20,8 @@ const BinaryCase kCases[] = {
     {"rank1_last", {4, 3, 10}, {10}, false, true},
     {"first_broadcasts", {1, 4, 1, 1}, {3, 4, 5, 6}, false, false},
     {"rank5", {2, 2, 3, 4, 5}, {1, 2, 1, 4, 1}, false, true},
+    // Over a million elements (oneDNN's JIT kernels have failed only at such sizes).
+    {"large_se", {4, 21, 112, 112}, {4, 21, 1, 1}, false, true},
 };
 
 TEST(DnnlBinary, MatchesReferenceOverBroadcasts) {

@@ -24,6 +24,14 @@ TEST(DnnlConcat, MatchesReferenceOnEveryAxis) {
   }
 }
 
+TEST(DnnlConcat, LargeChannelConcat) {
+  Attributes a;
+  a.set("axis", int64_t{1});
+  EXPECT_TRUE(dnnl_matches_reference(
+      OpKind::Concat, a,
+      {{random_tensor({4, 21, 112, 112}, 6)}, {random_tensor({4, 11, 112, 112}, 7)}}));
+}
+
 TEST(DnnlConcat, OneInputAndRankOne) {
   Attributes a;
   a.set("axis", int64_t{0});

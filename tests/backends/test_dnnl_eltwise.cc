@@ -29,7 +29,8 @@ TEST(DnnlEltwise, MatchesReference) {
   };
   uint32_t seed = 7;
   for (const Case& c : cases)
-    for (Shape s : {Shape{2, 3, 5, 7}, Shape{17}, Shape{3, 1000}, Shape{}}) {
+    for (Shape s :
+         {Shape{2, 3, 5, 7}, Shape{17}, Shape{3, 1000}, Shape{}, Shape{4, 21, 112, 112}}) {
       SCOPED_TRACE(std::string(op_name(c.op)) + " " + shape_str(s));
       // Wide enough to reach every piece of the piecewise ones (HardSwish's ±3).
       Tensor x = random_tensor(s, ++seed, -4.f, 4.f);
@@ -50,11 +51,28 @@ TEST(DnnlEltwise, ClipBoundsFromConstants) {
   EXPECT_FALSE(dnnl_matches_reference(OpKind::Clip, {}, {{x}, {hi, true}, {lo, true}}));
 }
 
-TEST(DnnlEltwise, ClipWithComputedBoundsIsNotClaimed) {
+// Bounds computed in the graph: the kernel reads them when prepared, and prepares again when
+// their values change while every shape stays the same.
+TEST(DnnlEltwise, ClipWithComputedBoundsFollowsTheirValues) {
   Graph g;
-  Node* n = g.add_node(OpKind::Clip, "clip", {f32_value(g, "x", {2, 3}), f32_value(g, "lo", {})},
-                       {f32_value(g, "y", {2, 3})});
-  EXPECT_FALSE(onednn_backend(2).supports(*n));
+  Node* n =
+      g.add_node(OpKind::Clip, "clip",
+                 {f32_value(g, "x", {2, 8, 4, 4}), f32_value(g, "lo", {}), f32_value(g, "hi", {})},
+                 {f32_value(g, "y", {2, 8, 4, 4})});
+  ASSERT_TRUE(onednn_backend(2).supports(*n));
+  auto kernel = onednn_backend(2).create_kernel(*n);
+  ASSERT_TRUE(kernel.is_ok());
+  const Tensor x = random_tensor({2, 8, 4, 4}, 9, -3.f, 3.f);
+  for (auto [lo, hi] : {std::pair{-0.5f, 0.5f}, std::pair{-2.f, 1.f}, std::pair{-0.5f, 0.5f}}) {
+    SCOPED_TRACE(std::to_string(lo) + ", " + std::to_string(hi));
+    const Tensor tl = Tensor::from_floats({}, {lo}), th = Tensor::from_floats({}, {hi});
+    auto got = prepare_and_run(**kernel, {&x, &tl, &th});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference());
+    auto want = run_backend(reference_backend(), *n, {&x, &tl, &th});
+    ASSERT_TRUE(want.is_ok());
+    expect_near(*got, (*want)[0], 0, 0);
+  }
 }
 
 // Re-prepared for a new shape, the kernel still matches (the view is the element count).

@@ -1,7 +1,8 @@
 // Activations stored in oneDNN's layouts between oneDNN kernels (stored_format): small graphs
 // run whole through the engine with the auto backend (oneDNN + reference) and with the
 // reference backend alone, on random data. The graphs mix values that stay blocked
-// (conv → conv → pool → conv with a residual), values read by a reference kernel too,
+// (conv → conv → pool → conv with a residual), values also read by a kernel that reads plain
+// only (Softmax),
 // graph outputs that are also read by a conv, channel counts off the block, and a pool
 // that falls back to the reference kernel between blocked neighbours.
 #include <string>
@@ -32,11 +33,11 @@ TEST(DnnlLayout, DecisionFollowsProducersAndReaders) {
   Net n;
   Value* x = n.input("x", {1, 3, 8, 8});
   Value* a = n.conv(x, 16, 3, {1, 16, 8, 8});           // conv → conv, conv residual
-  Value* b = n.conv(a, 16, 3, {1, 16, 8, 8}, true, a);  // read by conv and by Relu
+  Value* b = n.conv(a, 16, 3, {1, 16, 8, 8}, true, a);  // read by conv and by Softmax
   Value* c = n.conv(b, 24, 1, {1, 24, 8, 8});           // 24 channels: off a 16-block
   Value* d = n.conv(c, 16, 1, {1, 16, 8, 8});           // graph output read by a conv
   Value* e = n.conv(d, 16, 3, {1, 16, 8, 8});
-  Value* r = n.unary(OpKind::Relu, b);
+  Value* r = n.unary(OpKind::Softmax, b);
   n.g->outputs() = {d, e, r};
   EngineOptions opts;
   opts.optimize = false;
@@ -48,7 +49,7 @@ TEST(DnnlLayout, DecisionFollowsProducersAndReaders) {
   EXPECT_NE(a_desc, memory::desc({1, 16, 8, 8}, memory::data_type::f32, memory::format_tag::nchw))
       << "expected oneDNN to prefer a layout of its own on this CPU";
   EXPECT_TRUE(dnnl_cpu::stored_blocked(a));
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(b));  // a reference kernel reads it
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(b));  // a kernel that reads plain only reads it
   // nhwc takes any channel count; nChw16c/nChw8c only multiples of the block, so a blocked
   // group stores a value off the block in nhwc where oneDNN has nhwc kernels.
   const auto choice = dnnl_cpu::layout_choice(c);
@@ -63,7 +64,7 @@ TEST(DnnlLayout, DecisionFollowsProducersAndReaders) {
   EXPECT_FALSE(dnnl_cpu::stored_blocked(r));
 }
 
-// A blocked value also read by a reference kernel, a graph output also read by a conv, a
+// A blocked value also read by a plain-only kernel, a graph output also read by a conv, a
 // channel count off the block.
 TEST(DnnlLayout, MixedReadersGraphOutputsAndOddChannels) {
   expect_auto_matches_reference([](Net& n) {
@@ -73,7 +74,7 @@ TEST(DnnlLayout, MixedReadersGraphOutputsAndOddChannels) {
     Value* c = n.conv(b, 24, 1, {3, 24, 9, 10});
     Value* d = n.conv(c, 32, 3, {3, 32, 9, 10}, false);
     Value* e = n.conv(d, 16, 3, {3, 16, 9, 10});
-    Value* r = n.unary(OpKind::Sigmoid, b);
+    Value* r = n.unary(OpKind::Softmax, b);
     Value* p = n.pool(OpKind::AveragePool, e, {3, 16, 5, 5}, pool_attrs(2, 2, 0, true));
     Value* f = n.conv(p, 16, 3, {3, 16, 5, 5}, true, p);
     n.g->outputs() = {d, r, f};
@@ -137,6 +138,32 @@ TEST(DnnlLayout, SqueezeExcitationMulKeepsTheStoredLayout) {
                      op_name(join));
         expect_auto_matches_reference([&](Net& n) { se_block(n, c, scale_first, join); }, {2, 3});
       }
+}
+
+// HardSwish as exporters write it (x · HardSigmoid(x)) between convs: the unary op and the
+// Mul keep the stored layout. A graph input (plain) through Relu into a conv, and added to a
+// stored value: the kernels convert between the layouts themselves.
+TEST(DnnlLayout, ElementwiseChainsAndMixedLayouts) {
+  for (int64_t c : {32, 24}) {
+    SCOPED_TRACE(std::to_string(c) + " channels");
+    expect_auto_matches_reference(
+        [&](Net& n) {
+          Value* x = n.input("x", {2, 3, 9, 10});
+          x->dims[0] = Dim{-1, "batch"};
+          Value* a = n.conv(x, c, 3, {2, c, 9, 10}, false);
+          Value* h = n.unary(OpKind::HardSigmoid, a);
+          Value* m = n.binary(OpKind::Mul, a, h);
+          Value* b = n.conv(m, 3, 3, {2, 3, 9, 10}, false);
+          Value* r = n.unary(OpKind::Relu, x);     // plain in, stored out
+          Value* s = n.binary(OpKind::Add, b, x);  // stored + plain
+          Value* d = n.conv(r, 16, 1, {2, 16, 9, 10});
+          Value* e = n.conv(s, 16, 1, {2, 16, 9, 10});
+          n.g->outputs() = {d, e};
+          for (Value* v : {a, h, m, b, r, s}) EXPECT_TRUE(dnnl_cpu::storable(v)) << v->name;
+          EXPECT_FALSE(dnnl_cpu::storable(x));
+        },
+        {2, 3});
+  }
 }
 
 // A Mul whose other operand is neither the output's shape nor [N, C, 1, 1] (a spatial map)

@@ -18,6 +18,14 @@ struct ResizeCase {
 
 const ResizeCase kCases[] = {
     {"linear_up2", {1, 3, 5, 6}, {1, 1, 2, 2}, {}, "linear", nullptr, nullptr, true},
+    {"linear_up8_segmentation",
+     {4, 21, 28, 28},
+     {},
+     {4, 21, 224, 224},
+     "linear",
+     nullptr,
+     nullptr,
+     true},
     {"linear_fractional", {2, 2, 4, 10}, {1, 1, 1.25f, 0.5f}, {}, "linear", nullptr, nullptr, true},
     {"linear_down", {1, 4, 10, 8}, {1, 1, 0.5f, 0.75f}, {}, "linear", nullptr, nullptr, true},
     {"linear_sizes", {1, 2, 6, 6}, {}, {1, 2, 9, 4}, "linear", nullptr, nullptr, true},
@@ -99,7 +107,7 @@ TEST(DnnlResize, MatchesReference) {
   }
 }
 
-TEST(DnnlResize, CubicAndComputedScalesAreNotClaimed) {
+TEST(DnnlResize, CubicIsNotClaimed) {
   Graph g;
   Attributes cubic;
   cubic.set("mode", std::string("cubic"));
@@ -108,10 +116,36 @@ TEST(DnnlResize, CubicAndComputedScalesAreNotClaimed) {
                         g.add_constant("s", Tensor::from_floats({4}, {1, 1, 2, 2}))},
                        {f32_value(g, "y", {1, 1, 8, 8})}, cubic);
   EXPECT_FALSE(onednn_backend(2).supports(*n));
-  Node* m = g.add_node(OpKind::Resize, "r2",
-                       {f32_value(g, "x2", {1, 1, 4, 4}), nullptr, f32_value(g, "s2", {4})},
-                       {f32_value(g, "y2", {1, 1, 8, 8})});
-  EXPECT_FALSE(onednn_backend(2).supports(*m));
+}
+
+// Sizes computed in the graph (segmentation exports take them from a Shape): read when the
+// kernel is prepared, and a new value with the same input shape prepares it again.
+TEST(DnnlResize, ComputedSizesFollowTheirValues) {
+  Graph g;
+  Attributes a;
+  a.set("mode", std::string("linear"));
+  Value* sizes = g.add_value("sizes");
+  sizes->dtype = DataType::kInt64;
+  Value* y = g.add_value("y");
+  y->dtype = DataType::kFloat32;
+  Node* n = g.add_node(OpKind::Resize, "r",
+                       {f32_value(g, "x", {1, 3, 5, 6}), nullptr, nullptr, sizes}, {y}, a);
+  ASSERT_TRUE(onednn_backend(2).supports(*n));
+  auto kernel = onednn_backend(2).create_kernel(*n);
+  ASSERT_TRUE(kernel.is_ok());
+  const Tensor x = random_tensor({1, 3, 5, 6}, 17);
+  for (std::vector<int64_t> s :
+       {std::vector<int64_t>{1, 3, 10, 12}, {1, 3, 7, 4}, {1, 3, 10, 12}}) {
+    SCOPED_TRACE(shape_str(s));
+    const Tensor st = Tensor::from_int64s({4}, s);
+    auto got = prepare_and_run(**kernel, {&x, nullptr, nullptr, &st});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_EQ(got->shape(), Shape(s.begin(), s.end()));
+    EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference());
+    auto want = run_backend(reference_backend(), *n, {&x, nullptr, nullptr, &st});
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    expect_near(*got, (*want)[0], 1e-6, 1e-5);
+  }
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ namespace {
 
 TEST(DnnlSoftmax, MatchesReferenceOnEveryAxis) {
   uint32_t seed = 20;
-  for (Shape s : {Shape{4, 1000}, Shape{2, 3, 5, 7}, Shape{9}, Shape{2, 1, 6}}) {
+  for (Shape s :
+       {Shape{4, 1000}, Shape{2, 3, 5, 7}, Shape{9}, Shape{2, 1, 6}, Shape{4, 21, 112, 112}}) {
     const int64_t rank = static_cast<int64_t>(s.size());
     for (int64_t axis = -rank; axis < rank; ++axis) {
       SCOPED_TRACE(shape_str(s) + " axis " + std::to_string(axis));

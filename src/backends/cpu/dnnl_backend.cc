@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <string>
 
 #include "backends/cpu/dnnl_common.h"
 
@@ -89,6 +90,19 @@ bool same_descs(const std::vector<TensorDesc>& a, const std::vector<TensorDesc>&
     if (a[i].dtype != b[i].dtype || a[i].shape != b[i].shape) return false;
   return true;
 }
+
+// Small inputs whose values a kernel may have built its primitive from (Resize's scales or
+// sizes, Clip's bounds, when computed in the graph): their bytes are part of what was
+// prepared. Activations this small cost nothing to compare.
+constexpr int64_t kKeyedValueElements = 16;
+
+std::vector<std::string> small_values(const std::vector<TensorDesc>& in) {
+  std::vector<std::string> v(in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].value && in[i].value->numel() <= kKeyedValueElements)
+      v[i].assign(static_cast<const char*>(in[i].value->raw()), in[i].value->nbytes());
+  return v;
+}
 }  // namespace
 
 Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) {
@@ -96,7 +110,9 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
   if (!def) return unsupported(node_.describe() + ": no shape rule");
   // The reference shape rule validates attributes and shapes and gives the output descs.
   KILN_RETURN_IF_ERROR(infer_node(*def, node_, in, out).with_context(node_.describe()));
-  if (!prepared_in_.empty() && same_descs(in, prepared_in_)) return Status();
+  std::vector<std::string> values = small_values(in);
+  if (!prepared_in_.empty() && same_descs(in, prepared_in_) && values == prepared_values_)
+    return Status();
   set_threads(threads_);
   try {
     fallback_ = !try_prepare(in, out);
@@ -108,6 +124,7 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
     fallback_ = true;
   }
   prepared_in_ = in;
+  prepared_values_ = std::move(values);
   return Status();
 }
 

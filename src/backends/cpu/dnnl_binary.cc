@@ -10,7 +10,9 @@
 // Rank-4 operands of the output's shape, and the output, are read and written in the layout
 // their group is stored in (stored_desc: a squeeze-and-excitation Mul between two convs then
 // needs no reorder); a [N, C, 1, 1] operand has the same bytes in every stored layout and is
-// described in the output's.
+// described in the output's. A full operand stored unlike the output is reordered into the
+// output's layout first: oneDNN 2.6 runs mixed layouts on its reference kernel only, 10–30×
+// slower.
 
 #include "backends/cpu/dnnl_common.h"
 
@@ -61,39 +63,65 @@ class DnnlBinaryKernel final : public DnnlKernel {
     if (!append_activation(node_.epilogue, post)) return false;
     dnnl::primitive_attr attr;
     attr.set_post_ops(post);
-    // A full rank-4 operand as its producer stores it; the rest plain.
-    const memory::format_tag y_tag = rank == 4 ? stored_format(node_.output(0)) : tag::nchw;
-    auto desc_of = [&](size_t i, const Shape& s) {
-      if (rank == 4 && s == y) return stored_desc(node_.input(i), s);
-      // A [N or 1, C, 1, 1] operand has the same bytes in the output's stored layout (nhwc,
-      // or blocks of C channels when C is a multiple of the block); described in it, oneDNN
-      // runs its JIT kernel instead of its reference one.
-      if (rank == 4 && y_tag != tag::nchw && s[1] == y[1] && s[2] == 1 && s[3] == 1)
-        return memory::desc(to_dims(s), memory::data_type::f32, y_tag);
-      return plain_desc(s);
-    };
-    src0_md_ = swapped_ ? desc_of(1, b) : desc_of(0, a);
-    src1_md_ = swapped_ ? desc_of(0, a) : desc_of(1, b);
+    // The primitive runs in the output's layout (stored, or plain), where oneDNN has its JIT
+    // kernel; a full operand stored otherwise (one of the two operands stored plain, the
+    // other in a group's layout) is reordered into it first.
     dst_md_ = rank == 4 ? stored_desc(node_.output(0), y) : plain_desc(y);
-    dnnl::binary::desc desc(binary_algorithm(op), src0_md_, src1_md_, dst_md_);
+    const memory::format_tag y_tag = rank == 4 ? stored_format(node_.output(0)) : tag::nchw;
+    for (int k = 0; k < 2; ++k) {
+      const size_t i = swapped_ ? 1 - k : k;
+      const Shape& s = (i == 0) ? a : b;
+      Operand& o = ops_[k];
+      o.input = i;
+      o.reorder = false;
+      if (rank == 4 && s == y) {
+        o.ext_md = stored_desc(node_.input(i), s);
+        o.md = dst_md_;
+        o.reorder = o.ext_md != o.md;
+      } else if (rank == 4 && y_tag != tag::nchw && s[1] == y[1] && s[2] == 1 && s[3] == 1) {
+        // A [N or 1, C, 1, 1] operand has the same bytes in the output's stored layout (nhwc,
+        // or blocks of C channels when C is a multiple of the block): described in it.
+        o.md = o.ext_md = memory::desc(to_dims(s), memory::data_type::f32, y_tag);
+      } else {
+        o.md = o.ext_md = plain_desc(s);
+      }
+      if (o.reorder) {
+        o.scratch = memory(o.md, cpu_engine());
+        o.reorder_prim = dnnl::reorder(
+            dnnl::reorder::primitive_desc(cpu_engine(), o.ext_md, cpu_engine(), o.md));
+      }
+    }
+    dnnl::binary::desc desc(binary_algorithm(op), ops_[0].md, ops_[1].md, dst_md_);
     prim_ = dnnl::binary(dnnl::binary::primitive_desc(desc, attr, cpu_engine()));
     stream_ = dnnl::stream(cpu_engine());
     return true;
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    const Tensor* s0 = in[swapped_ ? 1 : 0];
-    const Tensor* s1 = in[swapped_ ? 0 : 1];
-    memory m0(src0_md_, cpu_engine(), const_cast<void*>(s0->raw()));
-    memory m1(src1_md_, cpu_engine(), const_cast<void*>(s1->raw()));
+    memory src[2];
+    for (int k = 0; k < 2; ++k) {
+      Operand& o = ops_[k];
+      memory ext(o.ext_md, cpu_engine(), const_cast<void*>(in[o.input]->raw()));
+      if (o.reorder) o.reorder_prim.execute(stream_, ext, o.scratch);
+      src[k] = o.reorder ? o.scratch : ext;
+    }
     memory d(dst_md_, cpu_engine(), out[0]->raw());
-    prim_.execute(stream_, {{DNNL_ARG_SRC_0, m0}, {DNNL_ARG_SRC_1, m1}, {DNNL_ARG_DST, d}});
+    prim_.execute(stream_, {{DNNL_ARG_SRC_0, src[0]}, {DNNL_ARG_SRC_1, src[1]}, {DNNL_ARG_DST, d}});
     stream_.wait();
   }
 
  private:
+  // oneDNN's src0 / src1: which input, as stored (ext_md) and as the primitive reads it.
+  struct Operand {
+    size_t input = 0;
+    memory::desc ext_md, md;
+    bool reorder = false;
+    memory scratch;
+    dnnl::reorder reorder_prim;
+  };
   bool swapped_ = false;  // input 1 is oneDNN's src0
-  memory::desc src0_md_, src1_md_, dst_md_;
+  Operand ops_[2];
+  memory::desc dst_md_;
   dnnl::binary prim_;
   dnnl::stream stream_;
 };

@@ -50,10 +50,10 @@ bool claims(const Node& node);
 // layout from the graph through stored_format, so they always agree.
 bool storable(const Value* v);
 // The values claimed node `n` reads and writes in a stored layout: a Conv's input 0, output
-// and residual; a pool's (MaxPool, AveragePool, GlobalAveragePool) input 0 and output; a
-// binary op's (Add/Sub/Mul/Div) rank-4 output and its inputs of the output's shape or of
-// [N, C, 1, 1] (a per-channel operand such as a squeeze-and-excitation scale, whose bytes are
-// the same in every candidate layout); empty for other nodes.
+// and residual; a pool's (MaxPool, AveragePool, GlobalAveragePool) or a unary element-wise
+// op's input 0 and output; a binary op's (Add/Sub/Mul/Div) rank-4 output and its inputs of the
+// output's shape or of [N, C, 1, 1] (a per-channel operand such as a squeeze-and-excitation scale,
+// whose bytes are the same in every candidate layout); empty for other nodes.
 std::vector<const Value*> layout_operands(const Node& n);
 // The layout `v` is stored in: nchw (the logical layout) unless it is storable; else the
 // layout its group of connected storable values takes (layout_choice), nhwc where that is a
@@ -80,7 +80,9 @@ void reorder_once(const dnnl::memory::desc& src_md, const void* src,
                   const dnnl::memory::desc& dst_md, void* dst);
 
 // Base for oneDNN kernels: subclasses implement try_prepare (false → use the reference
-// kernel for these shapes) and run.
+// kernel for these shapes) and run. A kernel is prepared again when its inputs' dtypes or
+// shapes change, or the values of its small inputs (≤ 16 elements: Resize's scales or sizes,
+// Clip's bounds, when computed in the graph), which a primitive may be built from.
 class DnnlKernel : public Kernel {
  public:
   DnnlKernel(const Node& node, int threads) : node_(node), threads_(threads) {}
@@ -106,6 +108,7 @@ class DnnlKernel : public Kernel {
 
   bool fallback_ = false;
   std::vector<TensorDesc> prepared_in_;
+  std::vector<std::string> prepared_values_;  // of the small inputs (dnnl_backend.cc)
 };
 
 std::unique_ptr<Kernel> make_conv_kernel(const Node& node, int threads);

@@ -1,10 +1,12 @@
 // oneDNN element-wise activations and math ops in fp32: Relu, LeakyRelu, Sigmoid, Tanh,
-// HardSigmoid, HardSwish, Clip, Softplus, Exp, Sqrt, on any shape (a plain 1-D view of it).
+// HardSigmoid, HardSwish, Clip, Softplus, Exp, Sqrt, on any shape and stored layout (a 1-D
+// view of its elements).
 //
 // oneDNN 2.6 has no HardSigmoid: it runs as linear(alpha, beta) then clip(0, 1), the second
-// in place on the output. Clip takes its bounds from constant inputs (the importer turns the
-// older attributes into inputs); bounds that are not constants, or min > max (every element
-// becomes max in ONNX, oneDNN would give min below it), run on the reference kernel. Like the
+// in place on the output. Clip takes its bounds from its inputs' values when it is prepared
+// (the importer turns the older attributes into inputs; bounds computed in the graph are part
+// of what the kernel was prepared for, see DnnlKernel); min > max (every element becomes max
+// in ONNX, oneDNN would give min below it) runs on the reference kernel. Like the
 // fused Clip of a conv, oneDNN's clip maps NaN to the lower bound (ONNX passes it through).
 
 #include <limits>
@@ -65,6 +67,16 @@ class DnnlEltwiseKernel final : public DnnlKernel {
     int64_t n = 1;
     for (int64_t d : in[0].shape) n *= d;
     md_ = memory::desc({n}, memory::data_type::f32, memory::format_tag::a);
+    // Stored layouts hold exactly the logical elements (no block padding), so the 1-D view
+    // serves any of them; where input and output are stored differently the input is first
+    // reordered into the output, and the steps run in place there.
+    const bool rank4 = in[0].shape.size() == 4;
+    src_ext_ = rank4 ? stored_desc(node_.input(0), in[0].shape) : plain_desc(in[0].shape);
+    dst_ext_ = rank4 ? stored_desc(node_.output(0), in[0].shape) : plain_desc(in[0].shape);
+    relayout_ = src_ext_ != dst_ext_;
+    if (relayout_)
+      relayout_prim_ = dnnl::reorder(
+          dnnl::reorder::primitive_desc(cpu_engine(), src_ext_, cpu_engine(), dst_ext_));
     prims_.clear();
     for (const Step& s : steps) {
       dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, s.algorithm, md_,
@@ -77,14 +89,22 @@ class DnnlEltwiseKernel final : public DnnlKernel {
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    // Later steps (HardSigmoid's clip) run in place on the output.
+    if (relayout_) {
+      memory src(src_ext_, cpu_engine(), const_cast<void*>(in[0]->raw()));
+      memory dst(dst_ext_, cpu_engine(), out[0]->raw());
+      relayout_prim_.execute(stream_, src, dst);
+    }
+    // Later steps (HardSigmoid's clip, every step after a relayout) run in place on the output.
     for (size_t i = 0; i < prims_.size(); ++i)
-      execute_src_dst(prims_[i], stream_, md_, i == 0 ? in[0]->raw() : out[0]->raw(), md_,
-                      out[0]->raw());
+      execute_src_dst(prims_[i], stream_, md_, i == 0 && !relayout_ ? in[0]->raw() : out[0]->raw(),
+                      md_, out[0]->raw());
   }
 
  private:
-  memory::desc md_;
+  memory::desc md_;                 // the 1-D view
+  memory::desc src_ext_, dst_ext_;  // as stored
+  bool relayout_ = false;
+  dnnl::reorder relayout_prim_;
   std::vector<dnnl::eltwise_forward> prims_;
   dnnl::stream stream_;
 };
@@ -97,8 +117,7 @@ bool eltwise_supported(const Node& node) {
   if (node.op == OpKind::Clip) {
     if (node.inputs.size() > 3) return false;
     for (size_t i = 1; i < node.inputs.size(); ++i)
-      if (node.inputs[i] && !(node.inputs[i]->is_constant() && is_f32(node.inputs[i])))
-        return false;
+      if (node.inputs[i] && !is_f32(node.inputs[i])) return false;
   } else if (node.inputs.size() != 1) {
     return false;
   }

@@ -48,6 +48,16 @@ std::vector<const Value*> layout_operands(const Node& n) {
     case OpKind::MaxPool:
     case OpKind::AveragePool:
     case OpKind::GlobalAveragePool: return {n.input(0), n.output(0)};
+    case OpKind::Relu:
+    case OpKind::LeakyRelu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::Clip:
+    case OpKind::Softplus:
+    case OpKind::Exp:
+    case OpKind::Sqrt: return {n.input(0), n.output(0)};  // element-wise: any layout
     default: break;
   }
   if (!is_binary(n) || n.inputs.size() != 2) return {};

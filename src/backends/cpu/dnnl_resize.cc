@@ -10,10 +10,12 @@
 //    pytorch_half_pixel) and a rounding nearest_mode, or asymmetric with floor: all of them
 //    read input index floor(x_out / factor) there, as oneDNN's nearest does.
 // Batch and channels are never resized. Everything else (cubic, align_corners, crop and
-// resize, fractional nearest) runs on the reference kernel. The scales/sizes inputs must be
-// constants: a kernel is prepared once per input shape.
+// resize, fractional nearest) runs on the reference kernel. Scales or sizes computed in the
+// graph (from a Shape with a symbolic batch, as segmentation exports have) are read when the
+// kernel is prepared; their values are part of what it was prepared for (DnnlKernel).
 
 #include <cmath>
+#include <string>
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/resize.h"
@@ -75,7 +77,13 @@ class DnnlResizeKernel final : public DnnlKernel {
                                                         : dnnl::algorithm::resampling_nearest;
     dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, factors, src_md_,
                                         dst_md_);
-    prim_ = dnnl::resampling_forward(dnnl::resampling_forward::primitive_desc(desc, cpu_engine()));
+    dnnl::resampling_forward::primitive_desc pd(desc, cpu_engine());
+    // oneDNN 2.6's JIT resampling on plain layouts writes out of bounds for some shapes (it
+    // crashed on [1,21,28,28] → [1,21,224,224] and [1,1,28,28] → [1,1,1024,1024], linear, and
+    // ran others); its simple implementation, also parallel, is taken instead.
+    while (std::string(pd.impl_info_str()).rfind("jit", 0) == 0)
+      if (!pd.next_impl()) return false;
+    prim_ = dnnl::resampling_forward(pd);
     stream_ = dnnl::stream(cpu_engine());
     return true;
   }
@@ -95,9 +103,6 @@ class DnnlResizeKernel final : public DnnlKernel {
 bool resize_supported(const Node& node) {
   if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
   if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
-  // roi, scales, sizes: omitted or constants.
-  for (size_t i = 1; i < node.inputs.size(); ++i)
-    if (node.inputs[i] && !node.inputs[i]->is_constant()) return false;
   auto attrs = parse_resize_attrs(node.attrs);
   return attrs.is_ok() &&
          (attrs->mode == ResizeMode::kLinear || attrs->mode == ResizeMode::kNearest);

@@ -25,6 +25,7 @@ namespace kiln::dnnl_cpu {
 namespace {
 
 using dnnl::memory;
+using tag = memory::format_tag;
 
 bool whole(double v) { return v >= 1 && std::floor(v) == v; }
 
@@ -73,27 +74,47 @@ class DnnlResizeKernel final : public DnnlKernel {
     if (factors.empty()) return false;
     src_md_ = plain_desc(in[0].shape);
     dst_md_ = plain_desc(out[0].shape);
+    // Channels last (nwc, nhwc, ndhwc): oneDNN 2.6's simple resampling runs 3.6× faster there
+    // than on the plain layout (7.6 → 2.1 ms for [1,21,14,14] → 224², 2 threads), more than
+    // the two reorders cost (0.2 ms).
+    const size_t rank = in[0].shape.size();
+    const tag last = rank == 3 ? tag::acb : rank == 4 ? tag::acdb : tag::acdeb;
+    const memory::desc src_work(to_dims(in[0].shape), memory::data_type::f32, last);
+    const memory::desc dst_work(to_dims(out[0].shape), memory::data_type::f32, last);
     const auto alg = attrs->mode == ResizeMode::kLinear ? dnnl::algorithm::resampling_linear
                                                         : dnnl::algorithm::resampling_nearest;
-    dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, factors, src_md_,
-                                        dst_md_);
+    dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, factors, src_work,
+                                        dst_work);
     dnnl::resampling_forward::primitive_desc pd(desc, cpu_engine());
-    // oneDNN 2.6's JIT resampling on plain layouts writes out of bounds for some shapes (it
-    // crashed on [1,21,28,28] → [1,21,224,224] and [1,1,28,28] → [1,1,1024,1024], linear, and
-    // ran others); its simple implementation, also parallel, is taken instead.
+    // oneDNN 2.6's JIT resampling writes out of bounds for some shapes in either layout (it
+    // crashed on [1,21,28,28] → [1,21,224,224] plain and [4,16,28,28] → [4,16,224,224]
+    // channels-last, linear, and ran others): its simple implementation is taken instead.
     while (std::string(pd.impl_info_str()).rfind("jit", 0) == 0)
       if (!pd.next_impl()) return false;
     prim_ = dnnl::resampling_forward(pd);
+    src_mem_ = memory(src_work, cpu_engine());
+    dst_mem_ = memory(dst_work, cpu_engine());
+    to_work_ =
+        dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src_md_, cpu_engine(), src_work));
+    from_work_ =
+        dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), dst_work, cpu_engine(), dst_md_));
     stream_ = dnnl::stream(cpu_engine());
     return true;
   }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    execute_src_dst(prim_, stream_, src_md_, in[0]->raw(), dst_md_, out[0]->raw());
+    memory src(src_md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
+    memory dst(dst_md_, cpu_engine(), out[0]->raw());
+    to_work_.execute(stream_, src, src_mem_);
+    prim_.execute(stream_, {{DNNL_ARG_SRC, src_mem_}, {DNNL_ARG_DST, dst_mem_}});
+    from_work_.execute(stream_, dst_mem_, dst);
+    stream_.wait();
   }
 
  private:
-  memory::desc src_md_, dst_md_;
+  memory::desc src_md_, dst_md_;  // plain, as the runtime's tensors hold them
+  memory src_mem_, dst_mem_;      // channels-last scratch
+  dnnl::reorder to_work_, from_work_;
   dnnl::resampling_forward prim_;
   dnnl::stream stream_;
 };

@@ -18,14 +18,11 @@ struct ResizeCase {
 
 const ResizeCase kCases[] = {
     {"linear_up2", {1, 3, 5, 6}, {1, 1, 2, 2}, {}, "linear", nullptr, nullptr, true},
-    {"linear_up8_segmentation",
-     {4, 21, 28, 28},
-     {},
-     {4, 21, 224, 224},
-     "linear",
-     nullptr,
-     nullptr,
-     true},
+    // Shapes oneDNN 2.6's JIT resampling crashed on (plain, and channels-last).
+    // clang-format off
+    {"linear_up8_segmentation", {4, 21, 28, 28}, {}, {4, 21, 224, 224}, "linear", nullptr, nullptr, true},
+    {"linear_up8_16_channels", {4, 16, 28, 28}, {}, {4, 16, 224, 224}, "linear", nullptr, nullptr, true},
+    // clang-format on
     {"linear_fractional", {2, 2, 4, 10}, {1, 1, 1.25f, 0.5f}, {}, "linear", nullptr, nullptr, true},
     {"linear_down", {1, 4, 10, 8}, {1, 1, 0.5f, 0.75f}, {}, "linear", nullptr, nullptr, true},
     {"linear_sizes", {1, 2, 6, 6}, {}, {1, 2, 9, 4}, "linear", nullptr, nullptr, true},

@@ -150,22 +150,11 @@ Result<ResizeGeometry> resize_geometry(const std::vector<TensorDesc>& in) {
   return g;
 }
 
-namespace {
-
-// The taps of one axis: output coordinate o uses entries [begin[o], begin[o+1]) of
-// offset/weight, or none when outside[o] (tf_crop_and_resize extrapolation).
-struct AxisTaps {
-  std::vector<int64_t> begin;
-  std::vector<int64_t> offset;  // input index × input stride
-  std::vector<double> weight;
-  std::vector<uint8_t> outside;
-};
-
-AxisTaps make_axis_taps(const ResizeAttrs& a, const ResizeGeometry& g, size_t axis,
-                        int64_t stride) {
+ResizeAxisTaps resize_axis_taps(const ResizeAttrs& a, const ResizeGeometry& g, size_t axis,
+                                int64_t stride) {
   const int64_t len_in = g.input_shape[axis];
   const int64_t len_out = g.output_shape[axis];
-  AxisTaps t;
+  ResizeAxisTaps t;
   t.begin.push_back(0);
   t.outside.assign(static_cast<size_t>(len_out), 0);
   std::vector<std::pair<int64_t, double>> taps;  // (unclamped index, weight)
@@ -190,6 +179,8 @@ AxisTaps make_axis_taps(const ResizeAttrs& a, const ResizeGeometry& g, size_t ax
   return t;
 }
 
+namespace {
+
 template <class T>
 T from_double(double v) {
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
@@ -200,10 +191,10 @@ T from_double(double v) {
 
 // Sum over the taps of axes d.. of (product of weights) × x[offset].
 template <class T, class Acc>
-Acc gather(const std::vector<AxisTaps>& taps, const std::vector<int64_t>& idx, size_t d,
+Acc gather(const std::vector<ResizeAxisTaps>& taps, const std::vector<int64_t>& idx, size_t d,
            int64_t off, const T* x) {
   if (d == taps.size()) return static_cast<Acc>(x[off]);
-  const AxisTaps& t = taps[d];
+  const ResizeAxisTaps& t = taps[d];
   Acc sum = 0;
   for (int64_t k = t.begin[idx[d]]; k < t.begin[idx[d] + 1]; ++k)
     sum += static_cast<Acc>(t.weight[k]) * gather<T, Acc>(taps, idx, d + 1, off + t.offset[k], x);
@@ -211,8 +202,8 @@ Acc gather(const std::vector<AxisTaps>& taps, const std::vector<int64_t>& idx, s
 }
 
 template <class T>
-void resize_loop(const ResizeAttrs& a, const std::vector<AxisTaps>& taps, const Shape& out_shape,
-                 const T* x, T* y) {
+void resize_loop(const ResizeAttrs& a, const std::vector<ResizeAxisTaps>& taps,
+                 const Shape& out_shape, const T* x, T* y) {
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const size_t rank = out_shape.size();
   const int64_t n = shape_numel(out_shape);
@@ -270,9 +261,9 @@ Status run_resize(const Node& node, const std::vector<const Tensor*>& in,
   KILN_ASSIGN_OR_RETURN(ResizeGeometry g, resize_geometry(descs_of(in)));
   KILN_RETURN_IF_ERROR(check_dtype(a, in[0]->dtype()));
   const std::vector<int64_t> strides = strides_of(g.input_shape);
-  std::vector<AxisTaps> taps;
+  std::vector<ResizeAxisTaps> taps;
   for (size_t d = 0; d < g.input_shape.size(); ++d)
-    taps.push_back(make_axis_taps(a, g, d, strides[d]));
+    taps.push_back(resize_axis_taps(a, g, d, strides[d]));
   return dispatch_numeric(in[0]->dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     resize_loop<T>(a, taps, g.output_shape, in[0]->data<T>(), out[0]->data<T>());

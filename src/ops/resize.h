@@ -153,4 +153,17 @@ inline void resize_taps(const ResizeAttrs& a, double x, int64_t len_in,
   }
 }
 
+// The taps of one axis over the whole output: output coordinate o uses entries
+// [begin[o], begin[o+1]) of offset (clamped input index × `stride`) and weight, or none when
+// outside[o] (tf_crop_and_resize extrapolation). Taps of weight 0 are dropped. Shared by the
+// reference kernel and the CPU backend's.
+struct ResizeAxisTaps {
+  std::vector<int64_t> begin;
+  std::vector<int64_t> offset;
+  std::vector<double> weight;
+  std::vector<uint8_t> outside;
+};
+ResizeAxisTaps resize_axis_taps(const ResizeAttrs& a, const ResizeGeometry& g, size_t axis,
+                                int64_t stride);
+
 }  // namespace kiln

@@ -1,21 +1,21 @@
-// oneDNN resampling for Resize in fp32 on 3-D to 5-D tensors (1 to 3 spatial axes), where
-// oneDNN's definition is ONNX's:
-//  - linear with half_pixel coordinates (pytorch_half_pixel where no resized axis has length
-//    1): oneDNN's linear resampling maps x_out to (x_out + 0.5) / factor - 0.5 and clamps at
-//    the edges, as ONNX does. oneDNN's factor is output/input; ONNX's is the scale the node
-//    gives, which differs where input·scale is fractional (5 × 1.5 → 7 elements): those run
-//    on the reference kernel (measured: oneDNN 2.6 uses output/input even when given other
-//    factors);
-//  - nearest where every resized axis is scaled up by a whole factor, with half_pixel (or
-//    pytorch_half_pixel) and a rounding nearest_mode, or asymmetric with floor: all of them
-//    read input index floor(x_out / factor) there, as oneDNN's nearest does.
-// Batch and channels are never resized. Everything else (cubic, align_corners, crop and
-// resize, fractional nearest) runs on the reference kernel. Scales or sizes computed in the
-// graph (from a Shape with a symbolic batch, as segmentation exports have) are read when the
-// kernel is prepared; their values are part of what it was prepared for (DnnlKernel).
+// Resize in fp32 for the CPU backend, on kiln's own loops rather than oneDNN's resampling:
+// oneDNN 2.6's JIT resampling writes out of bounds for some shapes in either layout (it
+// crashed on [1,21,28,28] → [1,21,224,224] plain and [4,16,28,28] → [4,16,224,224]
+// channels-last, linear), and its simple implementation is slow (7.6 ms for
+// [1,21,14,14] → 224² on 2 threads, 2.1 ms channels-last plus reorders).
+//
+// The coordinate math is the reference kernel's (resize_axis_taps in ops/resize.h), so every
+// mode, coordinate transform and rounding rule ONNX defines runs here, cubic and crop-and-
+// resize included. What the kernel adds: the taps of the last two axes are precomputed once
+// per prepared shape, the axes before them must map each index to itself (batch and
+// channels are not resized), the two axes are resized in separate passes (run() below), and
+// rows are spread over the threads. Each element sums, like the reference, over the rows'
+// taps of (row weight × sum over the columns' taps of (column weight × x)), so it matches
+// the reference up to the compiler's use of fused multiply-adds.
 
-#include <cmath>
-#include <string>
+#include <omp.h>
+
+#include <algorithm>
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/resize.h"
@@ -24,39 +24,26 @@ namespace kiln::dnnl_cpu {
 
 namespace {
 
-using dnnl::memory;
-using tag = memory::format_tag;
-
-bool whole(double v) { return v >= 1 && std::floor(v) == v; }
-
-// oneDNN's factors for the spatial axes when its definition matches; empty otherwise.
-std::vector<float> onednn_factors(const ResizeAttrs& a, const ResizeGeometry& g) {
-  const size_t rank = g.input_shape.size();
-  if (rank < 3 || rank > 5) return {};
-  for (size_t d = 0; d < 2; ++d)
-    if (g.output_shape[d] != g.input_shape[d]) return {};
-  std::vector<float> factors;
-  bool one_long = false, all_whole = true;
-  for (size_t d = 2; d < rank; ++d) {
-    const double out = static_cast<double>(g.output_shape[d]);
-    if (std::fabs(g.resized_length[d] - out) > 1e-6 * out) return {};
-    factors.push_back(static_cast<float>(out / static_cast<double>(g.input_shape[d])));
-    one_long |= g.output_shape[d] == 1;
-    all_whole &= whole(g.scale[d]) &&
-                 g.output_shape[d] == g.input_shape[d] * static_cast<int64_t>(g.scale[d]);
+// Whether `t` maps every index of its axis to itself with weight 1 (an axis not resized).
+bool identity(const ResizeAxisTaps& t, int64_t len, int64_t stride) {
+  for (int64_t o = 0; o < len; ++o) {
+    if (t.outside[o] || t.begin[o + 1] - t.begin[o] != 1) return false;
+    if (t.offset[t.begin[o]] != o * stride || t.weight[t.begin[o]] != 1.0) return false;
   }
-  const ResizeCoordMode c = a.coord_mode;
-  const bool half_pixel =
-      c == ResizeCoordMode::kHalfPixel || (c == ResizeCoordMode::kPytorchHalfPixel && !one_long);
-  if (a.mode == ResizeMode::kLinear) return half_pixel ? factors : std::vector<float>{};
-  if (a.mode != ResizeMode::kNearest || !all_whole) return {};
-  const ResizeNearestMode n = a.nearest_mode;
-  const bool rounding =
-      n == ResizeNearestMode::kRoundPreferFloor || n == ResizeNearestMode::kRoundPreferCeil;
-  if ((half_pixel && rounding) ||
-      (c == ResizeCoordMode::kAsymmetric && n == ResizeNearestMode::kFloor))
-    return factors;
-  return {};
+  return true;
+}
+
+// One axis's taps in the form the loop reads: float weights, contiguous per output index.
+struct Taps {
+  std::vector<int64_t> begin, offset;
+  std::vector<float> weight;
+  std::vector<uint8_t> outside;
+};
+
+Taps to_loop_taps(const ResizeAxisTaps& t) {
+  Taps r{t.begin, t.offset, {}, t.outside};
+  r.weight.assign(t.weight.begin(), t.weight.end());
+  return r;
 }
 
 class DnnlResizeKernel final : public DnnlKernel {
@@ -69,54 +56,85 @@ class DnnlResizeKernel final : public DnnlKernel {
     if (!attrs.is_ok()) return false;
     auto geo = resize_geometry(in);
     if (!geo.is_ok()) return false;
-    if (!all_positive(in[0].shape) || !all_positive(out[0].shape)) return false;
-    const std::vector<float> factors = onednn_factors(*attrs, *geo);
-    if (factors.empty()) return false;
-    src_md_ = plain_desc(in[0].shape);
-    dst_md_ = plain_desc(out[0].shape);
-    // Channels last (nwc, nhwc, ndhwc): oneDNN 2.6's simple resampling runs 3.6× faster there
-    // than on the plain layout (7.6 → 2.1 ms for [1,21,14,14] → 224², 2 threads), more than
-    // the two reorders cost (0.2 ms).
-    const size_t rank = in[0].shape.size();
-    const tag last = rank == 3 ? tag::acb : rank == 4 ? tag::acdb : tag::acdeb;
-    const memory::desc src_work(to_dims(in[0].shape), memory::data_type::f32, last);
-    const memory::desc dst_work(to_dims(out[0].shape), memory::data_type::f32, last);
-    const auto alg = attrs->mode == ResizeMode::kLinear ? dnnl::algorithm::resampling_linear
-                                                        : dnnl::algorithm::resampling_nearest;
-    dnnl::resampling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, factors, src_work,
-                                        dst_work);
-    dnnl::resampling_forward::primitive_desc pd(desc, cpu_engine());
-    // oneDNN 2.6's JIT resampling writes out of bounds for some shapes in either layout (it
-    // crashed on [1,21,28,28] → [1,21,224,224] plain and [4,16,28,28] → [4,16,224,224]
-    // channels-last, linear, and ran others): its simple implementation is taken instead.
-    while (std::string(pd.impl_info_str()).rfind("jit", 0) == 0)
-      if (!pd.next_impl()) return false;
-    prim_ = dnnl::resampling_forward(pd);
-    src_mem_ = memory(src_work, cpu_engine());
-    dst_mem_ = memory(dst_work, cpu_engine());
-    to_work_ =
-        dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src_md_, cpu_engine(), src_work));
-    from_work_ =
-        dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), dst_work, cpu_engine(), dst_md_));
-    stream_ = dnnl::stream(cpu_engine());
+    const Shape& xs = in[0].shape;
+    const Shape& ys = out[0].shape;
+    if (xs.size() < 2 || !all_positive(xs) || !all_positive(ys)) return false;
+    const size_t rank = xs.size();
+    for (size_t d = 0; d + 2 < rank; ++d)
+      if (!identity(resize_axis_taps(*attrs, *geo, d, 1), xs[d], 1)) return false;
+    in_h_ = xs[rank - 2];
+    in_w_ = xs[rank - 1];
+    out_h_ = ys[rank - 2];
+    out_w_ = ys[rank - 1];
+    planes_ = 1;
+    for (size_t d = 0; d + 2 < rank; ++d) planes_ *= ys[d];
+    rows_ = to_loop_taps(resize_axis_taps(*attrs, *geo, rank - 2, 1));  // input row indices
+    cols_ = to_loop_taps(resize_axis_taps(*attrs, *geo, rank - 1, 1));
+    outside_cols_.clear();
+    for (int64_t ow = 0; ow < out_w_; ++ow)
+      if (cols_.outside[ow]) outside_cols_.push_back(ow);
+    tmp_.resize(static_cast<size_t>(planes_ * in_h_ * out_w_));
+    extrapolated_ = static_cast<float>(attrs->extrapolation_value);
     return true;
   }
 
+  // Separable, in two passes over each plane, both spread over the threads:
+  //  1. every input row → tmp row of out_w: inner[ow] = Σ_j col_weight[j] · x[row][col_j];
+  //  2. every output row: y[ow] = Σ_i row_weight[i] · tmp[row_i][ow], a weighted sum of whole
+  //     rows that the compiler vectorizes.
+  // Per element that is the reference's order of operations (rows outside, columns inside).
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    memory src(src_md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
-    memory dst(dst_md_, cpu_engine(), out[0]->raw());
-    to_work_.execute(stream_, src, src_mem_);
-    prim_.execute(stream_, {{DNNL_ARG_SRC, src_mem_}, {DNNL_ARG_DST, dst_mem_}});
-    from_work_.execute(stream_, dst_mem_, dst);
-    stream_.wait();
+    const float* x = in[0]->data<float>();
+    float* y = out[0]->data<float>();
+    float* tmp = tmp_.data();
+    const int64_t in_rows = planes_ * in_h_, out_rows = planes_ * out_h_;
+#pragma omp parallel
+    {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < in_rows; ++r) {
+        const float* xr = x + r * in_w_;
+        float* tr = tmp + r * out_w_;
+        for (int64_t ow = 0; ow < out_w_; ++ow) {
+          float inner = 0;
+          for (int64_t j = cols_.begin[ow]; j < cols_.begin[ow + 1]; ++j)
+            inner += cols_.weight[j] * xr[cols_.offset[j]];
+          tr[ow] = inner;
+        }
+      }
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < out_rows; ++r) {
+        const int64_t p = r / out_h_, oh = r % out_h_;
+        float* yr = y + r * out_w_;
+        if (rows_.outside[oh]) {
+          std::fill(yr, yr + out_w_, extrapolated_);
+          continue;
+        }
+        const float* plane = tmp + p * in_h_ * out_w_;
+        const int64_t i0 = rows_.begin[oh], i1 = rows_.begin[oh + 1];
+        if (i1 - i0 == 2) {  // linear: one pass over the output row
+          const float w0 = rows_.weight[i0], w1 = rows_.weight[i0 + 1];
+          const float* t0 = plane + rows_.offset[i0] * out_w_;
+          const float* t1 = plane + rows_.offset[i0 + 1] * out_w_;
+          for (int64_t ow = 0; ow < out_w_; ++ow) yr[ow] = w0 * t0[ow] + w1 * t1[ow];
+        } else {
+          std::fill(yr, yr + out_w_, 0.f);
+          for (int64_t i = i0; i < i1; ++i) {
+            const float w = rows_.weight[i];
+            const float* tr = plane + rows_.offset[i] * out_w_;
+            for (int64_t ow = 0; ow < out_w_; ++ow) yr[ow] += w * tr[ow];
+          }
+        }
+        for (int64_t ow : outside_cols_) yr[ow] = extrapolated_;
+      }
+    }
   }
 
  private:
-  memory::desc src_md_, dst_md_;  // plain, as the runtime's tensors hold them
-  memory src_mem_, dst_mem_;      // channels-last scratch
-  dnnl::reorder to_work_, from_work_;
-  dnnl::resampling_forward prim_;
-  dnnl::stream stream_;
+  int64_t planes_ = 0, in_h_ = 0, in_w_ = 0, out_h_ = 0, out_w_ = 0;
+  Taps rows_, cols_;
+  std::vector<int64_t> outside_cols_;  // tf_crop_and_resize: columns outside the input
+  std::vector<float> tmp_;             // pass 1's rows: planes × in_h × out_w
+  float extrapolated_ = 0.f;
 };
 
 }  // namespace
@@ -124,9 +142,7 @@ class DnnlResizeKernel final : public DnnlKernel {
 bool resize_supported(const Node& node) {
   if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
   if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
-  auto attrs = parse_resize_attrs(node.attrs);
-  return attrs.is_ok() &&
-         (attrs->mode == ResizeMode::kLinear || attrs->mode == ResizeMode::kNearest);
+  return parse_resize_attrs(node.attrs).is_ok();
 }
 
 std::unique_ptr<Kernel> make_resize_kernel(const Node& node, int threads) {

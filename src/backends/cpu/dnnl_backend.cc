@@ -146,24 +146,10 @@ bool claims(const Node& node) {
     case OpKind::MaxPool:
     case OpKind::AveragePool:
     case OpKind::GlobalAveragePool: return pool_supported(node);
-    case OpKind::Add:
-    case OpKind::Sub:
-    case OpKind::Mul:
-    case OpKind::Div: return binary_supported(node);
-    case OpKind::Relu:
-    case OpKind::LeakyRelu:
-    case OpKind::Sigmoid:
-    case OpKind::Tanh:
-    case OpKind::HardSigmoid:
-    case OpKind::HardSwish:
-    case OpKind::Clip:
-    case OpKind::Softplus:
-    case OpKind::Exp:
-    case OpKind::Sqrt: return eltwise_supported(node);
     case OpKind::Softmax: return softmax_supported(node);
     case OpKind::Concat: return concat_supported(node);
     case OpKind::Resize: return resize_supported(node);
-    default: return false;
+    default: return binary_supported(node) || eltwise_supported(node);
   }
 }
 
@@ -182,14 +168,12 @@ class OnednnBackend final : public Backend {
       case OpKind::MaxPool:
       case OpKind::AveragePool:
       case OpKind::GlobalAveragePool: return make_pool_kernel(node, threads_);
-      case OpKind::Add:
-      case OpKind::Sub:
-      case OpKind::Mul:
-      case OpKind::Div: return make_binary_kernel(node, threads_);
       case OpKind::Softmax: return make_softmax_kernel(node, threads_);
       case OpKind::Concat: return make_concat_kernel(node, threads_);
       case OpKind::Resize: return make_resize_kernel(node, threads_);
-      default: return make_eltwise_kernel(node, threads_);
+      default:
+        return is_binary_op(node.op) ? make_binary_kernel(node, threads_)
+                                     : make_eltwise_kernel(node, threads_);
     }
   }
 

@@ -128,7 +128,12 @@ class DnnlBinaryKernel final : public DnnlKernel {
 
 }  // namespace
 
+bool is_binary_op(OpKind op) {
+  return op == OpKind::Add || op == OpKind::Sub || op == OpKind::Mul || op == OpKind::Div;
+}
+
 bool binary_supported(const Node& node) {
+  if (!is_binary_op(node.op)) return false;
   if (node.inputs.size() != 2 || node.outputs.size() != 1) return false;
   if (!is_f32(node.inputs[0]) || !is_f32(node.inputs[1]) || !is_f32(node.outputs[0])) return false;
   // An activation may have been fused in; a residual belongs to Conv/Gemm only.

@@ -132,9 +132,11 @@ bool gemm_supported(const Node& node);
 std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads);
 bool pool_supported(const Node& node);
 // Add/Sub/Mul/Div with broadcasting (dnnl_binary.cc).
+bool is_binary_op(OpKind op);
 std::unique_ptr<Kernel> make_binary_kernel(const Node& node, int threads);
 bool binary_supported(const Node& node);
 // The unary activations and math ops (dnnl_eltwise.cc).
+bool is_eltwise_op(OpKind op);
 std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, int threads);
 bool eltwise_supported(const Node& node);
 std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, int threads);

@@ -111,7 +111,24 @@ class DnnlEltwiseKernel final : public DnnlKernel {
 
 }  // namespace
 
+bool is_eltwise_op(OpKind op) {
+  switch (op) {
+    case OpKind::Relu:
+    case OpKind::LeakyRelu:
+    case OpKind::Sigmoid:
+    case OpKind::Tanh:
+    case OpKind::HardSigmoid:
+    case OpKind::HardSwish:
+    case OpKind::Clip:
+    case OpKind::Softplus:
+    case OpKind::Exp:
+    case OpKind::Sqrt: return true;
+    default: return false;
+  }
+}
+
 bool eltwise_supported(const Node& node) {
+  if (!is_eltwise_op(node.op)) return false;
   if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
   if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
   if (node.op == OpKind::Clip) {

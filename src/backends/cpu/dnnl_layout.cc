@@ -29,10 +29,6 @@ bool same_dim(const Dim& a, const Dim& b) {
 
 }  // namespace
 
-bool is_binary(const Node& n) {
-  return n.op == OpKind::Add || n.op == OpKind::Sub || n.op == OpKind::Mul || n.op == OpKind::Div;
-}
-
 bool broadcasts_channels(const Value* v) {
   return v && v->has_shape && v->dims.size() == 4 && v->dims[2].value == 1 && v->dims[3].value == 1;
 }
@@ -48,19 +44,10 @@ std::vector<const Value*> layout_operands(const Node& n) {
     case OpKind::MaxPool:
     case OpKind::AveragePool:
     case OpKind::GlobalAveragePool: return {n.input(0), n.output(0)};
-    case OpKind::Relu:
-    case OpKind::LeakyRelu:
-    case OpKind::Sigmoid:
-    case OpKind::Tanh:
-    case OpKind::HardSigmoid:
-    case OpKind::HardSwish:
-    case OpKind::Clip:
-    case OpKind::Softplus:
-    case OpKind::Exp:
-    case OpKind::Sqrt: return {n.input(0), n.output(0)};  // element-wise: any layout
     default: break;
   }
-  if (!is_binary(n) || n.inputs.size() != 2) return {};
+  if (is_eltwise_op(n.op)) return {n.input(0), n.output(0)};  // element-wise: any layout
+  if (!is_binary_op(n.op) || n.inputs.size() != 2) return {};
   const Value* y = n.output(0);
   if (!y || !y->has_shape || y->dims.size() != 4) return {};
   std::vector<const Value*> ops{y};

@@ -59,6 +59,14 @@ struct Net {
     g->add_node(op, "binary", {a, b}, {y});
     return y;
   }
+  Value* concat(const std::vector<Value*>& xs, int64_t axis, const Shape& out_shape) {
+    Value* y = f32_value(*g, "cat", out_shape);
+    y->dims[0] = xs[0]->dims[0];
+    Attributes a;
+    a.set("axis", axis);
+    g->add_node(OpKind::Concat, "concat", xs, {y}, a);
+    return y;
+  }
   Value* unary(OpKind op, Value* x) {
     Value* y = g->add_value("u");
     y->dtype = x->dtype;

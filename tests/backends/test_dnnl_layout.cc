@@ -166,6 +166,31 @@ TEST(DnnlLayout, ElementwiseChainsAndMixedLayouts) {
   }
 }
 
+// Concat of conv outputs (an ASPP head, a YOLO neck): with every input's channels a multiple
+// of 16 it keeps the stored layout, along channels or along a spatial axis; with other
+// channel counts it stays plain. Both match the reference.
+TEST(DnnlLayout, ConcatOfConvOutputs) {
+  for (bool aligned : {true, false})
+    for (int64_t axis : {1, 2}) {
+      SCOPED_TRACE(std::string(aligned ? "aligned" : "off-block") + " axis " +
+                   std::to_string(axis));
+      expect_auto_matches_reference(
+          [&](Net& n) {
+            const int64_t c1 = aligned ? 32 : 24, c2 = aligned ? (axis == 1 ? 48 : 32) : 40;
+            Value* x = n.input("x", {2, 3, 8, 9});
+            x->dims[0] = Dim{-1, "batch"};
+            Value* a = n.conv(x, c1, 3, {2, c1, 8, 9});
+            Value* b = n.conv(x, axis == 1 ? c2 : c1, 1, {2, axis == 1 ? c2 : c1, 8, 9});
+            const Shape ys = axis == 1 ? Shape{2, c1 + c2, 8, 9} : Shape{2, c1, 16, 9};
+            Value* cat = n.concat({a, b}, axis, ys);
+            n.g->outputs() = {n.conv(cat, 16, 3, {2, 16, ys[2], 9})};
+            EXPECT_EQ(dnnl_cpu::storable(cat), aligned);
+            EXPECT_EQ(dnnl_cpu::storable(a), aligned);
+          },
+          {2, 3});
+    }
+}
+
 // A Mul whose other operand is neither the output's shape nor [N, C, 1, 1] (a spatial map)
 // keeps its inputs plain, and still matches.
 TEST(DnnlLayout, SpatialBroadcastOperandStaysPlain) {

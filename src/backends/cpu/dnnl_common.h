@@ -51,7 +51,8 @@ bool claims(const Node& node);
 bool storable(const Value* v);
 // The values claimed node `n` reads and writes in a stored layout: a Conv's input 0, output
 // and residual; a pool's (MaxPool, AveragePool, GlobalAveragePool) or a unary element-wise
-// op's input 0 and output; a binary op's (Add/Sub/Mul/Div) rank-4 output and its inputs of the
+// op's input 0 and output; a rank-4 Concat's inputs and output when every input has a
+// multiple of 16 channels; a binary op's (Add/Sub/Mul/Div) rank-4 output and its inputs of the
 // output's shape or of [N, C, 1, 1] (a per-channel operand such as a squeeze-and-excitation scale,
 // whose bytes are the same in every candidate layout); empty for other nodes.
 std::vector<const Value*> layout_operands(const Node& n);

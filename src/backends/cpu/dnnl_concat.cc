@@ -1,5 +1,7 @@
-// oneDNN Concat in fp32 along any axis of any rank (all inputs plain row-major). Empty
-// inputs (oneDNN 2.6 takes none) send the node to the reference kernel.
+// oneDNN Concat in fp32 along any axis of any rank. Rank-4 operands are read and written as
+// stored (a YOLO neck's or an ASPP head's concat of conv outputs keeps their layout, see
+// layout_operands); the rest plain. Empty inputs (oneDNN 2.6 takes none) send the node to
+// the reference kernel.
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/op_util.h"
@@ -20,12 +22,14 @@ class DnnlConcatKernel final : public DnnlKernel {
     if (ys.empty() || !all_positive(ys)) return false;
     auto axis = normalize_axis(node_.attrs.get_int("axis", 0), static_cast<int64_t>(ys.size()));
     if (!axis.is_ok()) return false;
+    // Rank-4 operands as stored (a group's layout where the concat joins one; plain else).
     src_mds_.clear();
-    for (const TensorDesc& d : in) {
-      if (!all_positive(d.shape)) return false;
-      src_mds_.push_back(plain_desc(d.shape));
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!all_positive(in[i].shape)) return false;
+      src_mds_.push_back(in[i].shape.size() == 4 ? stored_desc(node_.input(i), in[i].shape)
+                                                 : plain_desc(in[i].shape));
     }
-    dst_md_ = plain_desc(ys);
+    dst_md_ = ys.size() == 4 ? stored_desc(node_.output(0), ys) : plain_desc(ys);
     prim_ = dnnl::concat(
         dnnl::concat::primitive_desc(dst_md_, static_cast<int>(*axis), src_mds_, cpu_engine()));
     stream_ = dnnl::stream(cpu_engine());

@@ -29,6 +29,22 @@ bool same_dim(const Dim& a, const Dim& b) {
 
 }  // namespace
 
+// A rank-4 Concat joins the groups when every input's channel count is a multiple of 16 (the
+// largest block): each input then starts on a block boundary of a blocked output, where
+// oneDNN's concat writes it with one reorder into a view of the output.
+std::vector<const Value*> concat_operands(const Node& n) {
+  const Value* y = n.output(0);
+  if (!y || !y->has_shape || y->dims.size() != 4) return {};
+  std::vector<const Value*> ops{y};
+  for (const Value* x : n.inputs) {
+    if (!x || !x->has_shape || x->dims.size() != 4 || !x->dims[1].known() ||
+        x->dims[1].value % 16 != 0)
+      return {};
+    ops.push_back(x);
+  }
+  return ops;
+}
+
 bool broadcasts_channels(const Value* v) {
   return v && v->has_shape && v->dims.size() == 4 && v->dims[2].value == 1 && v->dims[3].value == 1;
 }
@@ -47,6 +63,7 @@ std::vector<const Value*> layout_operands(const Node& n) {
     default: break;
   }
   if (is_eltwise_op(n.op)) return {n.input(0), n.output(0)};  // element-wise: any layout
+  if (n.op == OpKind::Concat) return concat_operands(n);
   if (!is_binary_op(n.op) || n.inputs.size() != 2) return {};
   const Value* y = n.output(0);
   if (!y || !y->has_shape || y->dims.size() != 4) return {};

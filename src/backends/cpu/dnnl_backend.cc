@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "backends/cpu/dnnl_common.h"
 
@@ -96,12 +97,18 @@ bool same_descs(const std::vector<TensorDesc>& a, const std::vector<TensorDesc>&
 // prepared. Activations this small cost nothing to compare.
 constexpr int64_t kKeyedValueElements = 16;
 
-std::vector<std::string> small_values(const std::vector<TensorDesc>& in) {
-  std::vector<std::string> v(in.size());
+// The bytes of input `d` when it is small and its value known, else empty.
+std::string_view small_value(const TensorDesc& d) {
+  if (!d.value || d.value->numel() > kKeyedValueElements) return {};
+  return {static_cast<const char*>(d.value->raw()), d.value->nbytes()};
+}
+
+// Whether the small inputs hold `values` (prepare runs before every execute: no allocation).
+bool same_small_values(const std::vector<TensorDesc>& in, const std::vector<std::string>& values) {
+  if (in.size() != values.size()) return false;
   for (size_t i = 0; i < in.size(); ++i)
-    if (in[i].value && in[i].value->numel() <= kKeyedValueElements)
-      v[i].assign(static_cast<const char*>(in[i].value->raw()), in[i].value->nbytes());
-  return v;
+    if (small_value(in[i]) != values[i]) return false;
+  return true;
 }
 }  // namespace
 
@@ -110,8 +117,8 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
   if (!def) return unsupported(node_.describe() + ": no shape rule");
   // The reference shape rule validates attributes and shapes and gives the output descs.
   KILN_RETURN_IF_ERROR(infer_node(*def, node_, in, out).with_context(node_.describe()));
-  std::vector<std::string> values = small_values(in);
-  if (!prepared_in_.empty() && same_descs(in, prepared_in_) && values == prepared_values_)
+  if (!prepared_in_.empty() && same_descs(in, prepared_in_) &&
+      same_small_values(in, prepared_values_))
     return Status();
   set_threads(threads_);
   try {
@@ -124,7 +131,8 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
     fallback_ = true;
   }
   prepared_in_ = in;
-  prepared_values_ = std::move(values);
+  prepared_values_.assign(in.size(), std::string());
+  for (size_t i = 0; i < in.size(); ++i) prepared_values_[i] = small_value(in[i]);
   return Status();
 }
 

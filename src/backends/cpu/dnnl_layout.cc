@@ -27,8 +27,6 @@ bool same_dim(const Dim& a, const Dim& b) {
   return a.known() ? a.value == b.value : !b.known() && !a.param.empty() && a.param == b.param;
 }
 
-}  // namespace
-
 // A rank-4 Concat joins the groups when every input's channel count is a multiple of 16 (the
 // largest block): each input then starts on a block boundary of a blocked output, where
 // oneDNN's concat writes it with one reorder into a view of the output.
@@ -48,6 +46,8 @@ std::vector<const Value*> concat_operands(const Node& n) {
 bool broadcasts_channels(const Value* v) {
   return v && v->has_shape && v->dims.size() == 4 && v->dims[2].value == 1 && v->dims[3].value == 1;
 }
+
+}  // namespace
 
 std::vector<const Value*> layout_operands(const Node& n) {
   switch (n.op) {

@@ -24,7 +24,7 @@ TEST(DnnlLayout, ConvChainWithPoolAndResidual) {
     Value* c = n.pool(OpKind::MaxPool, b, {2, 32, 6, 6}, pool_attrs(3, 2, 1));
     Value* d = n.conv(c, 32, 3, {2, 32, 6, 6}, true, c);
     n.g->outputs() = {n.conv(d, 16, 1, {2, 16, 6, 6}, false)};
-    for (Value* v : {a, b, c, d}) EXPECT_TRUE(dnnl_cpu::stored_blocked(v)) << v->name;
+    for (Value* v : {a, b, c, d}) EXPECT_TRUE(dnnl_cpu::stored_blocked(v, 1)) << v->name;
   });
 }
 
@@ -43,25 +43,25 @@ TEST(DnnlLayout, DecisionFollowsProducersAndReaders) {
   opts.optimize = false;
   auto engine = build_engine(std::move(n.g), opts);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(x));  // graph input
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(x, 1));  // graph input
   using dnnl::memory;
   const memory::desc a_desc = dnnl_cpu::stored_desc(a, {1, 16, 8, 8});
   EXPECT_NE(a_desc, memory::desc({1, 16, 8, 8}, memory::data_type::f32, memory::format_tag::nchw))
       << "expected oneDNN to prefer a layout of its own on this CPU";
-  EXPECT_TRUE(dnnl_cpu::stored_blocked(a));
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(b));  // a kernel that reads plain only reads it
+  EXPECT_TRUE(dnnl_cpu::stored_blocked(a, 1));
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(b, 1));  // a kernel that reads plain only reads it
   // nhwc takes any channel count; nChw16c/nChw8c only multiples of the block, so a blocked
   // group stores a value off the block in nhwc where oneDNN has nhwc kernels.
-  const auto choice = dnnl_cpu::layout_choice(c);
+  const auto choice = dnnl_cpu::layout_choice(c, 1);
   const bool has_nhwc =
       std::count(choice.layouts.begin(), choice.layouts.end(), memory::format_tag::nhwc) > 0;
-  EXPECT_EQ(dnnl_cpu::stored_blocked(c), has_nhwc);
+  EXPECT_EQ(dnnl_cpu::stored_blocked(c, 1), has_nhwc);
   if (has_nhwc) {
-    EXPECT_EQ(dnnl_cpu::stored_format(c), memory::format_tag::nhwc);
+    EXPECT_EQ(dnnl_cpu::stored_format(c, 1), memory::format_tag::nhwc);
   }
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(d));  // graph output
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(e));
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(r));
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(d, 1));  // graph output
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(e, 1));
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(r, 1));
 }
 
 // A blocked value also read by a plain-only kernel, a graph output also read by a conv, a
@@ -98,7 +98,7 @@ TEST(DnnlLayout, ReferenceFallbackBetweenBlockedNeighbours) {
   Value* a = n.conv(x, 16, 3, {2, 16, 12, 11});
   Value* p = n.pool(OpKind::AveragePool, a, {2, 16, 6, 6}, pool_attrs(3, 2, 0, true, true));
   n.conv(p, 32, 3, {2, 32, 6, 6});
-  EXPECT_TRUE(dnnl_cpu::stored_blocked(p));
+  EXPECT_TRUE(dnnl_cpu::stored_blocked(p, 1));
   auto kernel = onednn_backend(1).create_kernel(*p->producer);
   ASSERT_TRUE(kernel.is_ok());
   std::vector<TensorDesc> in{{DataType::kFloat32, {2, 16, 12, 11}, nullptr}}, out(1);
@@ -125,8 +125,8 @@ void se_block(Net& n, int64_t c, bool scale_first, OpKind join) {
   n.g->outputs() = {n.conv(j, 16, 1, {2, 16, 10, 9}, false)};
   for (Value* v : {a, s, t, u, m, b, j}) EXPECT_TRUE(dnnl_cpu::storable(v)) << v->name;
   if (c % 16 == 0) {
-    EXPECT_TRUE(dnnl_cpu::stored_blocked(a));
-    EXPECT_TRUE(dnnl_cpu::stored_blocked(m));
+    EXPECT_TRUE(dnnl_cpu::stored_blocked(a, 1));
+    EXPECT_TRUE(dnnl_cpu::stored_blocked(m, 1));
   }
 }
 

@@ -1,8 +1,9 @@
-// The layout decision of the oneDNN backend (dnnl_layout_plan.cc) on tiny graphs: forced and
-// measured layouts give the reference's numbers, a blocked layout lets Winograd convs run
-// between 1×1 convs without reorders, every value of a group reports the same measured
-// choice (the faster), separate groups decide apart, a symbolic batch is timed (and the
-// decision holds for every batch), and unknown spatial dims fall back to the stated rule.
+// The layout decision of the oneDNN backend (dnnl_layout_plan.cc) on tiny graphs: forced,
+// per-group and per-value measured layouts give the reference's numbers, a blocked layout lets
+// Winograd convs run between 1×1 convs without reorders, a group's plan is one answer for all
+// its values and never costs more than either uniform layout, values joined by non-conv nodes
+// share a layout, separate groups decide apart, a symbolic batch is planned at the run's batch
+// (and every kernel agrees at each batch), and unknown spatial dims fall back to the stated rule.
 #include <algorithm>
 #include <string>
 
@@ -17,7 +18,7 @@ using tag = dnnl::memory::format_tag;
 
 // The blocked layout oneDNN has JIT kernels for here (tag::undef when none).
 tag blocked_layout(const Value* storable_value) {
-  const auto c = dnnl_cpu::layout_choice(storable_value);
+  const auto c = dnnl_cpu::layout_choice(storable_value, 1);
   for (tag t : c.layouts)
     if (t != tag::nhwc) return t;
   return tag::undef;
@@ -45,7 +46,7 @@ Bottleneck make_bottlenecks(Net& n, int64_t batch = 2) {
 }
 
 TEST(DnnlLayoutPlan, ForcedAndMeasuredLayoutsMatchReference) {
-  for (const char* layout : {"nhwc", "blocked", "auto"})
+  for (const char* layout : {"nhwc", "blocked", "group", "auto", "alternate"})
     for (const char* algo : {"auto", "winograd"}) {
       SCOPED_TRACE(std::string(layout) + " / " + algo);
       ScopedEnv l("KILN_DNNL_LAYOUT", layout), a("KILN_DNNL_CONV_ALGO", algo);
@@ -53,7 +54,7 @@ TEST(DnnlLayoutPlan, ForcedAndMeasuredLayoutsMatchReference) {
         const Bottleneck v = make_bottlenecks(n);
         const tag blocked = blocked_layout(v.a);
         for (Value* s : {v.stem, v.a, v.b, v.c, v.s2, v.d, v.e}) {
-          const tag t = dnnl_cpu::stored_format(s);
+          const tag t = dnnl_cpu::stored_format(s, 2);
           if (std::string(layout) == "nhwc") {
             EXPECT_EQ(t, tag::nhwc) << s->name;
           }
@@ -61,6 +62,12 @@ TEST(DnnlLayoutPlan, ForcedAndMeasuredLayoutsMatchReference) {
             EXPECT_EQ(t, s->dims[1].value % 16 == 0 || blocked == tag::nChw8c ? blocked : tag::nhwc)
                 << s->name;
           }
+        }
+        // Alternating sets: neighbouring convs' outputs are stored differently, so convs run
+        // between operands of two layouts (converting one side).
+        if (std::string(layout) == "alternate" && blocked == tag::nChw16c) {
+          EXPECT_NE(dnnl_cpu::stored_format(v.stem, 2), dnnl_cpu::stored_format(v.a, 2));
+          EXPECT_NE(dnnl_cpu::stored_format(v.a, 2), dnnl_cpu::stored_format(v.b, 2));
         }
       });
     }
@@ -111,46 +118,100 @@ TEST(DnnlLayoutPlan, WinogradBetweenBlockedNeighboursRunsWithoutReorders) {
   }
 }
 
-// Measured: every value of a group reports one choice with the group's timings, the faster
+// The two-conv-group graph of the next tests: a and b are one group, d and e another (the
+// Softmax reads c plain).
+struct TwoGroups {
+  Value *a, *b, *c, *d, *e;
+};
+TwoGroups make_two_groups(Net& n) {
+  TwoGroups v;
+  Value* x = n.input("x", {1, 3, 10, 10});
+  v.a = n.conv(x, 16, 3, {1, 16, 10, 10});
+  v.b = n.conv(v.a, 32, 1, {1, 32, 10, 10});
+  v.c = n.conv(v.b, 32, 3, {1, 32, 10, 10}, true, v.b);
+  Value* r = n.unary(OpKind::Softmax, v.c);  // reads plain only: ends the first group
+  v.d = n.conv(r, 64, 1, {1, 64, 10, 10});
+  v.e = n.conv(v.d, 16, 1, {1, 16, 10, 10});
+  n.g->outputs() = {n.conv(v.e, 16, 1, {1, 16, 10, 10})};
+  return v;
+}
+
+// "group": every value of a group reports one choice with the group's timings, the faster
 // candidate; asking again gives the same answer (timings are kept), and a group cut off by
 // a reference kernel is timed on its own convs.
-TEST(DnnlLayoutPlan, AutoKeepsTheFasterMeasuredLayoutPerGroup) {
-  ScopedEnv layout("KILN_DNNL_LAYOUT", "auto");
+TEST(DnnlLayoutPlan, GroupModeKeepsTheFasterMeasuredLayoutPerGroup) {
+  ScopedEnv layout("KILN_DNNL_LAYOUT", "group");
   Net n;
-  Value* x = n.input("x", {1, 3, 10, 10});
-  Value* a = n.conv(x, 16, 3, {1, 16, 10, 10});
-  Value* b = n.conv(a, 32, 1, {1, 32, 10, 10});
-  Value* c = n.conv(b, 32, 3, {1, 32, 10, 10}, true, b);
-  Value* r = n.unary(OpKind::Softmax, c);  // reads plain only: ends the first group
-  Value* d = n.conv(r, 64, 1, {1, 64, 10, 10});
-  Value* e = n.conv(d, 16, 1, {1, 16, 10, 10});
-  n.g->outputs() = {n.conv(e, 16, 1, {1, 16, 10, 10})};
+  const TwoGroups v = make_two_groups(n);
   EngineOptions opts;
   opts.optimize = false;
   auto engine = build_engine(std::move(n.g), opts);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
 
-  const auto first = dnnl_cpu::layout_choice(a);
+  const auto first = dnnl_cpu::layout_choice(v.a, 1);
   if (first.layouts.size() < 2) GTEST_SKIP() << "one candidate layout on this CPU";
   ASSERT_EQ(first.seconds.size(), first.layouts.size());
   const size_t fastest = static_cast<size_t>(
       std::min_element(first.seconds.begin(), first.seconds.end()) - first.seconds.begin());
   EXPECT_EQ(first.chosen, first.layouts[fastest]);
-  for (Value* v : {a, b}) {
-    const auto same = dnnl_cpu::layout_choice(v);
-    EXPECT_EQ(same.chosen, first.chosen) << v->name;
-    EXPECT_EQ(same.seconds, first.seconds) << v->name;
+  EXPECT_DOUBLE_EQ(first.planned_seconds, first.seconds[fastest]);
+  for (Value* x : {v.a, v.b}) {
+    const auto same = dnnl_cpu::layout_choice(x, 1);
+    EXPECT_EQ(same.chosen, first.chosen) << x->name;
+    EXPECT_EQ(same.seconds, first.seconds) << x->name;
   }
-  EXPECT_FALSE(dnnl_cpu::storable(c));  // read by the Softmax
-  const auto second = dnnl_cpu::layout_choice(d);
+  EXPECT_FALSE(dnnl_cpu::storable(v.c));  // read by the Softmax
+  const auto second = dnnl_cpu::layout_choice(v.d, 1);
   ASSERT_EQ(second.seconds.size(), second.layouts.size());
   EXPECT_NE(second.seconds, first.seconds);
-  EXPECT_EQ(dnnl_cpu::layout_choice(e).seconds, second.seconds);
+  EXPECT_EQ(dnnl_cpu::layout_choice(v.e, 1).seconds, second.seconds);
 }
 
-// A symbolic batch is timed as 1; the decision is the graph's, so one Context running
-// batch 2 and then batch 3 (every kernel prepares again) still agrees on every layout.
-TEST(DnnlLayoutPlan, SymbolicBatchIsTimedAndHoldsForEveryBatch) {
+// "auto": per value. The plan's estimate is at most either uniform layout's time, every value of
+// a group reports the same plan, asking again answers the same, and values that a pool,
+// element-wise or binary node joins share their layout.
+TEST(DnnlLayoutPlan, AutoPlansPerValueWithinTheUniformBound) {
+  ScopedEnv layout("KILN_DNNL_LAYOUT", "auto");
+  {
+    Net n;
+    const TwoGroups v = make_two_groups(n);
+    EngineOptions opts;
+    opts.optimize = false;
+    auto engine = build_engine(std::move(n.g), opts);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    const auto c = dnnl_cpu::layout_choice(v.a, 1);
+    if (c.layouts.size() < 2) GTEST_SKIP() << "one candidate layout on this CPU";
+    ASSERT_EQ(c.seconds.size(), 2u);
+    EXPECT_GE(c.planned_seconds, 0);
+    EXPECT_LE(c.planned_seconds, std::min(c.seconds[0], c.seconds[1]) * (1 + 1e-9));
+    const auto b = dnnl_cpu::layout_choice(v.b, 1);
+    EXPECT_EQ(b.seconds, c.seconds);
+    EXPECT_EQ(b.planned_seconds, c.planned_seconds);
+    EXPECT_EQ(dnnl_cpu::layout_choice(v.a, 1).chosen, c.chosen);
+  }
+  // conv → MaxPool → Relu → Add(with a conv output) → conv: the pool's, Relu's and Add's
+  // operands form one set.
+  Net n;
+  Value* x = n.input("x", {2, 3, 16, 16});
+  Value* a = n.conv(x, 32, 3, {2, 32, 16, 16});
+  Value* p = n.pool(OpKind::MaxPool, a, {2, 32, 8, 8}, pool_attrs(2, 2, 0));
+  Value* r = n.unary(OpKind::Relu, p);
+  Value* b = n.conv(r, 32, 1, {2, 32, 8, 8});
+  Value* s = n.binary(OpKind::Add, r, b);
+  n.g->outputs() = {n.conv(s, 16, 3, {2, 16, 8, 8})};
+  EngineOptions opts;
+  opts.optimize = false;
+  auto engine = build_engine(std::move(n.g), opts);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  if (dnnl_cpu::layout_choice(a, 2).layouts.size() < 2) GTEST_SKIP() << "one candidate layout";
+  const tag t = dnnl_cpu::stored_format(a, 2);
+  for (Value* v : {p, r, b, s}) EXPECT_EQ(dnnl_cpu::stored_format(v, 2), t) << v->name;
+}
+
+// A symbolic batch is planned at the batch of the run: one Context running batch 2 and then
+// batch 3 (every kernel prepares again) agrees on every layout at each; a group whose batch is
+// fixed is planned at its declared shapes, whatever batch is asked.
+TEST(DnnlLayoutPlan, SymbolicBatchIsPlannedAtTheRunsBatch) {
   auto make = [](Net& n) {
     const Bottleneck v = make_bottlenecks(n);
     for (Value* s : {v.x, v.stem, v.a, v.b, v.c, v.s2, v.d, v.e, v.f}) s->dims[0] = Dim{-1, "N"};
@@ -159,10 +220,15 @@ TEST(DnnlLayoutPlan, SymbolicBatchIsTimedAndHoldsForEveryBatch) {
   Net n;
   make(n);
   const Value* a = n.g->inputs()[0]->consumers[0]->output(0);
-  const auto c = dnnl_cpu::layout_choice(a);
+  const auto c = dnnl_cpu::layout_choice(a, 3);
   if (c.layouts.size() > 1) {
     EXPECT_EQ(c.seconds.size(), c.layouts.size());
+    EXPECT_EQ(c.batch, 3);
   }
+  Net fixed;
+  make_bottlenecks(fixed, 2);
+  const Value* f = fixed.g->inputs()[0]->consumers[0]->output(0);
+  if (c.layouts.size() > 1) EXPECT_EQ(dnnl_cpu::layout_choice(f, 2).batch, 1);
 }
 
 // Unknown spatial dims cannot be timed: the blocked layout where Winograd could run, the
@@ -176,7 +242,7 @@ TEST(DnnlLayoutPlan, UnknownSpatialDimsFallBackToTheWinogradRule) {
     Value* b = n.conv(a, 16, k, {1, 16, 8, 8});
     n.g->outputs() = {n.conv(b, 16, 1, {1, 16, 8, 8})};
     for (Value* v : {x, a, b}) v->dims[2] = v->dims[3] = Dim{-1, ""};
-    const auto c = dnnl_cpu::layout_choice(a);
+    const auto c = dnnl_cpu::layout_choice(a, 1);
     if (c.layouts.size() < 2) GTEST_SKIP() << "one candidate layout on this CPU";
     EXPECT_TRUE(c.seconds.empty());
     EXPECT_EQ(c.chosen, k == 3 ? c.layouts[1] : c.layouts[0]);

@@ -67,7 +67,7 @@ class DnnlBinaryKernel final : public DnnlKernel {
     // kernel; a full operand stored otherwise (one of the two operands stored plain, the
     // other in a group's layout) is reordered into it first.
     dst_md_ = rank == 4 ? stored_desc(node_.output(0), y) : plain_desc(y);
-    const memory::format_tag y_tag = rank == 4 ? stored_format(node_.output(0)) : tag::nchw;
+    const memory::format_tag y_tag = rank == 4 ? stored_format(node_.output(0), y[0]) : tag::nchw;
     for (int k = 0; k < 2; ++k) {
       const size_t i = swapped_ ? 1 - k : k;
       const Shape& s = (i == 0) ? a : b;

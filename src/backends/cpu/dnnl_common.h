@@ -56,25 +56,30 @@ bool storable(const Value* v);
 // output's shape or of [N, C, 1, 1] (a per-channel operand such as a squeeze-and-excitation scale,
 // whose bytes are the same in every candidate layout); empty for other nodes.
 std::vector<const Value*> layout_operands(const Node& n);
-// The layout `v` is stored in: nchw (the logical layout) unless it is storable; else the
-// layout its group of connected storable values takes (layout_choice), nhwc where that is a
-// blocked layout and the channel count is off the block (blocked bytes = logical bytes).
-dnnl::memory::format_tag stored_format(const Value* v);
+// The layout `v` is stored in during a run at batch `batch` (the run's size of the value's
+// dim 0): nchw (the logical layout) unless it is storable; else the layout the plan of its
+// group of connected storable values gives it (layout_choice), nhwc where that is a blocked
+// layout and the channel count is off the block (blocked bytes = logical bytes).
+dnnl::memory::format_tag stored_format(const Value* v, int64_t batch);
 // Whether `v` is stored in a oneDNN layout (stored_format is not nchw).
-bool stored_blocked(const Value* v);
-// The f32 memory desc of a rank-4 tensor of `shape` stored as `v` is.
+bool stored_blocked(const Value* v, int64_t batch);
+// The f32 memory desc of a rank-4 tensor of `shape` stored as `v` is (batch: shape[0]).
 dnnl::memory::desc stored_desc(const Value* v, const std::vector<int64_t>& shape);
 
-// The layout decision for the group of storable values `v` belongs to (dnnl_layout_plan.cc
-// describes it): the candidate layouts, each one's measured seconds for the group's convs
-// (empty when not timed: forced by KILN_DNNL_LAYOUT, one candidate, or unknown dims), and
-// the one chosen (nchw when `v` is not storable or oneDNN has no JIT layout).
+// The layout decision for `v` at batch `batch` (dnnl_layout_plan.cc describes it): the
+// candidate layouts; the seconds of the group's convs with the whole group in each (empty when
+// not timed: forced by KILN_DNNL_LAYOUT, one candidate, or unknown dims); the estimated seconds
+// of the plan taken, conversions included (at most the smaller of those); the batch the group
+// was planned for; and the layout chosen for `v` (nchw when `v` is not storable or oneDNN has no
+// JIT layout).
 struct LayoutChoice {
   std::vector<dnnl::memory::format_tag> layouts;
   std::vector<double> seconds;
+  double planned_seconds = -1;
+  int64_t batch = 1;
   dnnl::memory::format_tag chosen = dnnl::memory::format_tag::nchw;
 };
-LayoutChoice layout_choice(const Value* v);
+LayoutChoice layout_choice(const Value* v, int64_t batch);
 // Copies `src` (described by `src_md`) to `dst` (`dst_md`) with a one-off reorder; for the
 // rare paths (reference fallback), not the per-run ones.
 void reorder_once(const dnnl::memory::desc& src_md, const void* src,

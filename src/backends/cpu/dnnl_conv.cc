@@ -34,10 +34,10 @@ class DnnlConvKernel final : public DnnlKernel {
     if (xs.size() != 4 || ws.size() != 4 || out[0].shape.size() != 4) return false;
     ConvOperands ops{xs, ws, out[0].shape};
     // How the neighbours store the activations.
-    ops.src = stored_format(node_.inputs[0]);
-    ops.dst = stored_format(node_.outputs[0]);
+    ops.src = stored_format(node_.inputs[0], xs[0]);
+    ops.dst = stored_format(node_.outputs[0], out[0].shape[0]);
     const int r = node_.epilogue.residual_input;
-    if (r >= 0) ops.res = stored_format(node_.inputs[r]);
+    if (r >= 0) ops.res = stored_format(node_.inputs[r], in[static_cast<size_t>(r)].shape[0]);
     return planner_.choose(ops, &plan_);
   }
 

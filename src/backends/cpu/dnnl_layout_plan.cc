@@ -2,31 +2,49 @@
 // (stored_format in dnnl_common.h).
 //
 // Values that may be stored in a oneDNN layout at all ("storable": see dnnl_common.h) form
-// connected groups through the oneDNN convs and pools that read and write them; ResNet-50
-// from its stem to its last conv is one group. A group's layout is one decision: oneDNN
-// 2.6's conv kernels read and write one layout family, so storing neighbours differently
-// would only move a reorder from one conv to the next (and each conv still weighs running
-// in the other layout with reorders around it: dnnl_conv_plan.h).
-// The candidates are the layouts oneDNN has JIT kernels for on this CPU: nhwc (its brgemm
-// kernels) and nChw16c (nChw8c without AVX-512; the older direct kernels, and Winograd,
-// which runs on nothing else). A blocked candidate stores a value whose channel count is off
-// the block in nhwc. KILN_DNNL_LAYOUT picks: "auto" (default) times every conv of the group
-// under each candidate (dnnl_conv_plan.h: each conv at its own best, reorders included) and
-// keeps the cheaper sum; "nhwc" or "blocked" force one.
+// connected groups through the oneDNN nodes that read and write them; MobileNet-V2 from its
+// stem to its last conv is one group. The candidates are the layouts oneDNN has JIT kernels
+// for on this CPU: nhwc (its brgemm kernels) and nChw16c (nChw8c without AVX-512; the older
+// direct kernels, and Winograd, which runs on nothing else). A value whose channel count is off
+// the block is stored in nhwc under either.
 //
-// The timing runs on the values' declared shapes with a symbolic batch taken as 1 (cheap:
-// ~0.4 s for ResNet-50's two candidates), and each conv's time is measured once per process
-// (conv_seconds), so the decision depends on the graph only, never on the batch a run brings
-// or on which kernel asks: every kernel of every Context derives the same layouts. Where a group
-// has other unknown dims it cannot be timed, and the blocked layout is taken when the group has a
-// conv Winograd could run (the one kernel that needs it), nhwc otherwise.
+// KILN_DNNL_LAYOUT picks how:
+// - "auto" (default): per value. Values joined by a pool, element-wise, binary or Concat node
+//   share a layout (those kernels read and write one); a conv may run between values stored
+//   differently, converting one side. Each conv of the group is timed with its operands in
+//   each candidate (dnnl_conv_plan.h: the conv at its best, reorders included), and the
+//   conversion of each activation between the two layouts is timed too. The assignment of
+//   least total time, a conv paying for the conversions its operands need when stored unlike
+//   the layout it runs in, is a minimum cut (planner/two_label.h). So MobileNet-V2 keeps its
+//   112² stage in nChw16c (oneDNN 2.6's direct 1×1 kernels there beat its brgemm ones by 2×
+//   at batch 8) and its 24-channel 56² stage in nhwc without converting each 144-channel
+//   expansion there and back.
+// - "group": one layout per group, the cheaper sum of the group's conv times.
+// - "nhwc" or "blocked": forced.
+// - "alternate", for tests: the sets of values (as in "auto") take the two layouts in turn, in
+//   the graph's order, so most convs run between operands stored differently.
+//
+// The timing runs on the values' declared shapes, a symbolic batch taken as the batch of the
+// run when every value of the group has the same batch dimension (so each batch a context
+// meets is planned for: at batch 8 the activations leave the caches and the conversions cost
+// more than 8 times their batch-1 time), as 1 otherwise. Each conv's and each conversion's time
+// is measured once per process and remembered (conv_seconds), so the decision depends on the
+// graph and that batch only, never on which kernel asks: every kernel of every Context derives
+// the same layouts. Where a group has other unknown dims it cannot be timed, and the blocked
+// layout is taken when the group has a conv Winograd could run (the one kernel that needs it),
+// nhwc otherwise.
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 
 #include "backends/cpu/dnnl_conv_plan.h"
 #include "core/env.h"
+#include "planner/two_label.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -36,10 +54,11 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-enum class LayoutMode { kAuto, kNhwc, kBlocked };  // in env_choice's order
+enum class LayoutMode { kAuto, kNhwc, kBlocked, kGroup, kAlternate };  // env_choice's order
 
 LayoutMode layout_mode() {
-  return static_cast<LayoutMode>(env_choice("KILN_DNNL_LAYOUT", {"nhwc", "blocked"}));
+  return static_cast<LayoutMode>(
+      env_choice("KILN_DNNL_LAYOUT", {"nhwc", "blocked", "group", "alternate"}));
 }
 
 // The layouts oneDNN runs a 3×3 conv in with a JIT kernel on this CPU (asked once).
@@ -87,7 +106,7 @@ tag format_under(const Value* v, tag layout) {
   return candidates().nhwc ? tag::nhwc : tag::nchw;
 }
 
-// The storable values connected to `v` through oneDNN convs and pools, and those nodes.
+// The storable values connected to `v` through claimed nodes, and those nodes.
 struct Group {
   std::set<const Value*> values;
   std::set<const Node*> nodes;
@@ -113,38 +132,68 @@ Group group_of(const Value* v) {
   return g;
 }
 
-// The declared shape with a symbolic batch as 1; false when another dim is unknown.
-bool timing_shape(const Value* v, Shape* s) {
+// The batch the group is planned for: `batch` when every value has the same unknown batch
+// dimension (one symbol, so one number in any run), else 1 (the choice then cannot depend on it).
+int64_t planning_batch(const Group& g, int64_t batch) {
+  const Dim* first = nullptr;
+  for (const Value* v : g.values) {
+    if (!v->has_shape || v->dims.empty() || v->dims[0].known() || v->dims[0].param.empty())
+      return 1;
+    if (!first) first = &v->dims[0];
+    if (v->dims[0].param != first->param) return 1;
+  }
+  return batch > 0 ? batch : 1;
+}
+
+// The declared shape with an unknown batch as `batch`; false when another dim is unknown.
+bool timing_shape(const Value* v, int64_t batch, Shape* s) {
   if (!v || !v->has_shape) return false;
   s->clear();
   for (size_t i = 0; i < v->dims.size(); ++i) {
     if (v->dims[i].known())
       s->push_back(v->dims[i].value);
     else if (i == 0)
-      s->push_back(1);
+      s->push_back(batch);
     else
       return false;
   }
   return true;
 }
 
-// Seconds the group's convs take with the group in `layout`; negative when untimeable.
-double group_seconds(const Group& g, tag layout) {
-  auto fmt = [&](const Value* v) {
-    return v && g.values.count(v) ? format_under(v, layout) : tag::nchw;
-  };
-  double total = 0;
-  for (const Node* n : g.nodes) {
-    if (n->op != OpKind::Conv) continue;  // pools run in either layout at memory speed
-    Shape x;
-    if (!timing_shape(n->input(0), &x)) return -1;
-    const int r = n->epilogue.residual_input;
-    const double s = conv_seconds(*n, x, fmt(n->input(0)), fmt(n->output(0)),
-                                  r >= 0 ? fmt(n->input(static_cast<size_t>(r))) : tag::nchw);
-    // A conv oneDNN cannot run in this layout would run on the reference kernel: far slower.
-    total += s >= 0 ? s : 1e3;
+bool on_block(const Value* v) { return v->dims[1].value % candidates().block == 0; }
+
+// Seconds one reorder of a float32 tensor of `shape` from nhwc to the blocked layout takes
+// (the best of a few runs after a warm-up; the other direction costs about the same). Measured
+// once per shape in the process.
+double reorder_seconds(const Shape& shape) {
+  static std::mutex mu;
+  static std::map<Shape, double> answers;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = answers.find(shape);
+  if (it != answers.end()) return it->second;
+  double best = 0;
+  try {
+    set_threads(0);
+    const memory::dims d = to_dims(shape);
+    memory src({d, dt::f32, tag::nhwc}, cpu_engine());
+    memory dst({d, dt::f32, candidates().blocked}, cpu_engine());
+    std::fill_n(static_cast<float*>(src.get_data_handle()), src.get_desc().get_size() / 4, 0.5f);
+    dnnl::reorder r(src, dst);
+    dnnl::stream stream(cpu_engine());
+    for (int i = 0; i < 4; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      r.execute(stream, src, dst);
+      stream.wait();
+      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (i == 1 || (i > 1 && t < best)) best = t;  // run 0 warms up
+    }
+  } catch (const dnnl::error&) {
+    best = 0;
+  } catch (const std::bad_alloc&) {
+    best = 0;
   }
-  return total;
+  answers[shape] = best;
+  return best;
 }
 
 bool has_winograd_shape(const Group& g) {
@@ -157,9 +206,157 @@ bool has_winograd_shape(const Group& g) {
   return false;
 }
 
+// The plan of one group at one planning batch: a layout per value (candidate index), the
+// uniform candidates' summed conv seconds and the chosen assignment's estimated seconds.
+struct GroupPlan {
+  std::map<const Value*, int> label;
+  std::vector<double> seconds;
+  double planned = -1;
+};
+
+// Representatives of the values joined by non-conv nodes (they read and write one layout).
+class Sets {
+ public:
+  explicit Sets(const Group& g) {
+    for (const Value* v : g.values) parent_[v] = v;
+    for (const Node* n : g.nodes) {
+      if (n->op == OpKind::Conv) continue;
+      const Value* first = nullptr;
+      for (const Value* o : layout_operands(*n)) {
+        if (!o || !g.values.count(o)) continue;
+        if (first)
+          parent_[find(o)] = find(first);
+        else
+          first = o;
+      }
+    }
+  }
+  const Value* find(const Value* v) {
+    while (parent_[v] != v) v = parent_[v] = parent_[parent_[v]];
+    return v;
+  }
+
+ private:
+  std::map<const Value*, const Value*> parent_;
+};
+
+// Plans `g` under `mode` at planning batch `nb`; empty `seconds` when it cannot be timed.
+GroupPlan plan_group(const Group& g, int64_t nb, LayoutMode mode) {
+  const std::vector<tag> layouts{tag::nhwc, candidates().blocked};
+  GroupPlan plan;
+  auto uniform = [&](int label) {
+    for (const Value* v : g.values) plan.label[v] = label;
+  };
+  // Each conv's seconds with every operand stored as under layouts[i].
+  struct ConvCost {
+    const Node* node;
+    double t[2];
+  };
+  std::vector<ConvCost> convs;
+  double sums[2] = {0, 0};
+  for (const Node* n : g.nodes) {
+    if (n->op != OpKind::Conv) continue;  // pools run in either layout at memory speed
+    Shape x;
+    if (!timing_shape(n->input(0), nb, &x)) {
+      uniform(has_winograd_shape(g) ? 1 : 0);
+      return plan;
+    }
+    ConvCost c{n, {0, 0}};
+    for (int i = 0; i < 2; ++i) {
+      auto fmt = [&](const Value* v) {
+        return v && g.values.count(v) ? format_under(v, layouts[i]) : tag::nchw;
+      };
+      const int r = n->epilogue.residual_input;
+      const double s = conv_seconds(*n, x, fmt(n->input(0)), fmt(n->output(0)),
+                                    r >= 0 ? fmt(n->input(static_cast<size_t>(r))) : tag::nchw);
+      // A conv oneDNN cannot run in this layout would run on the reference kernel: far slower.
+      c.t[i] = s >= 0 ? s : 1e3;
+      sums[i] += c.t[i];
+    }
+    convs.push_back(c);
+  }
+  plan.seconds = {sums[0], sums[1]};
+  if (mode == LayoutMode::kGroup) {
+    uniform(sums[1] < sums[0] ? 1 : 0);
+    plan.planned = std::min(sums[0], sums[1]);
+    return plan;
+  }
+  // Items: one per set of values joined by non-conv nodes, then one per conv (the layout it
+  // runs in). A conv and an operand's set pay that operand's conversion when they differ.
+  Sets sets(g);
+  std::map<const Value*, size_t> item_of_set;
+  TwoLabelProblem p;
+  for (const Value* v : g.values) {
+    const Value* r = sets.find(v);
+    if (item_of_set.emplace(r, p.items.size()).second) p.items.push_back({0, 0});
+  }
+  for (const ConvCost& c : convs) {
+    const size_t item = p.items.size();
+    p.items.push_back({c.t[0], c.t[1]});
+    std::vector<const Value*> ops = layout_operands(*c.node);
+    for (const Value* o : ops) {
+      Shape s;
+      if (!o || !g.values.count(o) || !on_block(o) || !timing_shape(o, nb, &s)) continue;
+      p.pairs.push_back({item, item_of_set[sets.find(o)], reorder_seconds(s)});
+    }
+  }
+  if (mode == LayoutMode::kAlternate) {
+    // By the order of the sets' first values in the graph (ids), not by address.
+    std::map<size_t, int> order;
+    for (const Value* v : g.values) {
+      const size_t item = item_of_set[sets.find(v)];
+      auto it = order.find(item);
+      if (it == order.end())
+        order[item] = static_cast<int>(v->id());
+      else
+        it->second = std::min(it->second, static_cast<int>(v->id()));
+    }
+    std::vector<std::pair<int, size_t>> firsts;
+    for (const auto& [item, id] : order) firsts.emplace_back(id, item);
+    std::sort(firsts.begin(), firsts.end());
+    std::vector<int> labels(p.items.size(), 0);
+    for (size_t k = 0; k < firsts.size(); ++k) labels[firsts[k].second] = static_cast<int>(k % 2);
+    for (const Value* v : g.values) plan.label[v] = labels[item_of_set[sets.find(v)]];
+    plan.planned = two_label_cost(p, labels);
+    return plan;
+  }
+  const TwoLabelSolution sol = solve_two_label(p);
+  for (const Value* v : g.values) plan.label[v] = sol.labels[item_of_set[sets.find(v)]];
+  plan.planned = sol.cost;
+  return plan;
+}
+
+// Plans are remembered per group, planning batch and mode: every kernel asks about its own
+// operands, and the group's plan is the same answer for all of them. The key holds each value's
+// address and declared shape, so a new graph (even one at a freed graph's addresses) is planned
+// afresh unless it is the same group.
+using PlanKey =
+    std::tuple<std::vector<std::pair<const Value*, std::vector<int64_t>>>, int64_t, int>;
+
+const GroupPlan& remembered_plan(const Group& g, int64_t nb, LayoutMode mode) {
+  static std::mutex mu;
+  static std::map<PlanKey, GroupPlan> plans;
+  PlanKey key;
+  std::get<1>(key) = nb;
+  std::get<2>(key) = static_cast<int>(mode);
+  for (const Value* v : g.values) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : v->dims) dims.push_back(d.value);
+    std::get<0>(key).emplace_back(v, std::move(dims));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+  }
+  GroupPlan plan = plan_group(g, nb, mode);  // times; not under the lock
+  std::lock_guard<std::mutex> lock(mu);
+  return plans.emplace(std::move(key), std::move(plan)).first->second;
+}
+
 }  // namespace
 
-LayoutChoice layout_choice(const Value* v) {
+LayoutChoice layout_choice(const Value* v, int64_t batch) {
   LayoutChoice c;
   if (!storable(v)) return c;
   const Candidates& cand = candidates();
@@ -170,20 +367,18 @@ LayoutChoice layout_choice(const Value* v) {
   c.chosen = c.layouts[0];
   if (mode == LayoutMode::kNhwc && cand.nhwc) c.chosen = tag::nhwc;
   if (mode == LayoutMode::kBlocked && cand.blocked != tag::undef) c.chosen = cand.blocked;
-  if (mode != LayoutMode::kAuto || c.layouts.size() == 1) return c;
+  if (mode == LayoutMode::kNhwc || mode == LayoutMode::kBlocked || c.layouts.size() == 1) return c;
   const Group g = group_of(v);
-  for (tag t : c.layouts) c.seconds.push_back(group_seconds(g, t));
-  if (c.seconds[0] < 0 || c.seconds[1] < 0) {
-    c.seconds.clear();
-    c.chosen = has_winograd_shape(g) ? cand.blocked : c.layouts[0];
-    return c;
-  }
-  c.chosen = c.seconds[1] < c.seconds[0] ? c.layouts[1] : c.layouts[0];
+  c.batch = planning_batch(g, batch);
+  const GroupPlan& plan = remembered_plan(g, c.batch, mode);
+  c.seconds = plan.seconds;
+  c.planned_seconds = plan.planned;
+  c.chosen = c.layouts[static_cast<size_t>(plan.label.at(v))];
   return c;
 }
 
-tag stored_format(const Value* v) {
-  const LayoutChoice c = layout_choice(v);
+tag stored_format(const Value* v, int64_t batch) {
+  const LayoutChoice c = layout_choice(v, batch);
   return c.chosen == tag::nchw ? tag::nchw : format_under(v, c.chosen);
 }
 

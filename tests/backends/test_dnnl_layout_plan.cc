@@ -46,7 +46,7 @@ Bottleneck make_bottlenecks(Net& n, int64_t batch = 2) {
 }
 
 TEST(DnnlLayoutPlan, ForcedAndMeasuredLayoutsMatchReference) {
-  for (const char* layout : {"nhwc", "blocked", "group", "auto", "alternate"})
+  for (const char* layout : {"nhwc", "blocked", "auto", "value", "alternate"})
     for (const char* algo : {"auto", "winograd"}) {
       SCOPED_TRACE(std::string(layout) + " / " + algo);
       ScopedEnv l("KILN_DNNL_LAYOUT", layout), a("KILN_DNNL_CONV_ALGO", algo);
@@ -136,11 +136,11 @@ TwoGroups make_two_groups(Net& n) {
   return v;
 }
 
-// "group": every value of a group reports one choice with the group's timings, the faster
+// "auto": every value of a group reports one choice with the group's timings, the faster
 // candidate; asking again gives the same answer (timings are kept), and a group cut off by
 // a reference kernel is timed on its own convs.
-TEST(DnnlLayoutPlan, GroupModeKeepsTheFasterMeasuredLayoutPerGroup) {
-  ScopedEnv layout("KILN_DNNL_LAYOUT", "group");
+TEST(DnnlLayoutPlan, AutoKeepsTheFasterMeasuredLayoutPerGroup) {
+  ScopedEnv layout("KILN_DNNL_LAYOUT", "auto");
   Net n;
   const TwoGroups v = make_two_groups(n);
   EngineOptions opts;
@@ -167,11 +167,11 @@ TEST(DnnlLayoutPlan, GroupModeKeepsTheFasterMeasuredLayoutPerGroup) {
   EXPECT_EQ(dnnl_cpu::layout_choice(v.e, 1).seconds, second.seconds);
 }
 
-// "auto": per value. The plan's estimate is at most either uniform layout's time, every value of
+// "value": per value. The plan's estimate is at most either uniform layout's time, every value of
 // a group reports the same plan, asking again answers the same, and values that a pool,
 // element-wise or binary node joins share their layout.
-TEST(DnnlLayoutPlan, AutoPlansPerValueWithinTheUniformBound) {
-  ScopedEnv layout("KILN_DNNL_LAYOUT", "auto");
+TEST(DnnlLayoutPlan, ValuePlansPerValueWithinTheUniformBound) {
+  ScopedEnv layout("KILN_DNNL_LAYOUT", "value");
   {
     Net n;
     const TwoGroups v = make_two_groups(n);
@@ -208,10 +208,10 @@ TEST(DnnlLayoutPlan, AutoPlansPerValueWithinTheUniformBound) {
   for (Value* v : {p, r, b, s}) EXPECT_EQ(dnnl_cpu::stored_format(v, 2), t) << v->name;
 }
 
-// A symbolic batch is planned at the batch of the run: one Context running batch 2 and then
-// batch 3 (every kernel prepares again) agrees on every layout at each; a group whose batch is
-// fixed is planned at its declared shapes, whatever batch is asked.
-TEST(DnnlLayoutPlan, SymbolicBatchIsPlannedAtTheRunsBatch) {
+// "auto" plans a symbolic batch as 1 and "value" at the batch of the run: one Context running
+// batch 2 and then batch 3 (every kernel prepares again) agrees on every layout at each; a group
+// whose batch is fixed is planned at its declared shapes, whatever batch is asked.
+void symbolic_batch_case(bool per_run) {
   auto make = [](Net& n) {
     const Bottleneck v = make_bottlenecks(n);
     for (Value* s : {v.x, v.stem, v.a, v.b, v.c, v.s2, v.d, v.e, v.f}) s->dims[0] = Dim{-1, "N"};
@@ -223,12 +223,20 @@ TEST(DnnlLayoutPlan, SymbolicBatchIsPlannedAtTheRunsBatch) {
   const auto c = dnnl_cpu::layout_choice(a, 3);
   if (c.layouts.size() > 1) {
     EXPECT_EQ(c.seconds.size(), c.layouts.size());
-    EXPECT_EQ(c.batch, 3);
+    EXPECT_EQ(c.batch, per_run ? 3 : 1);
   }
   Net fixed;
   make_bottlenecks(fixed, 2);
   const Value* f = fixed.g->inputs()[0]->consumers[0]->output(0);
   if (c.layouts.size() > 1) EXPECT_EQ(dnnl_cpu::layout_choice(f, 2).batch, 1);
+}
+
+TEST(DnnlLayoutPlan, SymbolicBatchIsPlannedAtOneOrTheRunsBatch) {
+  for (const char* mode : {"auto", "value"}) {
+    SCOPED_TRACE(mode);
+    ScopedEnv layout("KILN_DNNL_LAYOUT", mode);
+    symbolic_batch_case(std::string(mode) == "value");
+  }
 }
 
 // Unknown spatial dims cannot be timed: the blocked layout where Winograd could run, the

@@ -9,30 +9,30 @@
 // the block is stored in nhwc under either.
 //
 // KILN_DNNL_LAYOUT picks how:
-// - "auto" (default): per value. Values joined by a pool, element-wise, binary or Concat node
-//   share a layout (those kernels read and write one); a conv may run between values stored
-//   differently, converting one side. Each conv of the group is timed with its operands in
-//   each candidate (dnnl_conv_plan.h: the conv at its best, reorders included), and the
-//   conversion of each activation between the two layouts is timed too. The assignment of
-//   least total time, a conv paying for the conversions its operands need when stored unlike
-//   the layout it runs in, is a minimum cut (planner/two_label.h). So MobileNet-V2 keeps its
-//   112² stage in nChw16c (oneDNN 2.6's direct 1×1 kernels there beat its brgemm ones by 2×
-//   at batch 8) and its 24-channel 56² stage in nhwc without converting each 144-channel
-//   expansion there and back.
-// - "group": one layout per group, the cheaper sum of the group's conv times.
+// - "auto" (default): one layout per group, the cheaper sum of the group's conv times (each
+//   conv timed with its operands in the candidate: dnnl_conv_plan.h, the conv at its best,
+//   reorders included), timed with a symbolic batch taken as 1.
+// - "value": per value. Values joined by a pool, element-wise, binary or Concat node share a
+//   layout (those kernels read and write one); a conv may run between values stored
+//   differently, converting one side. The conversion of each activation between the two
+//   layouts is timed too, and the assignment of least total time, a conv paying for the
+//   conversions its operands need when stored unlike the layout it runs in, is a minimum cut
+//   (planner/two_label.h). A symbolic batch is taken as the batch of the run when every value
+//   of the group has the same batch dimension (at batch 8 the activations leave the L2 cache
+//   and cost differently per image than at batch 1), as 1 otherwise. Measured against "auto"
+//   (bench/results/cpu.md), it plans MobileNet-V2 at batch 8 as expected (its 112² stage in
+//   nChw16c, its 24-channel 56² stage in nhwc) but gains within the noise there (3%) and loses
+//   4% on ResNet-50 at batch 1: the convs' times, measured alone on warm operands, do not rank
+//   the mixed plans as they run in the model. So it is not the default.
 // - "nhwc" or "blocked": forced.
-// - "alternate", for tests: the sets of values (as in "auto") take the two layouts in turn, in
+// - "alternate", for tests: the sets of values (as in "value") take the two layouts in turn, in
 //   the graph's order, so most convs run between operands stored differently.
 //
-// The timing runs on the values' declared shapes, a symbolic batch taken as the batch of the
-// run when every value of the group has the same batch dimension (so each batch a context
-// meets is planned for: at batch 8 the activations leave the caches and the conversions cost
-// more than 8 times their batch-1 time), as 1 otherwise. Each conv's and each conversion's time
-// is measured once per process and remembered (conv_seconds), so the decision depends on the
-// graph and that batch only, never on which kernel asks: every kernel of every Context derives
-// the same layouts. Where a group has other unknown dims it cannot be timed, and the blocked
-// layout is taken when the group has a conv Winograd could run (the one kernel that needs it),
-// nhwc otherwise.
+// Each conv's and each conversion's time is measured once per process and remembered
+// (conv_seconds), so the decision depends on the graph (and in "value" that batch) only, never
+// on which kernel asks: every kernel of every Context derives the same layouts. Where a group
+// has other unknown dims it cannot be timed, and the blocked layout is taken when the group has
+// a conv Winograd could run (the one kernel that needs it), nhwc otherwise.
 
 #include <algorithm>
 #include <chrono>
@@ -54,11 +54,12 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-enum class LayoutMode { kAuto, kNhwc, kBlocked, kGroup, kAlternate };  // env_choice's order
+// kAuto is one layout per group; kValue plans per value (env_choice's order).
+enum class LayoutMode { kAuto, kNhwc, kBlocked, kValue, kAlternate };
 
 LayoutMode layout_mode() {
   return static_cast<LayoutMode>(
-      env_choice("KILN_DNNL_LAYOUT", {"nhwc", "blocked", "group", "alternate"}));
+      env_choice("KILN_DNNL_LAYOUT", {"nhwc", "blocked", "value", "alternate"}));
 }
 
 // The layouts oneDNN runs a 3×3 conv in with a JIT kernel on this CPU (asked once).
@@ -276,7 +277,7 @@ GroupPlan plan_group(const Group& g, int64_t nb, LayoutMode mode) {
     convs.push_back(c);
   }
   plan.seconds = {sums[0], sums[1]};
-  if (mode == LayoutMode::kGroup) {
+  if (mode == LayoutMode::kAuto) {
     uniform(sums[1] < sums[0] ? 1 : 0);
     plan.planned = std::min(sums[0], sums[1]);
     return plan;
@@ -369,7 +370,9 @@ LayoutChoice layout_choice(const Value* v, int64_t batch) {
   if (mode == LayoutMode::kBlocked && cand.blocked != tag::undef) c.chosen = cand.blocked;
   if (mode == LayoutMode::kNhwc || mode == LayoutMode::kBlocked || c.layouts.size() == 1) return c;
   const Group g = group_of(v);
-  c.batch = planning_batch(g, batch);
+  // One layout per group is planned at batch 1: the timings cannot tell the two apart by more
+  // than the noise at any batch (measured), so the first run at a new batch is not spent on it.
+  c.batch = mode == LayoutMode::kAuto ? 1 : planning_batch(g, batch);
   const GroupPlan& plan = remembered_plan(g, c.batch, mode);
   c.seconds = plan.seconds;
   c.planned_seconds = plan.planned;

@@ -24,6 +24,16 @@ tag blocked_layout(const Value* storable_value) {
   return tag::undef;
 }
 
+// Builds `n` without the optimizer (which marks the graph outputs, as the decision needs); the
+// values stay valid while the engine lives. Null when the build fails.
+std::shared_ptr<Engine> build_unoptimized(Net& n) {
+  EngineOptions opts;
+  opts.optimize = false;
+  auto engine = build_engine(std::move(n.g), opts);
+  EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+  return engine.is_ok() ? std::move(engine).value() : nullptr;
+}
+
 struct Bottleneck {
   Value *x, *stem, *a, *b, *c, *s2, *d, *e, *f;
 };
@@ -93,10 +103,8 @@ std::unique_ptr<Kernel> prepared_producer(const Value* v) {
 TEST(DnnlLayoutPlan, WinogradBetweenBlockedNeighboursRunsWithoutReorders) {
   Net n;
   const Bottleneck v = make_bottlenecks(n);
-  EngineOptions opts;
-  opts.optimize = false;
-  auto engine = build_engine(std::move(n.g), opts);
-  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const auto engine = build_unoptimized(n);
+  ASSERT_NE(engine, nullptr);
   if (blocked_layout(v.a) != tag::nChw16c) GTEST_SKIP() << "no nChw16c kernels on this CPU";
   ScopedEnv algo("KILN_DNNL_CONV_ALGO", "winograd");
   {
@@ -122,6 +130,7 @@ TEST(DnnlLayoutPlan, WinogradBetweenBlockedNeighboursRunsWithoutReorders) {
 // Softmax reads c plain).
 struct TwoGroups {
   Value *a, *b, *c, *d, *e;
+  std::shared_ptr<Engine> engine;  // built unoptimized; keeps the values alive
 };
 TwoGroups make_two_groups(Net& n) {
   TwoGroups v;
@@ -133,6 +142,7 @@ TwoGroups make_two_groups(Net& n) {
   v.d = n.conv(r, 64, 1, {1, 64, 10, 10});
   v.e = n.conv(v.d, 16, 1, {1, 16, 10, 10});
   n.g->outputs() = {n.conv(v.e, 16, 1, {1, 16, 10, 10})};
+  v.engine = build_unoptimized(n);
   return v;
 }
 
@@ -143,11 +153,7 @@ TEST(DnnlLayoutPlan, AutoKeepsTheFasterMeasuredLayoutPerGroup) {
   ScopedEnv layout("KILN_DNNL_LAYOUT", "auto");
   Net n;
   const TwoGroups v = make_two_groups(n);
-  EngineOptions opts;
-  opts.optimize = false;
-  auto engine = build_engine(std::move(n.g), opts);
-  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
-
+  ASSERT_NE(v.engine, nullptr);
   const auto first = dnnl_cpu::layout_choice(v.a, 1);
   if (first.layouts.size() < 2) GTEST_SKIP() << "one candidate layout on this CPU";
   ASSERT_EQ(first.seconds.size(), first.layouts.size());
@@ -175,10 +181,7 @@ TEST(DnnlLayoutPlan, ValuePlansPerValueWithinTheUniformBound) {
   {
     Net n;
     const TwoGroups v = make_two_groups(n);
-    EngineOptions opts;
-    opts.optimize = false;
-    auto engine = build_engine(std::move(n.g), opts);
-    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    ASSERT_NE(v.engine, nullptr);
     const auto c = dnnl_cpu::layout_choice(v.a, 1);
     if (c.layouts.size() < 2) GTEST_SKIP() << "one candidate layout on this CPU";
     ASSERT_EQ(c.seconds.size(), 2u);
@@ -199,10 +202,8 @@ TEST(DnnlLayoutPlan, ValuePlansPerValueWithinTheUniformBound) {
   Value* b = n.conv(r, 32, 1, {2, 32, 8, 8});
   Value* s = n.binary(OpKind::Add, r, b);
   n.g->outputs() = {n.conv(s, 16, 3, {2, 16, 8, 8})};
-  EngineOptions opts;
-  opts.optimize = false;
-  auto engine = build_engine(std::move(n.g), opts);
-  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const auto engine = build_unoptimized(n);
+  ASSERT_NE(engine, nullptr);
   if (dnnl_cpu::layout_choice(a, 2).layouts.size() < 2) GTEST_SKIP() << "one candidate layout";
   const tag t = dnnl_cpu::stored_format(a, 2);
   for (Value* v : {p, r, b, s}) EXPECT_EQ(dnnl_cpu::stored_format(v, 2), t) << v->name;

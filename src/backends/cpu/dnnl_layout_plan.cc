@@ -165,7 +165,7 @@ bool on_block(const Value* v) { return v->dims[1].value % candidates().block == 
 
 // Seconds one reorder of a float32 tensor of `shape` from nhwc to the blocked layout takes
 // (the best of a few runs after a warm-up; the other direction costs about the same). Measured
-// once per shape in the process.
+// once per shape in the process, on the asking kernel's threads (as the convs are).
 double reorder_seconds(const Shape& shape) {
   static std::mutex mu;
   static std::map<Shape, double> answers;
@@ -174,7 +174,6 @@ double reorder_seconds(const Shape& shape) {
   if (it != answers.end()) return it->second;
   double best = 0;
   try {
-    set_threads(0);
     const memory::dims d = to_dims(shape);
     memory src({d, dt::f32, tag::nhwc}, cpu_engine());
     memory dst({d, dt::f32, candidates().blocked}, cpu_engine());

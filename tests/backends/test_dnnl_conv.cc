@@ -76,6 +76,18 @@ const Epi kEpilogues[] = {
 };
 
 // Builds the Conv node (W constant, as the backend requires), runs both backends.
+// A Conv node in `g` with pads 1 on every side (a 3×3 kernel keeps the size) reading `ins`
+// (input, weights, then bias or residual) and writing `y`, or a float32 "y" of no declared shape.
+Node* pad1_conv(Graph& g, const std::vector<Value*>& ins, Value* y = nullptr) {
+  Attributes a;
+  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  if (!y) {
+    y = g.add_value("y");
+    y->dtype = DataType::kFloat32;
+  }
+  return g.add_node(OpKind::Conv, "conv", ins, {y}, a);
+}
+
 void check_conv(const Geometry& c, const Epi& e, uint32_t seed) {
   Graph g;
   Tensor x = random_tensor(c.x, seed), w = random_tensor(c.w, seed + 1);
@@ -124,19 +136,14 @@ TEST(DnnlConv, MatchesReferenceOverGeometriesAndEpilogues) {
 TEST(DnnlConv, ReprepareOnShapeChange) {
   Graph g;
   Tensor w = random_tensor({4, 3, 3, 3}, 5), b = random_tensor({4}, 6);
-  Attributes a;
-  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
-  Value* y = g.add_value("y");
-  y->dtype = DataType::kFloat32;
-  Node* n = g.add_node(
-      OpKind::Conv, "conv",
-      {f32_value(g, "x", {1, 3, 6, 6}), g.add_constant("w", w), f32_value(g, "b", {4})}, {y}, a);
+  Node* n = pad1_conv(
+      g, {f32_value(g, "x", {1, 3, 6, 6}), g.add_constant("w", w), f32_value(g, "b", {4})});
   auto kernel = onednn_backend(1).create_kernel(*n);
   ASSERT_TRUE(kernel.is_ok());
   for (Shape xs : {Shape{1, 3, 6, 6}, Shape{3, 3, 5, 9}, Shape{1, 3, 6, 6}}) {
     Tensor x = random_tensor(xs, 7);
     std::vector<const Tensor*> in{&x, &w, &b};
-    auto want = run_op(OpKind::Conv, a, in);
+    auto want = run_op(OpKind::Conv, n->attrs, in);
     ASSERT_TRUE(want.is_ok());
     auto got = prepare_and_run(**kernel, in);
     ASSERT_TRUE(got.is_ok()) << got.status().to_string();
@@ -195,8 +202,6 @@ void check_winograd(const WinoCase& c, uint32_t seed) {
   const Shape ws{c.k, c.x[1], 3, 3};
   Tensor x = random_tensor(c.x, seed), w = random_tensor(ws, seed + 1);
   Tensor b = random_tensor({c.k}, seed + 2);
-  Attributes a;
-  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
   std::vector<Value*> ins{f32_value(g, "x", c.x), g.add_constant("w", w)};
   std::vector<const Tensor*> tensors{&x, &w};
   if (c.bias) {
@@ -204,7 +209,7 @@ void check_winograd(const WinoCase& c, uint32_t seed) {
     tensors.push_back(&b);
   }
   const Shape ys{c.x[0], c.k, c.x[2], c.x[3]};
-  Node* n = g.add_node(OpKind::Conv, "conv", ins, {f32_value(g, "y", ys)}, a);
+  Node* n = pad1_conv(g, ins, f32_value(g, "y", ys));
   Tensor residual = random_tensor(ys, seed + 3);
   if (c.epi.residual) {
     g.set_input(n, n->inputs.size(), f32_value(g, "r", ys));
@@ -228,7 +233,7 @@ void check_winograd(const WinoCase& c, uint32_t seed) {
   Tensor ax = x, aw = w;
   for (int64_t i = 0; i < ax.numel(); ++i) ax.data<float>()[i] = std::fabs(ax.data<float>()[i]);
   for (int64_t i = 0; i < aw.numel(); ++i) aw.data<float>()[i] = std::fabs(aw.data<float>()[i]);
-  auto scale = run_op(OpKind::Conv, a, {&ax, &aw});
+  auto scale = run_op(OpKind::Conv, n->attrs, {&ax, &aw});
   ASSERT_TRUE(scale.is_ok());
   const Tensor& gt = (*got)[0];
   const Tensor& wt = (*want)[0];
@@ -260,10 +265,8 @@ TEST(DnnlConv, ForcedWinogradMatchesReference) {
 TEST(DnnlConv, DirectAndAutoModes) {
   Graph g;
   Tensor w = random_tensor({32, 32, 3, 3}, 41), x = random_tensor({1, 32, 16, 16}, 42);
-  Attributes a;
-  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
-  Node* n = g.add_node(OpKind::Conv, "conv", {f32_value(g, "x", x.shape()), g.add_constant("w", w)},
-                       {f32_value(g, "y", {1, 32, 16, 16})}, a);
+  Node* n = pad1_conv(g, {f32_value(g, "x", x.shape()), g.add_constant("w", w)},
+                      f32_value(g, "y", {1, 32, 16, 16}));
   n->epilogue.act = Activation::kRelu;
   {
     ScopedEnv algo("KILN_DNNL_CONV_ALGO", "direct");
@@ -292,14 +295,8 @@ TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
   // 3×3 stride 1 with a residual and an unusual size: Winograd and direct both exist, and
   // no other test asks this question first.
   Tensor w = random_tensor({32, 48, 3, 3}, 51), b = random_tensor({32}, 52);
-  Attributes a;
-  a.set("pads", std::vector<int64_t>{1, 1, 1, 1});
-  Value* y = g.add_value("y");
-  y->dtype = DataType::kFloat32;
-  Node* n = g.add_node(OpKind::Conv, "conv",
-                       {f32_value(g, "x", {3, 48, 13, 11}), g.add_constant("w", w),
-                        f32_value(g, "b", {32}), f32_value(g, "r", {3, 32, 13, 11})},
-                       {y}, a);
+  Node* n = pad1_conv(g, {f32_value(g, "x", {3, 48, 13, 11}), g.add_constant("w", w),
+                          f32_value(g, "b", {32}), f32_value(g, "r", {3, 32, 13, 11})});
   n->epilogue.residual_input = 3;
   n->epilogue.act = Activation::kRelu;
   auto run = [&](Kernel& k, const Shape& xs, dnnl_cpu::ConvPlanSummary* plan) {

@@ -9,7 +9,7 @@ PKGS=(
   build-essential cmake pkg-config ninja-build
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev libgmock-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
-  libstb-dev libturbojpeg0-dev libdnnl-dev
+  libstb-dev libturbojpeg0-dev libdnnl-dev ocl-icd-opencl-dev
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   dataset-fashion-mnist
 )
@@ -33,6 +33,8 @@ fi
 
 if [ "${KILN_SKIP_BUILD:-0}" != "1" ]; then
   BUILD_DIR=${BUILD_DIR:-build}
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release}
+  # KILN_CMAKE_ARGS: extra configure arguments (scripts/test.sh passes the sanitizer build's).
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} ${KILN_CMAKE_ARGS:-}
   cmake --build "$BUILD_DIR" -j"$(nproc)"
 fi

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "ir/op_kind.h"
+#include "ops/op_registry.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
+#include "runtime/tensor_limit.h"
 
 namespace kiln {
 
@@ -41,20 +43,6 @@ Status check_input(const TensorInfo& info, const Tensor& t) {
   if (!ok)
     return invalid_argument(where + ": expected shape " + declared_shape(info) + ", got " +
                             shape_str(t.shape()));
-  return Status::ok();
-}
-
-// Refuses shapes whose size overflows or exceeds the engine's per-tensor limit.
-Status check_size(const TensorDesc& d, int64_t max_bytes) {
-  int64_t bytes = static_cast<int64_t>(dtype_size(d.dtype));
-  for (int64_t dim : d.shape)
-    if (dim == 0) return Status::ok();
-  for (int64_t dim : d.shape)
-    if (__builtin_mul_overflow(bytes, dim, &bytes) || bytes > max_bytes)
-      return Status(StatusCode::kResourceExhausted,
-                    "shape " + shape_str(d.shape) + " of " + dtype_name(d.dtype) +
-                        " exceeds the per-tensor limit of " + std::to_string(max_bytes) +
-                        " bytes (EngineOptions::max_tensor_bytes)");
   return Status::ok();
 }
 
@@ -121,6 +109,17 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
       in_desc[i] = {t.dtype(), t.shape(), &t};
     }
     out_desc.assign(node.outputs.size(), TensorDesc{});
+    // The outputs' sizes are checked from the shape rule before the kernel prepares: a
+    // library kernel may allocate for them (oneDNN's scratchpads, timing buffers) first.
+    if (const OpDef* def = OpRegistry::find(node.op)) {
+      KILN_RETURN_IF_ERROR(infer_node(*def, node, in_desc, out_desc).with_context(node.describe()));
+      for (size_t i = 0; i < node.outputs.size(); ++i)
+        if (node.outputs[i] && out_desc[i].present())
+          KILN_RETURN_IF_ERROR_CTX(
+              check_tensor_size(out_desc[i].dtype, out_desc[i].shape, e.options.max_tensor_bytes),
+              node.describe() + ": output '" + node.outputs[i]->name + "'");
+      out_desc.assign(node.outputs.size(), TensorDesc{});
+    }
     Kernel& kernel = *impl_->kernels[k];
     KILN_RETURN_IF_ERROR(kernel.prepare(in_desc, out_desc));
     out.assign(node.outputs.size(), nullptr);
@@ -133,8 +132,9 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
         if (d < 0)
           return invalid_argument(node.describe() + ": output '" + v->name + "' would have shape " +
                                   shape_str(out_desc[i].shape));
-      KILN_RETURN_IF_ERROR_CTX(check_size(out_desc[i], e.options.max_tensor_bytes),
-                               node.describe() + ": output '" + v->name + "'");
+      KILN_RETURN_IF_ERROR_CTX(
+          check_tensor_size(out_desc[i].dtype, out_desc[i].shape, e.options.max_tensor_bytes),
+          node.describe() + ": output '" + v->name + "'");
       try {
         slots[v->id()] = Tensor(out_desc[i].dtype, out_desc[i].shape);
       } catch (const std::bad_alloc&) {

@@ -9,6 +9,7 @@
 #include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
 #include "runtime/plan_file.h"
+#include "runtime/tensor_limit.h"
 
 namespace kiln {
 
@@ -49,6 +50,7 @@ Result<std::shared_ptr<Engine>> build_engine(
   if (options.optimize) KILN_RETURN_IF_ERROR(optimize_graph(*graph));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
+  KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));
 
   auto impl = std::make_unique<Engine::Impl>();
   impl->options = options;

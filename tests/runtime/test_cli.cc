@@ -37,6 +37,25 @@ TEST_F(Cli, RunMatchesTheBackendTestOutput) {
   EXPECT_NE(r.out.find("y: float32 [3,4,5]"), std::string::npos) << r.out;
 }
 
+// A model without inputs (the backend test `test_constant`: one Constant node) runs with no
+// --input and writes its output; a model with inputs and no --input is a usage error naming
+// them.
+TEST_F(Cli, RunsAModelWithoutInputs) {
+  const fs::path dir = kRelu.parent_path() / "test_constant";
+  if (!fs::exists(dir)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  auto want = read_tensor_pb((dir / "test_data_set_0/output_0.pb").string());
+  ASSERT_TRUE(want.is_ok());
+  auto r = kiln("run " + (dir / "model.onnx").string() + " -o " + path("o").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_close(read_output("o/values.npy"), *want, 0);
+  r = kiln("run " + (dir / "model.onnx").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("values: float32 [5,5]"), std::string::npos) << r.out;
+
+  expect_error(kiln("run " + (kRelu / "model.onnx").string()), 2,
+               "--input is required: the model has 1 input: 'x'");
+}
+
 TEST_F(Cli, OutputFileNamesAreSanitized) {
   std::string model = ModelBuilder()
                           .input("in", {"2"})

@@ -1,4 +1,5 @@
-// `kiln run MODEL --input NAME=FILE ... [--output-dir DIR]`: runs a model once.
+// `kiln run MODEL --input NAME=FILE ... [--output-dir DIR]`: runs a model once (a model
+// without inputs, such as one that only computes constants, runs with no --input).
 //
 // Inputs are .npy files, ONNX TensorProto .pb files (the backend test-data format) or
 // JPEG/PNG images (preprocessed as image.h describes); the kind is told by the file's
@@ -152,6 +153,9 @@ int run(RunOptions& o, const GlobalOptions& g) {
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
 
+  if (o.inputs.empty() && !e.inputs().empty())
+    return usage_error("--input is required: the model has " + std::to_string(e.inputs().size()) +
+                       " input" + (e.inputs().size() == 1 ? "" : "s") + ": " + input_names(e));
   std::map<std::string, Tensor> feeds;
   bool any_image = false;
   for (const std::string& spec : o.inputs) {
@@ -240,8 +244,7 @@ Command add_run_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("model", o->model, "the .onnx model")->required();
   app->add_option("-i,--input", o->inputs,
                   "NAME=FILE (.npy, TensorProto .pb, JPEG or PNG); FILE alone for a model with "
-                  "one input")
-      ->required()
+                  "one input; none for a model without inputs")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("-o,--output-dir", o->output_dir, "write each output to DIR/<name>.npy");

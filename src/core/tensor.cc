@@ -98,14 +98,14 @@ Tensor Tensor::from_bytes(DataType dtype, Shape shape, std::string&& bytes) {
 Tensor Tensor::from_floats(Shape shape, const std::vector<float>& values) {
   Tensor t(DataType::kFloat32, std::move(shape));
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel());
-  std::memcpy(t.raw(), values.data(), t.nbytes());
+  if (t.nbytes()) std::memcpy(t.raw(), values.data(), t.nbytes());  // data() may be null when empty
   return t;
 }
 
 Tensor Tensor::from_int64s(Shape shape, const std::vector<int64_t>& values) {
   Tensor t(DataType::kInt64, std::move(shape));
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel());
-  std::memcpy(t.raw(), values.data(), t.nbytes());
+  if (t.nbytes()) std::memcpy(t.raw(), values.data(), t.nbytes());
   return t;
 }
 
@@ -119,7 +119,7 @@ Tensor Tensor::reshaped(Shape shape) const {
 Tensor Tensor::clone() const {
   if (!defined()) return {};
   Tensor t(dtype_, shape_);
-  std::memcpy(t.raw(), raw(), nbytes());
+  if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
   return t;
 }
 

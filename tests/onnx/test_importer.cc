@@ -290,7 +290,7 @@ TEST(ImporterErrors, TruncatedFile) {
 }
 
 TEST(ImporterErrors, GarbageBytes) {
-  expect_error(import_onnx_bytes(std::string("\xff\xff\xff\xff not a model", 18), "."),
+  expect_error(import_onnx_bytes(std::string("\xff\xff\xff\xff not a model"), "."),
                StatusCode::kInvalidArgument, {"not a valid ONNX model"});
 }
 

@@ -81,6 +81,16 @@ ModelStats Engine::stats() const {
     s.num_parameters += v->constant.numel();
     s.parameter_bytes += static_cast<int64_t>(v->constant.nbytes());
   }
+  // Weights given as Constant nodes (converted models often hold them so) count as
+  // initializers do: their outputs' shapes are known from the value attribute.
+  for (const auto& n : g.nodes()) {
+    if (n->op != OpKind::Constant || n->outputs.empty()) continue;
+    const Value* v = n->output(0);
+    const int64_t count = numel_of(v);
+    if (!v || v->is_constant() || count < 0) continue;
+    s.num_parameters += count;
+    s.parameter_bytes += count * static_cast<int64_t>(dtype_size(v->dtype));
+  }
   if (!g.inputs().empty()) {
     const Value* in = g.inputs()[0];
     if (in->has_shape && in->dims.size() >= 2 && in->dims[0].known() && in->dims[0].value > 1)

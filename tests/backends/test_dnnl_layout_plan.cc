@@ -113,9 +113,14 @@ TEST(DnnlLayoutPlan, WinogradBetweenBlockedNeighboursRunsWithoutReorders) {
     EXPECT_TRUE(s.winograd);
     EXPECT_FALSE(s.src_reorder);
     EXPECT_FALSE(s.dst_reorder);
-    // The 1×1 conv with the residual reads it where it is stored, whichever way is faster.
+    // The 1×1 conv with the residual: its candidates are timed (stored layouts with the
+    // residual copied or read by a binary post-op, or oneDNN's own layouts with reorders),
+    // so which wins depends on this CPU and its load. Where it runs in the stored layouts,
+    // it reads the residual where it is stored.
     const auto r = dnnl_cpu::conv_plan_summary(*prepared_producer(v.c));
-    EXPECT_FALSE(r.res_reorder);
+    if (!r.src_reorder && !r.dst_reorder) {
+      EXPECT_FALSE(r.res_reorder) << r.impl;
+    }
   }
   {
     ScopedEnv layout("KILN_DNNL_LAYOUT", "nhwc");

@@ -85,6 +85,28 @@ TEST(ModelStats, CountsOpsParametersAndFlops) {
   EXPECT_DOUBLE_EQ(s.flops_per_image, kSmallCnnFlops);
 }
 
+// Converted models often hold their weights as Constant nodes instead of initializers:
+// those count the same (the unoptimized graph `kiln inspect` reads keeps the nodes).
+TEST(ModelStats, ConstantNodeWeightsCountAsParameters) {
+  auto g = std::make_unique<Graph>();
+  Value* x = typed(*g, "x", {-1, 3, 8, 8});
+  Value* w = typed(*g, "w", {4, 3, 3, 3});
+  Value* b = typed(*g, "b", {4});
+  Value* y = typed(*g, "y", {-1, 4, 6, 6});
+  Attributes wa, ba;
+  wa.set("value", random_weights({4, 3, 3, 3}, 6));
+  ba.set("value", random_weights({4}, 7));
+  g->add_node(OpKind::Constant, "w_const", {}, {w}, wa);
+  g->add_node(OpKind::Constant, "b_const", {}, {b}, ba);
+  g->add_node(OpKind::Conv, "conv", {x, w, b}, {y});
+  g->inputs().push_back(x);
+  g->outputs() = {y};
+  ModelStats s = engine_of(std::move(g)).stats();
+  EXPECT_EQ(s.num_parameters, 4 * 3 * 3 * 3 + 4);
+  EXPECT_EQ(s.parameter_bytes, (4 * 3 * 3 * 3 + 4) * 4);
+  EXPECT_DOUBLE_EQ(s.flops_per_image, 2.0 * 4 * 6 * 6 * 3 * 3 * 3);
+}
+
 TEST(ModelStats, FixedBatchIsDividedOut) {
   for (int64_t batch : {1, 2, 7}) {
     Engine e = engine_of(small_cnn(batch));

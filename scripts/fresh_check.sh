@@ -73,7 +73,7 @@ cache=$(cd "$cache" && pwd)
 case "$cache/" in
   "$SRC"/*) echo "fresh_check: the cache '$cache' must lie outside the clone" >&2; exit 2 ;;
 esac
-mkdir -p "$cache/base" "$cache/apt" "$cache/npm"
+mkdir -p "$cache/base" "$cache/apt" "$cache/lists" "$cache/npm"
 
 # --- Does any package registry answer? (a TCP connect to each apt source's host) ---------
 apt_source_files() {
@@ -180,6 +180,9 @@ mount -t sysfs sysfs "$root/sys" && mounted+=("$root/sys")
 bind /dev "$root/dev"
 mount -t tmpfs -o size=50% tmpfs "$root/tmp" && mounted+=("$root/tmp")
 bind "$cache/apt" "$root/var/cache/apt/archives"
+# The package lists too: apt-get update then only asks whether they changed. (mmdebstrap
+# fetches its own lists for the base system, about 16 MB, on every run.)
+bind "$cache/lists" "$root/var/lib/apt/lists"
 bind "$cache/npm" "$root/root/.npm"
 if [ -d /usr/local/cuda ]; then
   bind "$(readlink -f /usr/local/cuda)" "$root/usr/local/cuda" ro

@@ -29,8 +29,8 @@ log() { echo "prepare_test_models: $*"; }
 # ONNX Runtime for Node.js; the plain install would try to download CUDA files.
 if [ ! -d scripts/ort/node_modules/onnxruntime-node ]; then
   log "installing onnxruntime-node"
-  # `npm ci` installs exactly what package-lock.json pins.
-  (cd scripts/ort && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund)
+  # `npm ci` installs exactly what package-lock.json pins; from npm's cache where it has them.
+  (cd scripts/ort && ONNXRUNTIME_NODE_INSTALL=skip npm ci --prefer-offline --no-audit --no-fund)
 fi
 
 for name in resnet18 resnet50 mobilenet_v2 efficientnet_b0 lraspp_mobilenet_v3_large; do

@@ -48,6 +48,7 @@ std::vector<UnaryCase> unary_cases() {
       {"Softplus", OpKind::Softplus, {}, -20, 20},
       {"Exp", OpKind::Exp, {}, -4, 4},
       {"Sqrt", OpKind::Sqrt, {}, 0.01f, 9},
+      {"Erf", OpKind::Erf, {}, -3, 3},
   };
 }
 

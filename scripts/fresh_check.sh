@@ -8,7 +8,7 @@
 #   scripts/fresh_check.sh --demo     ... and ./scripts/demo.sh after it
 #   scripts/fresh_check.sh --keep     leave the root in place afterwards (its path is printed)
 #   scripts/fresh_check.sh --cache DIR
-#       where downloaded .deb files and npm's cache are kept between runs (default
+#       where downloaded .deb files, apt's lists and npm's cache are kept between runs (default
 #       $KILN_FRESH_CACHE, else ~/.cache/kiln-fresh-root; it must lie outside the clone)
 #
 # The tree checked is this working tree: tracked files and untracked ones git does not

@@ -85,9 +85,12 @@ apt_source_files() {
   done
   return 0
 }
+apt_uris() {  # the URIs of the apt sources, comments left out
+  apt_source_files | xargs -r cat | grep -v '^[[:space:]]*#' | grep -oE 'https?://[^ ]+' | sort -u
+}
 registry_answers() {
   local url host port
-  for url in $(apt_source_files | xargs -r cat | grep -oE '(https?)://[^ /]+' | sort -u) \
+  for url in $(apt_uris | grep -oE '(https?)://[^ /]+' | sort -u) \
     https://registry.npmjs.org; do
     host=${url#*://}
     port=80
@@ -101,8 +104,8 @@ registry_answers() {
 
 begin "host tools"
 if ! registry_answers; then
-  echo "fresh_check: NO PACKAGE REGISTRY ANSWERS (apt sources: $(apt_source_files | xargs -r cat |
-    grep -oE 'https?://[^ ]+' | sort -u | xargs); npm: registry.npmjs.org)." >&2
+  echo "fresh_check: NO PACKAGE REGISTRY ANSWERS (apt sources: $(apt_uris | xargs);" \
+    "npm: registry.npmjs.org)." >&2
   echo "fresh_check: the fresh root cannot be made; nothing was run." >&2
   exit 3
 fi

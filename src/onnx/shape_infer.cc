@@ -174,7 +174,10 @@ class Inferrer {
   }
 
   // A declared dim fills one inference left unknown; on a rank conflict the declaration
-  // wins (the model says so; kernels compute the real shape at run time).
+  // wins (the model says so; kernels compute the real shape at run time). Except an empty
+  // declared shape over an inferred one of rank ≥ 1: converters write `shape {}` in
+  // value_info where they mean "rank unknown" (ONNX Runtime, too, keeps its inferred shape
+  // there), and taken as a scalar it would refuse a MatMul the model runs fine.
   void merge_declared(const std::string& name, onnx::TypeProto& type) const {
     auto it = declared_.find(name);
     if (it == declared_.end() || !it->second->has_tensor_type()) return;
@@ -182,6 +185,7 @@ class Inferrer {
     if (!want.has_shape()) return;
     auto* tt = type.mutable_tensor_type();
     if (!tt->has_elem_type() || tt->elem_type() == 0) tt->set_elem_type(want.elem_type());
+    if (want.shape().dim_size() == 0 && tt->has_shape() && tt->shape().dim_size() > 0) return;
     if (!tt->has_shape() || tt->shape().dim_size() != want.shape().dim_size()) {
       *tt->mutable_shape() = want.shape();
       return;

@@ -395,6 +395,45 @@ TEST(ImporterErrors, NonTensorWeightIsRefusedWithoutCrash) {
 }
 
 // Two unknown output dims from different nodes must not share a symbolic name.
+// Models converted from other frameworks declare intermediate values in value_info with an
+// empty shape where they mean "rank unknown": the inferred shape is kept (ONNX Runtime runs
+// such models), so a MatMul reading one is not refused as taking a scalar. A scalar the
+// graph really computes is still refused.
+TEST(Importer, EmptyDeclaredShapeDoesNotOverrideAnInferredOne) {
+  ModelBuilder b(11);
+  b.input("x", kFloat, {1, 4});
+  b.initializer("w", {4, 3}, {0.5f, -1, 2, 0.25f, 1, -0.5f, 3, 0, -2, 1.5f, -0.75f, 1});
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  b.node("MatMul", {"r", "w"}, {"y"}, "mm");
+  auto* vi = b.graph().add_value_info();
+  vi->set_name("r");
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(kFloat);
+  vi->mutable_type()->mutable_tensor_type()->mutable_shape();  // present, no dims
+  b.output("y", kFloat, {1, 3});
+  auto g = import_ok(b);
+  ASSERT_TRUE(g);
+  const Value* r = only_node(*g, OpKind::MatMul)->input(0);
+  ASSERT_TRUE(r->has_shape);
+  EXPECT_EQ(r->dims.size(), 2u);
+  Tensor x = Tensor::from_floats({1, 4}, {1, -2, 3, 0.5f});
+  Tensor y = run_model(b, {{"x", x}}, "y");
+  // relu(x) = [1, 0, 3, 0.5]; y_j = Σ_i relu(x)_i · w[i][j], w's rows [0.5, -1, 2],
+  // [0.25, 1, -0.5], [3, 0, -2], [1.5, -0.75, 1].
+  const std::vector<float> want = {0.5f + 3 * 3 + 0.5f * 1.5f, -1 + 0.5f * -0.75f,
+                                   2 + 3 * -2 + 0.5f * 1};
+  ASSERT_EQ(y.numel(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], want[i]) << i;
+
+  ModelBuilder s(11);
+  s.input("a", kFloat, {});
+  s.initializer("w", {4, 3}, std::vector<float>(12, 1.f));
+  s.node("MatMul", {"a", "w"}, {"y"}, "mm");
+  s.output_any("y", kFloat, 1);
+  auto bad = import_onnx_bytes(s.bytes(), ".");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("scalar"), std::string::npos) << bad.status().to_string();
+}
+
 TEST(Importer, InferredUnknownDimsGetDistinctNames) {
   ModelBuilder b(13);
   b.input("x", kFloat, {4, 6});

@@ -109,8 +109,9 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
       in_desc[i] = {t.dtype(), t.shape(), &t};
     }
     out_desc.assign(node.outputs.size(), TensorDesc{});
-    // The outputs' sizes are checked from the shape rule before the kernel prepares: a
-    // library kernel may allocate for them (oneDNN's scratchpads, timing buffers) first.
+    // The outputs' sizes are checked from the shape rule before the kernel prepares (and
+    // only here: prepare gives the same shapes): a library kernel may allocate for them
+    // (oneDNN's scratchpads, timing buffers) first.
     if (const OpDef* def = OpRegistry::find(node.op)) {
       KILN_RETURN_IF_ERROR(infer_node(*def, node, in_desc, out_desc).with_context(node.describe()));
       for (size_t i = 0; i < node.outputs.size(); ++i)
@@ -132,9 +133,6 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
         if (d < 0)
           return invalid_argument(node.describe() + ": output '" + v->name + "' would have shape " +
                                   shape_str(out_desc[i].shape));
-      KILN_RETURN_IF_ERROR_CTX(
-          check_tensor_size(out_desc[i].dtype, out_desc[i].shape, e.options.max_tensor_bytes),
-          node.describe() + ": output '" + v->name + "'");
       try {
         slots[v->id()] = Tensor(out_desc[i].dtype, out_desc[i].shape);
       } catch (const std::bad_alloc&) {

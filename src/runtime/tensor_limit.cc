@@ -9,7 +9,9 @@ Status check_tensor_size(DataType dtype, const Shape& shape, int64_t max_bytes) 
   for (int64_t dim : shape)
     if (dim == 0) return Status::ok();
   for (int64_t dim : shape)
-    if (dim < 0 || __builtin_mul_overflow(bytes, dim, &bytes) || bytes > max_bytes)
+    if (dim < 0) return invalid_argument("shape " + shape_str(shape) + " has a negative dimension");
+  for (int64_t dim : shape)
+    if (__builtin_mul_overflow(bytes, dim, &bytes) || bytes > max_bytes)
       return Status(StatusCode::kResourceExhausted,
                     "shape " + shape_str(shape) + " of " + dtype_name(dtype) +
                         " exceeds the per-tensor limit of " + std::to_string(max_bytes) +

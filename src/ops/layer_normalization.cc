@@ -32,13 +32,8 @@ Result<LayerNormGeometry> geometry(const Node& node, const Shape& x) {
 
 // Scale and B must broadcast to the normalized dims without growing them.
 Status check_param(const TensorDesc& p, const Shape& normalized, const char* what) {
-  bool ok = p.shape.size() <= normalized.size();
-  for (size_t i = 0; ok && i < p.shape.size(); ++i) {
-    const int64_t d = p.shape[p.shape.size() - 1 - i];
-    const int64_t n = normalized[normalized.size() - 1 - i];
-    ok = d == n || d == 1;
-  }
-  if (!ok)
+  auto b = broadcast_shapes({p.shape, normalized});
+  if (!b.is_ok() || *b != normalized)
     return invalid_argument(std::string(what) + " shape " + shape_str(p.shape) +
                             " does not broadcast to the normalized dims " + shape_str(normalized));
   return Status::ok();

@@ -46,6 +46,10 @@ struct EngineOptions {
   // and would spend memory on noise-level wins (fp16 ResNet-50 at batch 256 with 1 GiB:
   // 460 MiB more workspace, 2% slower).
   int64_t workspace_limit = -1;
+  // Fill the device activation memory with 0xFF bytes (NaN in float32 and float16) before
+  // every run, so a step that leaves part of its output unwritten shows as NaN instead of
+  // as a plausible stale value. For tests; it costs a memset per run.
+  bool poison_memory = false;
   // A timing cache file: read at build when it exists and matches the device, written
   // after new layers were timed. Empty: none.
   std::string timing_cache;

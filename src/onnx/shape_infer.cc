@@ -52,9 +52,16 @@ class Inferrer {
       if (safe_to_infer(n)) infer(n);
       if (n.op_type() == "Constant" && n.output_size() == 1) record_constant(n);
     }
-    // Declared types of values inference could not reach.
-    for (const auto& [name, type] : declared_)
-      if (!types_.count(name)) types_[name] = *type;
+    // Declared types of values inference could not reach; an empty declared shape there
+    // says only the dtype (see merge_declared).
+    for (const auto& [name, type] : declared_) {
+      if (types_.count(name)) continue;
+      onnx::TypeProto t = *type;
+      if (t.has_tensor_type() && t.tensor_type().has_shape() &&
+          t.tensor_type().shape().dim_size() == 0)
+        t.mutable_tensor_type()->clear_shape();
+      types_[name] = std::move(t);
+    }
     return std::move(types_);
   }
 
@@ -167,7 +174,9 @@ class Inferrer {
   // libonnx names unknown output dims "unk__0", "unk__1"... per inference call; one-node
   // calls would reuse those names for unrelated dims, so each gets a name unique here.
   void rename_fresh_symbols(onnx::TypeProto& type, const std::unordered_set<std::string>& keep) {
-    if (!type.has_tensor_type()) return;
+    // Only a shape that exists: mutable_shape() would add an empty one, a rank-0 shape
+    // where inference left the rank unknown (the output of a Reshape to a computed shape).
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return;
     for (auto& dim : *type.mutable_tensor_type()->mutable_shape()->mutable_dim())
       if (dim.has_dim_param() && !keep.count(dim.dim_param()))
         dim.set_dim_param("unk_" + std::to_string(next_symbol_++));
@@ -175,9 +184,10 @@ class Inferrer {
 
   // A declared dim fills one inference left unknown; on a rank conflict the declaration
   // wins (the model says so; kernels compute the real shape at run time). Except an empty
-  // declared shape over an inferred one of rank ≥ 1: converters write `shape {}` in
-  // value_info where they mean "rank unknown" (ONNX Runtime, too, keeps its inferred shape
-  // there), and taken as a scalar it would refuse a MatMul the model runs fine.
+  // declared shape: exporters and converters write `shape {}` in value_info where they mean
+  // "rank unknown" (PyTorch does for a Reshape to a computed shape; ONNX Runtime, too,
+  // keeps its inferred shape there). Taken as a scalar it would refuse a MatMul the model
+  // runs fine, or make a Reshape's output rank 0 and leave everything after it untyped.
   void merge_declared(const std::string& name, onnx::TypeProto& type) const {
     auto it = declared_.find(name);
     if (it == declared_.end() || !it->second->has_tensor_type()) return;
@@ -185,7 +195,7 @@ class Inferrer {
     if (!want.has_shape()) return;
     auto* tt = type.mutable_tensor_type();
     if (!tt->has_elem_type() || tt->elem_type() == 0) tt->set_elem_type(want.elem_type());
-    if (want.shape().dim_size() == 0 && tt->has_shape() && tt->shape().dim_size() > 0) return;
+    if (want.shape().dim_size() == 0) return;  // "rank unknown" as converters write it
     if (!tt->has_shape() || tt->shape().dim_size() != want.shape().dim_size()) {
       *tt->mutable_shape() = want.shape();
       return;

@@ -37,6 +37,7 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   st->plan_options.time_tactics = options.time_tactics;
   st->plan_options.workspace_limit = static_cast<size_t>(effective_workspace_limit(options));
   st->plan_options.max_tensor_bytes = options.max_tensor_bytes;
+  st->plan_options.poison_memory = options.poison_memory;
   KILN_ASSIGN_OR_RETURN(st->device_tag, cuda_device_tag(0));
   st->timing_cache = options.timing_cache;
   if (!st->timing_cache.empty()) st->tactics.load(st->timing_cache, st->device_tag);

@@ -434,6 +434,44 @@ TEST(Importer, EmptyDeclaredShapeDoesNotOverrideAnInferredOne) {
   EXPECT_NE(bad.status().message().find("scalar"), std::string::npos) << bad.status().to_string();
 }
 
+// A Reshape to a shape computed from another tensor's Shape (ShuffleNet's channel shuffle)
+// has an output of unknown rank: it must stay unknown, not become rank 0, so the Transpose
+// after it keeps its dtype and the rest of the graph stays typed.
+TEST(Importer, ReshapeToComputedShapeKeepsRankUnknownAndDtypes) {
+  ModelBuilder b(17);
+  b.input("x", kFloat, {"N", 4, 2, 2});
+  b.initializer_ints("idx", {}, {0});
+  b.initializer_ints("two", {1}, {2});
+  b.initializer_ints("rest", {3}, {2, 2, 2});
+  b.initializer_ints("axes", {1}, {0});
+  b.node("Shape", {"x"}, {"s"}, "shape");
+  b.node("Gather", {"s", "idx"}, {"n"}, "gather");
+  b.node("Unsqueeze", {"n", "axes"}, {"n1"}, "unsq");
+  add_attr(b.node("Concat", {"n1", "two", "rest"}, {"s5"}, "concat"), "axis", int64_t{0});
+  b.node("Reshape", {"x", "s5"}, {"r"}, "reshape");
+  add_attr(b.node("Transpose", {"r"}, {"t"}, "transpose"), "perm",
+           std::vector<int64_t>{0, 2, 1, 3, 4});
+  b.node("Relu", {"t"}, {"y"}, "relu");
+  b.output_any("y", kFloat, 5);
+  auto g = import_ok(b);
+  ASSERT_TRUE(g);
+  const Value* r = only_node(*g, OpKind::Reshape)->output(0);
+  EXPECT_FALSE(r->has_shape) << r->shape_string();
+  EXPECT_EQ(r->dtype, DataType::kFloat32);
+  EXPECT_EQ(only_node(*g, OpKind::Transpose)->output(0)->dtype, DataType::kFloat32);
+  Tensor x = ramp({3, 4, 2, 2});
+  Tensor y = run_model(b, {{"x", x}}, "y");
+  ASSERT_EQ(y.shape(), (Shape{3, 2, 2, 2, 2}));
+  // y[n][i][j][h][w] = relu(x[n][j*2+i][h][w]).
+  for (int64_t n = 0; n < 3; ++n)
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t k = 0; k < 4; ++k) {
+          float want = std::max(0.f, x.data<float>()[((n * 4) + j * 2 + i) * 4 + k]);
+          EXPECT_FLOAT_EQ(y.data<float>()[(((n * 2 + i) * 2 + j) * 4) + k], want);
+        }
+}
+
 TEST(Importer, InferredUnknownDimsGetDistinctNames) {
   ModelBuilder b(13);
   b.input("x", kFloat, {4, 6});

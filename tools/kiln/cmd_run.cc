@@ -189,6 +189,15 @@ int run(RunOptions& o, const GlobalOptions& g) {
   auto outputs = ctx->run(feeds);
   if (!outputs.is_ok()) return fail(outputs.status());
   spdlog::info("ran in {:.2f} ms", (now_seconds() - t0) * 1e3);
+  // The plan's shape at a glance (-v): how many steps, and how many fell back to the CPU.
+  if (g.verbose >= 1 && e.options().device == Device::kCuda) {
+    auto layers = ctx->profile_layers(1);
+    if (layers.is_ok()) {
+      int cpu = 0;
+      for (const LayerProfile& l : *layers) cpu += l.on_cpu;
+      spdlog::info("plan: {} steps, {} on the CPU", layers->size(), cpu);
+    }
+  }
 
   if (!o.output_dir.empty()) {
     std::error_code ec;

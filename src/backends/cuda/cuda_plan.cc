@@ -84,6 +84,7 @@ class Builder {
   Result<int> slot_for(const Value* v, Layout layout, DataType dtype);
   Result<int> constant_slot(const Value* v, const Tensor& t);
   Status add_node(const Node& n);
+  const Node& resolved(const Node& n);
   Status add_cpu_step(const Node& n, const std::string& why);
   Status eval_on_host(const Node& n, bool* done);
   Status plan_memory();
@@ -183,6 +184,34 @@ Status Builder::eval_on_host(const Node& n, bool* done) {
   return Status::ok();
 }
 
+// `n` itself, or a copy whose inputs computed at build time (host_ knows their value) read
+// constants holding those values: a Reshape whose shape is Concat(Shape(x)...), a Pad whose
+// pads were computed. The kernels then take them as they take the model's own constants.
+const Node& Builder::resolved(const Node& n) {
+  std::vector<size_t> known;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (v && !v->is_constant() && host_[v->id()].value) known.push_back(i);
+  }
+  if (known.empty()) return n;
+  Node copy = n;
+  for (size_t i : known) {
+    const Tensor& t = *host_[n.inputs[i]->id()].value;
+    Value c = *n.inputs[i];  // same name and id; no producer or consumers of its own
+    c.producer = nullptr;
+    c.consumers.clear();
+    c.dtype = t.dtype();
+    c.has_shape = true;
+    c.dims.clear();
+    for (int64_t d : t.shape()) c.dims.push_back(Dim{d, ""});
+    c.constant = t;
+    p_.resolved_values.push_back(std::move(c));
+    copy.inputs[i] = &p_.resolved_values.back();
+  }
+  p_.resolved_nodes.push_back(std::move(copy));
+  return p_.resolved_nodes.back();
+}
+
 Status Builder::add_node(const Node& n) {
   bool evaluated = false;
   KILN_RETURN_IF_ERROR(eval_on_host(n, &evaluated));
@@ -190,7 +219,8 @@ Status Builder::add_node(const Node& n) {
 
   CudaKernelFactory factory = CudaKernelRegistry::find(n.op);
   if (!factory) return add_cpu_step(n, "no CUDA kernel for " + std::string(op_name(n.op)));
-  auto made = factory(n, p_.options.precision);
+  const Node& kn = resolved(n);
+  auto made = factory(kn, p_.options.precision);
   if (!made.is_ok()) {
     if (made.status().code() == StatusCode::kUnsupported)
       return add_cpu_step(n, made.status().message());
@@ -199,7 +229,7 @@ Status Builder::add_node(const Node& n) {
   std::unique_ptr<CudaKernel> kernel = std::move(made).value();
 
   PlanStep step;
-  step.node = &n;
+  step.node = &kn;
   std::vector<DevDesc> in(n.inputs.size());
   step.in.assign(n.inputs.size(), -1);
   for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -288,10 +318,13 @@ Status Builder::add_cpu_step(const Node& n, const std::string& why) {
   std::vector<TensorDesc> hin(n.inputs.size());
   step.in.assign(n.inputs.size(), -1);
   step.host_in.assign(n.inputs.size(), nullptr);
+  step.host_in_dtypes.assign(n.inputs.size(), DataType::kUndefined);
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Value* v = n.inputs[i];
     if (!v) continue;
     hin[i] = host_[v->id()];
+    // The reference runs in the graph's dtypes: float32 where the device holds float16.
+    step.host_in_dtypes[i] = hin[i].dtype;
     step.host_in[i] = hin[i].value;
     if (hin[i].value) continue;  // read on the host directly
     DataType dt = device_dtype(hin[i].dtype, p_.options.precision);

@@ -30,6 +30,7 @@ struct CudaPlanOptions {
   bool time_tactics = true;
   size_t workspace_limit = size_t{256} << 20;
   int64_t max_tensor_bytes = int64_t{8} << 30;
+  bool poison_memory = false;  // EngineOptions::poison_memory
 };
 
 // Library handles and the stream of one Context.

@@ -37,7 +37,7 @@ struct PlanStep {
   std::vector<int> in, out;            // slot ids, -1 for omitted
   // kCpu: inputs known on the host (constants, shape values), and the reference's dtypes.
   std::vector<const Tensor*> host_in;
-  std::vector<DataType> host_out_dtypes;
+  std::vector<DataType> host_in_dtypes, host_out_dtypes;
   CudaStepInfo info;
 };
 
@@ -51,6 +51,10 @@ struct CudaPlan::Impl {
   std::vector<DataType> output_dtypes;         // the graph's output dtypes
   std::vector<Shape> input_shapes;
   std::deque<Tensor> host_values;  // shape tensors evaluated at build
+  // Nodes whose inputs computed at build (shapes, axes, pads...) are constants here: the
+  // kernels see them as constants, as if the model had them so. Stable addresses.
+  std::deque<Value> resolved_values;
+  std::deque<Node> resolved_nodes;
   std::vector<CudaStepInfo> infos;
   CudaMemoryReport memory;
   CudaTiming timing;

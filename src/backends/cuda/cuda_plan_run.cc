@@ -126,7 +126,7 @@ Status CudaPlan::Impl::enqueue_step(size_t k) {
     const DevDesc& d = slots[st.in[i]].desc;
     std::vector<uint8_t> bytes(d.nbytes());
     KILN_CUDA(cudaMemcpy(bytes.data(), data(st.in[i]), bytes.size(), cudaMemcpyDeviceToHost));
-    host_in[i] = tensor_from_bytes(bytes.data(), d.dtype, d.shape, n.inputs[i]->dtype);
+    host_in[i] = tensor_from_bytes(bytes.data(), d.dtype, d.shape, st.host_in_dtypes[i]);
     ins[i] = &host_in[i];
   }
   std::vector<Tensor> outs;
@@ -161,6 +161,9 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
                             shape_str(inputs[i].shape()));
     if (d.nbytes()) staging_copy(p.in_staging[i], inputs[i].raw(), d.nbytes());
   }
+  // Poisoned before the graph or the steps, in stream order (never part of a capture).
+  if (p.options.poison_memory && p.memory.arena_bytes > 0)
+    KILN_CUDA(cudaMemsetAsync(p.arena, 0xFF, static_cast<size_t>(p.memory.arena_bytes), stream));
   if (p.graph_exec) {
     KILN_CUDA(cudaGraphLaunch(p.graph_exec, stream));
   } else {

@@ -3,8 +3,10 @@
 // file: the ops differ only in their shape rule, which is the reference's (src/ops), so
 // the 0 / -1 rules of Reshape and the axes rules cannot drift from it.
 //
-// Shape-like inputs (Reshape's shape, Squeeze/Unsqueeze's axes) must be constants; a shape
-// computed at run time would need the device to tell the host, which enqueue may not.
+// Shape-like inputs (Reshape's shape, Squeeze/Unsqueeze's axes) must be constants: the
+// model's own, or computed from the plan's shapes at build time (the plan builder passes
+// those as constants). A shape computed on the device at run time would need the device to
+// tell the host, which enqueue may not.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -31,6 +33,8 @@ class ViewKernel final : public CudaKernel {
   Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
                  CudaBuildContext& ctx) override {
     if (in.empty() || !in[0].present()) return invalid_argument("input 0 is missing");
+    if (dtype_size(in[0].dtype) == 0)
+      return unsupported(std::string("view of ") + dtype_name(in[0].dtype));
     if (in[0].layout != Layout::kPlain)
       return invalid_argument(std::string("a view needs plain input, got ") +
                               layout_name(in[0].layout));
@@ -73,7 +77,8 @@ Result<std::unique_ptr<CudaKernel>> make_view(const Node& node, Precision) {
   if (!def) return unsupported(std::string("no shape rule for ") + op_name(node.op));
   if (!node.input(0)) return invalid_argument("input 0 is missing");
   if (!node.epilogue.empty()) return unsupported("a fused epilogue on a view");
-  if (dtype_size(node.inputs[0]->dtype) == 0)
+  // The graph may not know input 0's dtype (a converted model); prepare sees the plan's.
+  if (node.inputs[0]->dtype != DataType::kUndefined && dtype_size(node.inputs[0]->dtype) == 0)
     return unsupported(std::string("view of ") + dtype_name(node.inputs[0]->dtype));
   KILN_RETURN_IF_ERROR(check_constant_inputs(node, 1));
   if (node.op == OpKind::Dropout) {

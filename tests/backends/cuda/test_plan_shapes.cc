@@ -1,0 +1,170 @@
+// Whole small graphs on the GPU whose shapes are computed in the graph (Shape → Gather →
+// Concat → Reshape, as PyTorch exports ShuffleNetV2's channel shuffle and as converters
+// write flatten/reshape): the plan resolves them at build time, so nothing runs on the CPU,
+// and fp16 plans accept them. Also the form models converted from other frameworks take:
+// opset 11, weights as Constant nodes, every dimension symbolic, intermediate values
+// declared with an empty shape. Activation memory is poisoned before every run.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backends/cuda/cuda_test_util.h"
+#include "kiln/engine.h"
+#include "onnx/onnx_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+// A Constant node holding float32 `values` of shape `dims`, named `out`.
+void constant_node(ModelBuilder& b, const std::string& out, const std::vector<int64_t>& dims,
+                   const std::vector<float>& values) {
+  onnx::TensorProto t;
+  t.set_name(out);
+  t.set_data_type(kFloat);
+  for (int64_t d : dims) t.add_dims(d);
+  for (float v : values) t.add_float_data(v);
+  add_attr(b.node("Constant", {}, {out}, out + "_node"), "value", t);
+}
+
+// x [N,8,H,W] → 1×1 Conv + Relu → channel shuffle (groups 2) with every shape computed from
+// Shape(x) → depthwise 3×3 Conv → y [N,8,H,W].
+ModelBuilder channel_shuffle_model() {
+  ModelBuilder b(17);
+  b.input("x", kFloat, {"N", 8, "H", "W"});
+  b.initializer("conv1_w", {8, 8, 1, 1}, random_floats(64, 1, 0.4f));
+  b.initializer("conv1_b", {8}, random_floats(8, 2, 0.1f));
+  b.initializer("dw_w", {8, 1, 3, 3}, random_floats(72, 3, 0.3f));
+  b.node("Conv", {"x", "conv1_w", "conv1_b"}, {"c1"}, "conv1");
+  b.node("Relu", {"c1"}, {"r1"}, "relu1");
+  b.node("Shape", {"r1"}, {"s"}, "shape");
+  const char* names[] = {"n", "c", "h", "w"};
+  for (int i = 0; i < 4; ++i) {
+    b.initializer_ints(std::string("i") + names[i], {}, {i});
+    b.node("Gather", {"s", std::string("i") + names[i]}, {names[i]}, std::string("g") + names[i]);
+  }
+  b.initializer_ints("two", {}, {2});
+  b.initializer_ints("two1", {1}, {2});
+  b.initializer_ints("minus1", {1}, {-1});
+  b.initializer_ints("axes0", {1}, {0});
+  b.node("Div", {"c", "two"}, {"half"}, "div");
+  for (const char* v : {"n", "half", "h", "w"})
+    b.node("Unsqueeze", {v, "axes0"}, {std::string(v) + "1"}, std::string("unsq_") + v);
+  add_attr(b.node("Concat", {"n1", "two1", "half1", "h1", "w1"}, {"s5"}, "concat5"), "axis",
+           int64_t{0});
+  b.node("Reshape", {"r1", "s5"}, {"r5"}, "reshape5");
+  add_attr(b.node("Transpose", {"r5"}, {"t5"}, "transpose"), "perm",
+           std::vector<int64_t>{0, 2, 1, 3, 4});
+  add_attr(b.node("Concat", {"n1", "minus1", "h1", "w1"}, {"s4"}, "concat4"), "axis", int64_t{0});
+  b.node("Reshape", {"t5", "s4"}, {"shuffled"}, "reshape4");
+  auto& dw = b.node("Conv", {"shuffled", "dw_w"}, {"y"}, "depthwise");
+  add_attr(dw, "group", int64_t{8});
+  add_attr(dw, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  b.output("y", kFloat, {"N", 8, "H", "W"});
+  return b;
+}
+
+// Opset 11 as converters write it: x [N,3,H,W] (all symbolic) → Conv (Constant-node weight
+// and bias) → Relu → Add of a Constant [1,6,1,1] → Mul by a Constant scalar → Reshape to
+// [N,6,-1] (shape from Shape(x)[0:1]) → Transpose → MatMul with a Constant [6,5] → y
+// [N,H*W,5]. Intermediates are declared in value_info with an empty shape ("rank unknown").
+ModelBuilder converted_model() {
+  ModelBuilder b(11);
+  b.input("x", kFloat, {"N", "C", "H", "W"});
+  constant_node(b, "w", {6, 3, 3, 3}, random_floats(162, 4, 0.3f));
+  constant_node(b, "bias", {6}, random_floats(6, 5, 0.1f));
+  constant_node(b, "shift", {1, 6, 1, 1}, random_floats(6, 6, 0.5f));
+  constant_node(b, "scale", {}, {0.75f});
+  constant_node(b, "proj", {6, 5}, random_floats(30, 7, 0.4f));
+  auto& conv = b.node("Conv", {"x", "w", "bias"}, {"c"}, "conv");
+  add_attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  b.node("Add", {"r", "shift"}, {"a"}, "add");
+  b.node("Mul", {"a", "scale"}, {"m"}, "mul");
+  b.node("Shape", {"m"}, {"s"}, "shape");
+  b.initializer_ints("starts", {1}, {0});
+  b.initializer_ints("ends", {1}, {1});
+  b.node("Slice", {"s", "starts", "ends"}, {"n"}, "slice");
+  b.initializer_ints("rest", {2}, {6, -1});
+  add_attr(b.node("Concat", {"n", "rest"}, {"s3"}, "concat"), "axis", int64_t{0});
+  b.node("Reshape", {"m", "s3"}, {"flat"}, "reshape");
+  add_attr(b.node("Transpose", {"flat"}, {"t"}, "transpose"), "perm",
+           std::vector<int64_t>{0, 2, 1});
+  b.node("MatMul", {"t", "proj"}, {"y"}, "matmul");
+  for (const char* v : {"c", "r", "a", "m", "flat", "t"}) {
+    auto* vi = b.graph().add_value_info();
+    vi->set_name(v);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(kFloat);
+    vi->mutable_type()->mutable_tensor_type()->mutable_shape();  // present, no dims
+  }
+  b.output_any("y", kFloat, 3);
+  return b;
+}
+
+struct Run {
+  Tensor y;
+  int steps = 0, cpu_steps = 0;
+};
+
+Run run_on(const ModelBuilder& b, const EngineOptions& o, const Tensor& x) {
+  Run r;
+  auto e = Engine::from_bytes(b.bytes(), o);
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  if (!e.is_ok()) return r;
+  auto ctx = (*e)->create_context();
+  auto out = ctx->run({{"x", x}});
+  EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+  if (!out.is_ok()) return r;
+  r.y = out->at("y");
+  if (o.device == Device::kCuda) {
+    auto layers = ctx->profile_layers(1);
+    EXPECT_TRUE(layers.is_ok()) << layers.status().to_string();
+    if (layers.is_ok()) {
+      r.steps = static_cast<int>(layers->size());
+      for (const LayerProfile& l : *layers) r.cpu_steps += l.on_cpu;
+    }
+  }
+  return r;
+}
+
+void expect_gpu_matches(const ModelBuilder& b, const Shape& x_shape) {
+  Tensor x = Tensor::from_floats(x_shape, random_floats(shape_numel(x_shape), 11));
+  EngineOptions ref;
+  ref.backend = "reference";
+  Run want = run_on(b, ref, x);
+  ASSERT_TRUE(want.y.defined());
+  for (const char* precision : {"fp32", "fp16"}) {
+    SCOPED_TRACE(precision);
+    EngineOptions o;
+    o.device = Device::kCuda;
+    o.precision = precision;
+    o.time_tactics = false;
+    o.poison_memory = true;
+    Run got = run_on(b, o, x);
+    ASSERT_TRUE(got.y.defined());
+    ASSERT_EQ(got.y.shape(), want.y.shape());
+    double err = relative_l2(got.y, want.y);
+    EXPECT_LE(err, std::string(precision) == "fp16" ? 5e-3 : 1e-5);
+    EXPECT_GT(got.steps, 0);
+    EXPECT_EQ(got.cpu_steps, 0) << "every shape is known when the plan is built";
+  }
+}
+
+TEST(CudaPlanShapes, ChannelShuffleResolvesShapesAtBuild) {
+  expect_gpu_matches(channel_shuffle_model(), {3, 8, 10, 6});
+  expect_gpu_matches(channel_shuffle_model(), {1, 8, 7, 9});
+}
+
+TEST(CudaPlanShapes, ConvertedModelRunsInFp16) {
+  expect_gpu_matches(converted_model(), {3, 3, 9, 7});
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -42,7 +42,7 @@ class SegmentationOut(torch.nn.Module):
         return self.model(x)["out"]
 
 
-def build(name, seed):
+def build(name, seed, calib_batches=2):
     torch.manual_seed(seed)
     ctor = getattr(torchvision.models, name, None)
     segmentation = ctor is None
@@ -64,10 +64,26 @@ def build(name, seed):
             bn.reset_running_stats()
             bn.momentum = None  # cumulative average over the calibration batches
         model.train()
-        for _ in range(2):
-            model(torch.randn(4, 3, 224, 224, generator=gen))
+        # InceptionV3's auxiliary head (train mode only) needs 299×299 images.
+        size = 299 if name == "inception_v3" else 224
+        for _ in range(calib_batches if bns else 0):
+            model(torch.randn(4, 3, size, size, generator=gen))
     model.eval()
     return model
+
+
+def export_onnx(model, out, opset, keep_batch_norm=True, size=(224, 224)):
+    """Writes `model` as ONNX: input "input" [batch,3,H,W], output "logits", batch symbolic."""
+    mode = torch.onnx.TrainingMode.PRESERVE if keep_batch_norm else torch.onnx.TrainingMode.EVAL
+    # Newer PyTorch (2.9+) defaults to its dynamo exporter; keep the TorchScript one, which
+    # writes the same plain graph as older versions.
+    extra = {}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        extra["dynamo"] = False
+    torch.onnx.export(model, torch.zeros(1, 3, *size), out, opset_version=opset,
+                      input_names=["input"], output_names=["logits"],
+                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+                      training=mode, do_constant_folding=True, **extra)
 
 
 def main():
@@ -87,17 +103,7 @@ def main():
     out = args.out or os.path.join("models", "cache", f"{args.name}.onnx")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     model = build(args.name, args.seed)
-    mode = torch.onnx.TrainingMode.PRESERVE if args.batch_norm == "keep" else \
-        torch.onnx.TrainingMode.EVAL
-    # Newer PyTorch (2.9+) defaults to its dynamo exporter; keep the TorchScript one, which
-    # writes the same plain graph as older versions.
-    extra = {}
-    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        extra["dynamo"] = False
-    torch.onnx.export(model, torch.zeros(1, 3, 224, 224), out, opset_version=args.opset,
-                      input_names=["input"], output_names=["logits"],
-                      dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
-                      training=mode, do_constant_folding=True, **extra)
+    export_onnx(model, out, args.opset, keep_batch_norm=args.batch_norm == "keep")
     print(f"wrote {out} ({os.path.getsize(out)} bytes)")
     return 0
 

@@ -57,6 +57,18 @@ struct LayerProfile {
   double ms = 0;
 };
 
+// What one run put in one float value (a node's output), for range checks and calibration.
+struct ValueStats {
+  std::string value;  // the value's name
+  std::string node;   // its producer
+  std::string op;
+  int64_t count = 0;              // elements
+  int64_t nonzero = 0;            // elements that are not 0
+  int64_t below_fp16_normal = 0;  // non-zero elements with |x| < 2^-14 (fp16's smallest normal)
+  int64_t nonfinite = 0;          // inf or NaN
+  double max_abs = 0;             // over the finite elements
+};
+
 // Device memory a Context's current plan holds (bytes).
 struct DeviceMemoryInfo {
   int64_t arena = 0;              // every activation, one reused allocation
@@ -118,6 +130,10 @@ class Context {
   Result<DeviceMemoryInfo> device_memory() const;
   // Whether the last run replayed a CUDA graph.
   bool uses_cuda_graph() const;
+
+  // CPU engines only: runs the model and returns the statistics of every float32 value a
+  // node writes, in execution order (graph inputs and constants are not included).
+  Result<std::vector<ValueStats>> value_stats(const std::map<std::string, Tensor>& inputs);
 
   struct Impl;
   explicit Context(std::unique_ptr<Impl> impl);

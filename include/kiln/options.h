@@ -38,6 +38,11 @@ struct EngineOptions {
   // Time the candidate algorithms of each layer on its real shapes and keep the fastest;
   // off takes the libraries' first heuristic choice (a faster build, slower engine).
   bool time_tactics = true;
+  // With time_tactics: the most candidates of one library path timed per layer, in the
+  // library's heuristic order (0: all it offers). A small limit builds faster (each cuDNN
+  // graph candidate may compile a kernel) at the risk of missing a faster late candidate.
+  // Choices made under a limit go to the timing cache like any other.
+  int max_tactics = 0;
   // The most device scratch memory one layer may use, in bytes; the layers share one
   // workspace, so this bounds the engine's too. Negative (the default): by precision,
   // kFp32WorkspaceLimit in fp32, kWorkspaceLimit in tf32/fp16. Strict-fp32 convs need room

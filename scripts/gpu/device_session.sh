@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
-#   scripts/gpu/device_session.sh [tests] [bench] [peer] [precision]
+#   scripts/gpu/device_session.sh [tests] [zoo] [bench] [peer] [precision]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
 # $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests.
@@ -39,6 +39,22 @@ if [[ $what == *" tests "* ]]; then
     > "$OUT/gpu_tests.log" 2>&1
   echo "kiln_gpu_tests exit $?"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]|tests ran" "$OUT/gpu_tests.log" | tail -40
+fi
+
+# The model zoo (tests/zoo) in fp32, tf32 and fp16 against ONNX Runtime, exported here with
+# PyTorch, which also gives its own tf32/fp16 error as the yardstick. The cache sits in the
+# repository copy, so a later call on the same warm machine resumes where this one stopped
+# (KILN_ZOO_TIMEOUT bounds one call). KILN_ZOO_MODELS narrows it ("--tier ci", or names).
+if [[ $what == *" zoo "* ]]; then
+  zcache=$repo/models/cache/zoo-gpu
+  mkdir -p "$zcache"
+  KILN_ZOO_THREADS=2 timeout "${KILN_ZOO_TIMEOUT:-500}" python3 "$repo/tests/zoo/zoo.py" check \
+    ${KILN_ZOO_MODELS:---tier all} --device cuda --precisions fp32,tf32,fp16 \
+    --runner "$(command -v kiln_zoo_run)" --runner-arg=--no-tactics --jobs "${KILN_ZOO_JOBS:-6}" \
+    --cache "$zcache" --results "$zcache/results.jsonl" --skip-done >> "$OUT/zoo.log" 2>&1
+  echo "zoo exit $?"
+  cp "$zcache/results.jsonl" "$OUT/zoo_cuda.jsonl" 2>/dev/null
+  grep -c "^ok" "$OUT/zoo.log"; grep -A2 "^FAIL" "$OUT/zoo.log" | head -60
 fi
 
 if [[ $what == *" bench "* ]]; then

@@ -1,6 +1,8 @@
 // Context::run on the CPU (node by node through the chosen backends' kernels) and the
 // Context accessors, CUDA ones forwarded to cuda_runtime.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <new>
 #include <string>
 
@@ -11,6 +13,39 @@
 #include "runtime/tensor_limit.h"
 
 namespace kiln {
+
+namespace {
+
+// The statistics of one float32 tensor. The layout does not matter (a oneDNN-blocked value
+// holds the same elements in another order).
+ValueStats stats_of(const Tensor& t, const Node& node, const Value& v) {
+  ValueStats s;
+  s.value = v.name;
+  s.node = node.name;
+  s.op = op_name(node.op);
+  s.count = t.numel();
+  const float* p = t.data<float>();
+  constexpr float kMinNormal = 6.103515625e-05f;  // 2^-14
+  double max_abs = 0;
+  int64_t nonzero = 0, below = 0, nonfinite = 0;
+  for (int64_t k = 0; k < s.count; ++k) {
+    const float a = std::fabs(p[k]);
+    if (!std::isfinite(a)) {
+      ++nonfinite;
+      continue;
+    }
+    nonzero += a != 0.f;
+    below += a != 0.f && a < kMinNormal;
+    max_abs = std::max<double>(max_abs, a);
+  }
+  s.nonzero = nonzero;
+  s.below_fp16_normal = below;
+  s.nonfinite = nonfinite;
+  s.max_abs = max_abs;
+  return s;
+}
+
+}  // namespace
 
 namespace {
 
@@ -156,6 +191,10 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
       executed = Status(StatusCode::kResourceExhausted, node.describe() + ": out of memory");
     }
     KILN_RETURN_IF_ERROR(executed);
+    if (impl_->value_stats)
+      for (size_t i = 0; i < node.outputs.size(); ++i)
+        if (out[i] && out[i]->dtype() == DataType::kFloat32)
+          impl_->value_stats->push_back(stats_of(*out[i], node, *node.outputs[i]));
     // Free what no later node reads.
     for (const Value* v : node.inputs)
       if (v && e.last_use[v->id()] == static_cast<int>(k) && !e.is_graph_output[v->id()] &&
@@ -216,6 +255,16 @@ Result<std::vector<LayerProfile>> Context::profile_layers(int iterations) {
 Result<DeviceMemoryInfo> Context::device_memory() const {
   if (!impl_->engine->cuda) return invalid_argument("device memory is for CUDA engines");
   return cuda_device_memory(*impl_->engine->cuda, impl_->cuda.get());
+}
+
+Result<std::vector<ValueStats>> Context::value_stats(const std::map<std::string, Tensor>& inputs) {
+  if (impl_->engine->cuda) return invalid_argument("value_stats is for CPU engines");
+  std::vector<ValueStats> stats;
+  impl_->value_stats = &stats;
+  auto r = run(inputs);
+  impl_->value_stats = nullptr;
+  KILN_RETURN_IF_ERROR(r.status());
+  return stats;
 }
 
 bool Context::uses_cuda_graph() const { return cuda_uses_graph(impl_->cuda.get()); }

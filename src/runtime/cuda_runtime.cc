@@ -1,5 +1,7 @@
 #include "runtime/cuda_runtime.h"
 
+#include <algorithm>
+
 #include "runtime/engine_impl.h"
 
 #if KILN_HAVE_CUDA
@@ -38,6 +40,7 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   st->plan_options.workspace_limit = static_cast<size_t>(effective_workspace_limit(options));
   st->plan_options.max_tensor_bytes = options.max_tensor_bytes;
   st->plan_options.poison_memory = options.poison_memory;
+  st->plan_options.max_tactics = static_cast<size_t>(std::max(0, options.max_tactics));
   KILN_ASSIGN_OR_RETURN(st->device_tag, cuda_device_tag(0));
   st->timing_cache = options.timing_cache;
   if (!st->timing_cache.empty()) st->tactics.load(st->timing_cache, st->device_tag);

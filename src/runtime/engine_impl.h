@@ -40,6 +40,7 @@ struct Context::Impl {
   // and while profiling, each node's summed execute() seconds.
   std::map<std::string, Tensor> last_inputs;
   std::vector<double>* node_seconds = nullptr;
+  std::vector<ValueStats>* value_stats = nullptr;  // while value_stats() runs
 };
 
 // Builds the engine's execution state from an imported graph (choose a backend per node,

@@ -163,6 +163,29 @@ TEST_F(Cli, InspectDescribesTheModel) {
   EXPECT_NE(r.out.find("= Conv("), std::string::npos) << r.out;
 }
 
+// --precision fp16: inspect names the node whose float32 values leave fp16's range, and says
+// so when none does (bench and build with --device cuda warn on stderr the same way).
+TEST_F(Cli, Fp16RangeGuardNamesTheOverflowingNode) {
+  std::string hot = ModelBuilder()
+                        .input("x", {"batch", "16"})
+                        .output("y", {"batch", "16"})
+                        .initializer("big", {}, {1e6f})
+                        .initializer("small", {}, {1e-6f})
+                        .node("Mul", {"x", "big"}, {"hot"})
+                        .node("Mul", {"hot", "small"}, {"y"})
+                        .save(path("hot.onnx"));
+  auto r = kiln("inspect --precision fp16 " + hot);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("fp16 range: 1 of 2 float values leave fp16's range"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(Mul): output 'hot' reaches"), std::string::npos) << r.out;
+
+  std::string cool = channel_mean_model(path("m.onnx"));
+  r = kiln("inspect --precision fp16 " + cool);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("float values inside fp16's range"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, BenchWritesJson) {
   std::string model = channel_mean_model(path("m.onnx"));
   auto r = kiln("bench " + model + " --batch 4 --warmup 0.05 --duration 0.2 --threads 1 --json " +

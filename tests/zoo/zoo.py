@@ -307,6 +307,15 @@ def check_case(args, name, b, precision, info, out_dir):
 def check(args):
     names = select(args.names, args.tier)
     precisions = args.precisions.split(",")
+    if args.skip_done and args.results and os.path.exists(args.results):
+        done = {}
+        with open(args.results) as f:
+            for line in f:
+                r = json.loads(line) if line.strip() else {}
+                if r.get("device") == args.device and "precision" in r:
+                    done.setdefault(r["model"], set()).add((r["precision"], r["batch"]))
+        want = {(p, b) for p in precisions for b in BATCHES}
+        names = [n for n in names if not want <= done.get(n, set())]
     os.makedirs(args.cache, exist_ok=True)
     args.work = os.path.join(args.cache, "_runs")
     os.makedirs(args.work, exist_ok=True)
@@ -418,6 +427,8 @@ def main():
     p.add_argument("--runner-arg", action="append", default=[],
                    help="extra kiln_zoo_run option, e.g. --runner-arg=--no-tactics")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per model")
+    p.add_argument("--skip-done", action="store_true",
+                   help="leave out models with every case already in --results (to resume)")
     p = sub.add_parser("report")
     p.add_argument("results", nargs="+")
     p.add_argument("--out", default=None)

@@ -2,7 +2,7 @@
 // context, the import and the weights upload are paid once per model, not per case).
 //
 //   kiln_zoo_run MODEL.onnx OUT_DIR --device cpu|cuda --precisions fp32,tf32,fp16
-//                [--no-tactics] [--timing-cache FILE] INPUT.npy...
+//                [--no-tactics] [--max-tactics N] [--timing-cache FILE] INPUT.npy...
 //
 // For each precision it builds one Engine and one Context, and runs every input through it
 // (each new shape builds a new plan). A case is named by its input's folder (the zoo's
@@ -14,6 +14,7 @@
 // memory is poisoned before every run (EngineOptions::poison_memory).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -54,7 +55,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 int usage(const char* msg) {
   std::fprintf(stderr,
                "kiln_zoo_run: %s\nusage: kiln_zoo_run MODEL OUT_DIR --device cpu|cuda "
-               "--precisions P[,P...] [--no-tactics] [--timing-cache FILE] INPUT.npy...\n",
+               "--precisions P[,P...] [--no-tactics] [--max-tactics N] [--timing-cache FILE] "
+               "INPUT.npy...\n",
                msg);
   return 2;
 }
@@ -77,6 +79,8 @@ int main(int argc, char** argv) {
       precisions = split(value(), ',');
     } else if (a == "--no-tactics") {
       base.time_tactics = false;
+    } else if (a == "--max-tactics") {
+      base.max_tactics = std::atoi(value().c_str());
     } else if (a == "--timing-cache") {
       base.timing_cache = value();
     } else if (a.rfind("--", 0) == 0) {

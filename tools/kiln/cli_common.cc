@@ -33,6 +33,7 @@ EngineOptions engine_options(const GlobalOptions& global) {
   o.precision = global.precision;
   o.cuda_graph = global.cuda_graph;
   o.time_tactics = !global.no_tactics;
+  o.max_tactics = global.max_tactics;
   o.timing_cache = global.timing_cache;
   o.workspace_limit = global.workspace_mib < 0 ? -1 : global.workspace_mib << 20;
   return o;

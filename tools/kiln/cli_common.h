@@ -29,6 +29,7 @@ struct GlobalOptions {
   std::string precision = "fp32";
   bool cuda_graph = false;
   bool no_tactics = false;
+  int max_tactics = 0;
   std::string timing_cache;
   int64_t workspace_mib = -1;  // by precision (EngineOptions::workspace_limit)
 };
@@ -75,5 +76,12 @@ double now_seconds();  // steady clock
 Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t batch,
                                                     const std::vector<std::string>& shapes,
                                                     uint32_t seed);
+
+// The fp16 range guard (fp16_check.cc): runs `model` in float32 on the CPU on two random
+// inputs (batch and shapes as random_inputs) and prints the values that leave fp16's range,
+// to stdout when `always` (with a line when there are none), else as a warning on stderr.
+// Returns the number of such values (0 when the check could not run: it warns so).
+int print_fp16_range(const std::string& model, const GlobalOptions& g, int64_t batch,
+                     const std::vector<std::string>& shapes, bool always);
 
 }  // namespace kiln::cli

@@ -86,6 +86,8 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   auto engine_or = load_engine(o.model, g);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
+  if (g.device == "cuda" && g.precision == "fp16")
+    print_fp16_range(o.model, g, o.batch, o.shapes, false);
 
   auto feeds_or = random_inputs(e, o.batch, o.shapes, o.seed);
   if (!feeds_or.is_ok())

@@ -22,6 +22,7 @@ int run(const BuildOptions& o, const GlobalOptions& g) {
   auto engine_or = load_engine(o.model, g);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
+  if (g.precision == "fp16") print_fp16_range(o.model, g, o.batch, o.shapes, false);
   double t_load = now_seconds();
   auto feeds = random_inputs(e, o.batch, o.shapes, 1);
   if (!feeds.is_ok())

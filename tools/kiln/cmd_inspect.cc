@@ -148,6 +148,10 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     int rc = print_passes(o.model);
     if (rc != kExitOk) return rc;
   }
+  if (g.precision == "fp16") {
+    std::printf("\n");
+    print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
+  }
   if (g.device == "cuda") return print_cuda_plan(o, g);
   return kExitOk;
 }

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "core/npy.h"
 #include "kiln/cli_common.h"
+#include "kiln/fp16_range.h"
 #include "kiln/image.h"
 #include "onnx/tensor_proto.h"
 
@@ -147,6 +149,43 @@ void print_summary(const std::string& name, const Tensor& t) {
   std::printf("\n");
 }
 
+int64_t nonfinite_count(const Tensor& t) {
+  if (t.dtype() != DataType::kFloat32) return 0;
+  int64_t n = 0;
+  for (int64_t k = 0; k < t.numel(); ++k) n += !std::isfinite(t.data<float>()[k]);
+  return n;
+}
+
+// An fp16 output with inf or NaN where float32's has none is never silent: say so, and name
+// the values that leave fp16's range on these inputs (a float32 run on the CPU).
+void warn_fp16_nonfinite(const RunOptions& o, const GlobalOptions& g,
+                         const std::map<std::string, Tensor>& feeds,
+                         const std::map<std::string, Tensor>& outputs) {
+  int64_t bad = 0;
+  for (const auto& [name, t] : outputs) bad += nonfinite_count(t);
+  if (bad == 0) return;
+  EngineOptions cpu;
+  cpu.threads = g.threads;
+  auto fp32 = Engine::load(o.model, cpu);
+  if (!fp32.is_ok()) return;
+  auto want = (*fp32)->create_context()->run(feeds);
+  if (!want.is_ok()) return;
+  int64_t bad32 = 0;
+  for (const auto& [name, t] : *want) bad32 += nonfinite_count(t);
+  if (bad32 >= bad) return;  // float32 has them too: the model's, not fp16's
+  std::fprintf(stderr,
+               "kiln: warning: the fp16 outputs hold %lld inf/NaN values where float32's hold "
+               "%lld: fp16 overflowed\n",
+               static_cast<long long>(bad), static_cast<long long>(bad32));
+  auto report = check_fp16_range(**fp32, {feeds});
+  if (!report.is_ok()) return;
+  const size_t shown = std::min<size_t>(report->findings.size(), 10);
+  for (size_t i = 0; i < shown; ++i)
+    std::fprintf(stderr, "  %s\n", describe(report->findings[i]).c_str());
+  if (report->findings.size() > shown)
+    std::fprintf(stderr, "  ... and %zu more\n", report->findings.size() - shown);
+}
+
 int run(RunOptions& o, const GlobalOptions& g) {
   if (Status s = parse_image_options(o); !s.is_ok()) return usage_error(s.message());
   auto engine_or = load_engine(o.model, g);
@@ -189,6 +228,8 @@ int run(RunOptions& o, const GlobalOptions& g) {
   auto outputs = ctx->run(feeds);
   if (!outputs.is_ok()) return fail(outputs.status());
   spdlog::info("ran in {:.2f} ms", (now_seconds() - t0) * 1e3);
+  if (e.options().device == Device::kCuda && g.precision == "fp16")
+    warn_fp16_nonfinite(o, g, feeds, *outputs);
   // The plan's shape at a glance (-v): how many steps, and how many fell back to the CPU.
   if (g.verbose >= 1 && e.options().device == Device::kCuda) {
     auto layers = ctx->profile_layers(1);

@@ -35,6 +35,10 @@ int run_main(int argc, char** argv) {
                "CUDA: capture each run in a CUDA graph once and replay it");
   app.add_flag("--no-tactics", global.no_tactics,
                "CUDA: take the libraries' first choice instead of timing each layer's options");
+  app.add_option("--max-tactics", global.max_tactics,
+                 "CUDA: time at most N candidates per layer and library path, in heuristic "
+                 "order (0: all; a faster build)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--timing-cache", global.timing_cache,
                  "CUDA: file that keeps layer timings across builds");
   app.add_option("--workspace-mib", global.workspace_mib,

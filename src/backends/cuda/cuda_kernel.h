@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -110,8 +111,13 @@ struct CudaBuildContext {
   cublasLtHandle_t cublaslt = nullptr;
   size_t workspace_limit = size_t{256} << 20;  // per kernel
   bool time_tactics = true;                    // false: take the library's first heuristic choice
-  WeightStore* weights = nullptr;              // never null
-  TacticCache* tactics = nullptr;              // never null
+  size_t max_tactics = 0;  // timed candidates per library path, heuristic order first (0: all)
+  // The candidates to time out of `offered` (max_tactics, or all).
+  size_t tactic_count(size_t offered) const {
+    return max_tactics ? std::min(max_tactics, offered) : offered;
+  }
+  WeightStore* weights = nullptr;  // never null
+  TacticCache* tactics = nullptr;  // never null
   DataType act_dtype() const {
     return precision == Precision::kFp16 ? DataType::kFloat16 : DataType::kFloat32;
   }

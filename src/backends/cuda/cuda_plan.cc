@@ -357,6 +357,7 @@ Status Builder::build(const std::vector<const Node*>& order, const std::vector<T
   bctx_.cublaslt = p_.handles->cublaslt;
   bctx_.workspace_limit = p_.options.workspace_limit;
   bctx_.time_tactics = p_.options.time_tactics;
+  bctx_.max_tactics = p_.options.max_tactics;
   bctx_.weights = &weights_;
   bctx_.tactics = &tactics_;
   host_.assign(g_.value_id_limit(), TensorDesc{});

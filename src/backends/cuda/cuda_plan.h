@@ -31,6 +31,7 @@ struct CudaPlanOptions {
   size_t workspace_limit = size_t{256} << 20;
   int64_t max_tensor_bytes = int64_t{8} << 30;
   bool poison_memory = false;  // EngineOptions::poison_memory
+  size_t max_tactics = 0;      // EngineOptions::max_tactics
 };
 
 // Library handles and the stream of one Context.

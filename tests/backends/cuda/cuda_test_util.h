@@ -95,6 +95,10 @@ struct CudaRunOptions {
   // input_layout() decides.
   Layout offered = Layout::kNHWC;
   bool time_tactics = true;
+  // Candidates finalized and timed per library path (CudaBuildContext::max_tactics); -1: the
+  // tests' default, 3 when timed and 1 when not. Each cuDNN graph candidate may compile a
+  // kernel at runtime: the whole library list took the GPU suite past 7 minutes.
+  int max_tactics = -1;
   bool in_place = false;           // output 0 over input inplace_input() (which must be ≥ 0)
   TacticCache* tactics = nullptr;  // nullptr: a fresh cache
   // Offer float inputs as a graph input arrives (float32 plain) where the kernel's
@@ -119,6 +123,8 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
   bctx.weights = weights;
   bctx.tactics = o.tactics ? o.tactics : &fresh;
   bctx.time_tactics = o.time_tactics;
+  bctx.max_tactics =
+      o.max_tactics >= 0 ? static_cast<size_t>(o.max_tactics) : (o.time_tactics ? 3 : 1);
   KILN_CUDNN(cudnnCreate(&bctx.cudnn));
   std::unique_ptr<cudnnContext, decltype(&cudnnDestroy)> cudnn_guard(bctx.cudnn, cudnnDestroy);
   KILN_CUBLAS(cublasLtCreate(&bctx.cublaslt));

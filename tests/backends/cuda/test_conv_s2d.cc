@@ -112,6 +112,7 @@ TEST(CudnnConvS2d, RawInputForcedMatchesReference) {
         std::string tactic;
         LibRunOptions o;
         o.offer_raw = true;
+        o.time_tactics = false;  // forced: the timed choice is TimedChoiceMatchesReference's
         expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &tactic);
         EXPECT_TRUE(uses_s2d(tactic)) << tactic;
         // fp32 convs read float32 NCHW already: nothing to convert.

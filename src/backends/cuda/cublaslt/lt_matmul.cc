@@ -142,7 +142,8 @@ Status LtMatmul::choose(const void* b_const, CudaBuildContext& ctx, const std::s
   int count = 0;
   KILN_CUBLAS(cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt, op_, b_, a_, c_, d_, pref, kCandidates,
                                              found.data(), &count));
-  found.resize(static_cast<size_t>(count));
+  found.resize(ctx.time_tactics ? ctx.tactic_count(static_cast<size_t>(count))
+                                : static_cast<size_t>(count));
   if (found.empty()) return unsupported("cuBLASLt offers no algorithm for this matmul");
   if (!ctx.time_tactics) {
     algo_ = found[0].algo;

@@ -10,7 +10,8 @@
 // A yields no plan, and the conv-only variant only when the fused one yields none (on
 // ResNet-50 fp16 every timed winner was a fused mode-A engine, and finalizing a plan can mean
 // compiling a kernel at runtime: each candidate costs build time). Without timing, the first
-// two plans that finalize are kept, in heuristic order.
+// two plans that finalize are kept, in heuristic order. CudaBuildContext::max_tactics caps
+// the plans finalized (and timed) per path.
 // A cached choice records (variant, heuristic mode, rank, engine id); the plan is rebuilt
 // from the same heuristic query and used only when the engine id matches.
 #include <algorithm>
@@ -122,7 +123,8 @@ Status CudnnConvKernel::graph_candidates(CudaBuildContext& ctx, ConvScratch& s,
   std::vector<ConvTactic> plans;
   Status last = unsupported("cuDNN's heuristics offer no engine for the conv graph");
   const bool residual = epilogue_.residual_input >= 0;
-  const size_t enough = ctx.time_tactics ? SIZE_MAX : 2;
+  // Untimed: two plans (the second in case the first fails to launch), or the limit.
+  const size_t enough = ctx.time_tactics ? ctx.tactic_count(SIZE_MAX) : ctx.tactic_count(2);
   for (bool padded : {false, true}) {
     if (padded && (!paddable() || !filter_padded_)) continue;
     const size_t variant_start = plans.size();

@@ -176,9 +176,12 @@ Status CudnnConvKernel::legacy_candidates(CudaBuildContext& ctx, ConvScratch& s,
   // candidates are timed here instead.
   std::vector<cudnnConvolutionFwdAlgoPerf_t> timed(static_cast<size_t>(max_algos));
   KILN_RETURN_IF_ERROR(set_math(requested_math_));
-  const cudnnStatus_t find = cudnnFindConvolutionForwardAlgorithmEx(
-      ctx.cudnn, d_.x, s.x.get(), d_.w, filter_, d_.conv, conv_y, s.y.get(), max_algos, &found,
-      timed.data(), s.ws.get(), conv_align_up(max_ws));
+  // With a candidate limit the first heuristic candidates are timed here instead.
+  const cudnnStatus_t find =
+      ctx.max_tactics ? CUDNN_STATUS_NOT_SUPPORTED
+                      : cudnnFindConvolutionForwardAlgorithmEx(
+                            ctx.cudnn, d_.x, s.x.get(), d_.w, filter_, d_.conv, conv_y, s.y.get(),
+                            max_algos, &found, timed.data(), s.ws.get(), conv_align_up(max_ws));
   std::vector<ConvTactic> plain;
   if (find == CUDNN_STATUS_SUCCESS) {
     for (int i = 0; i < found; ++i) {
@@ -195,7 +198,9 @@ Status CudnnConvKernel::legacy_candidates(CudaBuildContext& ctx, ConvScratch& s,
   } else {
     cudaGetLastError();
     plain = heuristic;
+    plain.resize(ctx.tactic_count(plain.size()));
   }
+  fused.resize(ctx.tactic_count(fused.size()));
   // All timed candidates compete (the caller trades time for workspace); the whole unfused
   // sequence is timed here when there is more to it than the conv.
   const bool own_timing = has_epilogue() || pads_.crop;

@@ -1,0 +1,54 @@
+// The fp16 range guard for the CLI: before an fp16 engine is built, benchmarked or inspected,
+// the model runs in float32 on the CPU on random inputs and the values that would leave
+// float16's range are named (kiln/fp16_range.h).
+#include <cstdio>
+
+#include "kiln/cli_common.h"
+#include "kiln/fp16_range.h"
+
+namespace kiln::cli {
+
+Result<Fp16RangeReport> fp16_range_report(const std::string& model, const GlobalOptions& g,
+                                          int64_t batch, const std::vector<std::string>& shapes) {
+  EngineOptions o;
+  o.device = Device::kCpu;
+  o.threads = g.threads;
+  KILN_ASSIGN_OR_RETURN(auto engine, Engine::load(model, o));
+  std::vector<std::map<std::string, Tensor>> samples;
+  for (uint32_t seed : {101u, 102u}) {
+    KILN_ASSIGN_OR_RETURN(auto feeds, random_inputs(*engine, batch, shapes, seed));
+    samples.push_back(std::move(feeds));
+  }
+  return check_fp16_range(*engine, samples);
+}
+
+int print_fp16_range(const std::string& model, const GlobalOptions& g, int64_t batch,
+                     const std::vector<std::string>& shapes, bool always) {
+  auto report = fp16_range_report(model, g, batch, shapes);
+  if (!report.is_ok()) {
+    std::fprintf(stderr, "kiln: warning: fp16 range check not run: %s\n",
+                 report.status().to_string().c_str());
+    return 0;
+  }
+  const auto& f = report->findings;
+  if (f.empty()) {
+    if (always)
+      std::printf(
+          "fp16 range: all %lld float values inside fp16's range (float32 run on %d "
+          "random inputs)\n",
+          static_cast<long long>(report->values_checked), report->samples);
+    return 0;
+  }
+  std::FILE* out = always ? stdout : stderr;
+  std::fprintf(out,
+               "%sfp16 range: %zu of %lld float values leave fp16's range (float32 run on %d "
+               "random inputs); in fp16 they become inf or lose their values:\n",
+               always ? "" : "kiln: warning: ", f.size(),
+               static_cast<long long>(report->values_checked), report->samples);
+  const size_t shown = std::min<size_t>(f.size(), 10);
+  for (size_t i = 0; i < shown; ++i) std::fprintf(out, "  %s\n", describe(f[i]).c_str());
+  if (f.size() > shown) std::fprintf(out, "  ... and %zu more\n", f.size() - shown);
+  return static_cast<int>(f.size());
+}
+
+}  // namespace kiln::cli

@@ -23,7 +23,9 @@ one engine per precision, every batch through it) and compares:
     inputs (times 1.25, and at least 2e-3 for tf32 and 1e-2 for fp16), cosine similarity at least
     0.999, and top-1 (per image; per pixel for segmentation) agreeing with fp32 as often as
     PyTorch's does.
-Every reference output must be finite and inside fp16's range (|x| <= 65504, most values above
+On the CPU, the fp16 range guard (kiln/fp16_range.h) runs on the same inputs and must stay
+quiet: these models are made to stay inside fp16's range. Every reference output must be
+finite and inside fp16's range (|x| <= 65504, most values above
 fp16's smallest normal), or the model is reported as made wrong. Each case is one JSON line in
 --results; the exit status is 1 if any case failed.
 """
@@ -221,6 +223,7 @@ def run_model(args, name, precisions):
     shutil.rmtree(out_dir, ignore_errors=True)
     cmd = [args.runner, os.path.join(d, "model.onnx"), out_dir, "--device", args.device,
            "--precisions", ",".join(precisions), *args.runner_arg,
+           *(["--fp16-range"] if args.device == "cpu" else []),
            *[os.path.join(d, f"b{b}", "input.npy") for b in BATCHES]]
     t0 = time.time()
     try:
@@ -231,7 +234,12 @@ def run_model(args, name, precisions):
         log += f"\nkiln_zoo_run: timed out after {args.timeout} s"
     wall = round(time.time() - t0, 1)
     infos = {}
+    fp16 = None
     for line in log.splitlines():
+        if mt := re.match(r"fp16-range (\d+) (\d+)(?:: (.*))?", line):
+            fp16 = {"fp16_range_findings": int(mt.group(1)), "fp16_range_values": int(mt.group(2))}
+            if mt.group(3):
+                fp16["fp16_range_first"] = mt.group(3)
         if mt := re.match(r"case (\S+) b(\d+): ok ([0-9.]+) s, steps (\d+), cpu (\d+)", line):
             infos[(mt.group(1), int(mt.group(2)))] = {
                 "seconds": float(mt.group(3)), "steps": int(mt.group(4)),
@@ -243,6 +251,10 @@ def run_model(args, name, precisions):
             if (prec, b) not in infos:
                 infos[(prec, b)] = {"error": f"no result (exit {code}, {wall} s): "
                                     + " ".join(log.strip().splitlines()[-3:])[-600:]}
+    if fp16 is not None:  # reported with the fp32 cases
+        for b in BATCHES:
+            if ("fp32", b) in infos:
+                infos[("fp32", b)].update(fp16)
     return infos, out_dir
 
 
@@ -257,6 +269,9 @@ def check_case(args, name, b, precision, info, out_dir):
         problems.append(problem)
     if "error" in info:
         problems.append("kiln failed: " + info["error"])
+    if info.get("fp16_range_findings"):
+        problems.append(f"the fp16 range guard reports {info['fp16_range_findings']} values on "
+                        f"a model whose outputs are inside fp16's range: {info['fp16_range_first']}")
     else:
         got = np.load(os.path.join(out_dir, precision, f"b{b}", "logits.npy"))
         if got.shape != ref.shape:

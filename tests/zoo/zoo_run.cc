@@ -2,7 +2,8 @@
 // context, the import and the weights upload are paid once per model, not per case).
 //
 //   kiln_zoo_run MODEL.onnx OUT_DIR --device cpu|cuda --precisions fp32,tf32,fp16
-//                [--no-tactics] [--max-tactics N] [--timing-cache FILE] INPUT.npy...
+//                [--no-tactics] [--max-tactics N] [--timing-cache FILE] [--fp16-range]
+//                INPUT.npy...
 //
 // For each precision it builds one Engine and one Context, and runs every input through it
 // (each new shape builds a new plan). A case is named by its input's folder (the zoo's
@@ -10,6 +11,8 @@
 // and one line per case to stdout (seconds: the run, plus the engine's load for the first):
 //   case <precision> <case>: ok <seconds> s, steps <n>, cpu <m>
 //   case <precision> <case>: error <message>
+// With --fp16-range, the fp16 range guard (kiln/fp16_range.h) runs on the inputs and prints
+//   fp16-range <findings> <values checked>[: <the first finding>]
 // The exit status is 0 when every case ran, 1 otherwise, 2 on a usage error. GPU activation
 // memory is poisoned before every run (EngineOptions::poison_memory).
 #include <chrono>
@@ -23,6 +26,7 @@
 
 #include "core/npy.h"
 #include "kiln/engine.h"
+#include "kiln/fp16_range.h"
 
 namespace {
 
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
   const std::string model = argv[1], out_dir = argv[2];
   kiln::EngineOptions base;
   std::vector<std::string> precisions = {"fp32"}, inputs;
+  bool fp16_range = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -79,6 +84,8 @@ int main(int argc, char** argv) {
       precisions = split(value(), ',');
     } else if (a == "--no-tactics") {
       base.time_tactics = false;
+    } else if (a == "--fp16-range") {
+      fp16_range = true;
     } else if (a == "--max-tactics") {
       base.max_tactics = std::atoi(value().c_str());
     } else if (a == "--timing-cache") {
@@ -150,6 +157,26 @@ int main(int argc, char** argv) {
       std::printf("case %s %s: ok %.3f s, steps %d, cpu %d\n", precision.c_str(), stem.c_str(),
                   run_s, steps, cpu);
       std::fflush(stdout);
+    }
+  }
+  // The fp16 range guard on the same inputs (a CPU float32 engine): one line,
+  //   fp16-range <findings> <values checked>[: <the first finding>]
+  if (fp16_range) {
+    std::vector<std::map<std::string, kiln::Tensor>> samples;
+    auto engine = kiln::Engine::load(model, kiln::EngineOptions{});
+    for (const std::string& in : inputs) {
+      auto x = kiln::read_npy(in);
+      if (x.is_ok() && engine.is_ok()) samples.push_back({{(*engine)->inputs()[0].name, *x}});
+    }
+    auto r = engine.is_ok() ? kiln::check_fp16_range(**engine, samples)
+                            : kiln::Result<kiln::Fp16RangeReport>(engine.status());
+    if (!r.is_ok()) {
+      std::printf("fp16-range error %s\n", r.status().to_string().c_str());
+      ++failed;
+    } else {
+      std::printf("fp16-range %zu %lld%s%s\n", r->findings.size(),
+                  static_cast<long long>(r->values_checked), r->findings.empty() ? "" : ": ",
+                  r->findings.empty() ? "" : kiln::describe(r->findings[0]).c_str());
     }
   }
   return failed ? 1 : 0;

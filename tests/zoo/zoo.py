@@ -19,10 +19,12 @@ CUDA it also keeps PyTorch's own fp16 and tf32 outputs, the yardstick for kiln's
 one engine per precision, every batch through it) and compares:
   - fp32: relative L2 error at most 1e-4; where deep nets amplify fp32 rounding beyond that,
     kiln's distance from the model run in float64 (by PyTorch) at most twice ONNX Runtime's;
-  - tf32, fp16: relative L2 within PyTorch's own error in that precision on the same weights and
-    inputs (times 1.25, and at least 2e-3 for tf32 and 1e-2 for fp16), cosine similarity at least
-    0.999, and top-1 (per image; per pixel for segmentation) agreeing with fp32 as often as
-    PyTorch's does.
+  - tf32, fp16: relative L2 within twice PyTorch's own error in that precision on the same
+    weights and inputs (and at least 2e-3 for tf32, 1e-2 for fp16); cosine similarity at least
+    0.999, or what PyTorch's own error allows where it is below that (InceptionV3 in fp16);
+  - every precision: top-1 (per image; per pixel for segmentation) as the reference's, except
+    where the reference's two classes are closer than twice the engine's largest error on that
+    image (1% of the pixels may differ on segmentation maps).
 On the CPU, the fp16 range guard (kiln/fp16_range.h) runs on the same inputs and must stay
 quiet: these models are made to stay inside fp16's range. Every reference output must be
 finite and inside fp16's range (|x| <= 65504, most values above
@@ -202,6 +204,19 @@ def top1_agreement(got, want):
     return float(np.mean(np.argmax(got, axis=1) == np.argmax(want, axis=1)))
 
 
+def top1_unexplained(got, want):
+    """Fraction of images (pixels) whose top-1 differs from the reference's by more than the
+    engine's own error explains: a flip between two classes whose reference scores are closer
+    than twice the largest error on that image is rounding, not a wrong answer."""
+    g, w = np.moveaxis(got, 1, -1), np.moveaxis(want, 1, -1)  # [..., classes]
+    g, w = g.reshape(-1, g.shape[-1]), w.reshape(-1, w.shape[-1])
+    gi, wi = np.argmax(g, axis=1), np.argmax(w, axis=1)
+    rows = np.arange(len(gi))
+    margin = w[rows, wi] - w[rows, gi]
+    band = 2 * np.max(np.abs(g - w), axis=1)
+    return float(np.mean((gi != wi) & (margin > band)))
+
+
 def range_problem(ref):
     """Why a reference output is no fit for an fp16 comparison, or None."""
     if not np.all(np.isfinite(ref)):
@@ -273,14 +288,24 @@ def check_case(args, name, b, precision, info, out_dir):
         problems.append(f"the fp16 range guard reports {info['fp16_range_findings']} values on "
                         f"a model whose outputs are inside fp16's range: {info['fp16_range_first']}")
     else:
-        got = np.load(os.path.join(out_dir, precision, f"b{b}", "logits.npy"))
-        if got.shape != ref.shape:
+        opath = os.path.join(out_dir, precision, f"b{b}", "logits.npy")
+        got = np.load(opath) if os.path.exists(opath) else None
+        if got is None:
+            d = os.path.dirname(opath)
+            problems.append("no output 'logits' (wrote: "
+                            + (", ".join(sorted(os.listdir(d))) if os.path.isdir(d) else "nothing")
+                            + ")")
+        elif got.shape != ref.shape:
             problems.append(f"output shape {list(got.shape)}, reference {list(ref.shape)}")
         else:
             res["rel_l2"] = rel_l2(got, ref)
             res["cosine"] = cosine(got, ref)
             res["top1"] = top1_agreement(got, ref)
-            tol, top1_min = FLOOR[precision], 1.0
+            res["top1_unexplained"] = top1_unexplained(got, ref)
+            tol, cos_min = FLOOR[precision], COSINE_MIN
+            # Top-1 flips are allowed only where the engine's own error explains them; on
+            # segmentation maps, on 1% of the pixels (class boundaries).
+            top1_max_unexplained = 0.01 if m["kind"] == "seg" else 0.0
             # Deep nets amplify fp32 rounding itself (ResNet-152: ONNX Runtime is 1.8e-4 from
             # the float64 truth). There kiln passes when it is as close to float64 as ONNX
             # Runtime is, within a factor 2.
@@ -295,11 +320,13 @@ def check_case(args, name, b, precision, info, out_dir):
             if precision != "fp32" and os.path.exists(tpath):
                 t = np.load(tpath)
                 res["torch_rel_l2"] = rel_l2(t, ref)
+                res["torch_cosine"] = cosine(t, ref)
                 res["torch_top1"] = top1_agreement(t, ref)
-                tol = max(tol, 1.25 * res["torch_rel_l2"])
-                top1_min = res["torch_top1"]
-            if m["kind"] == "seg":
-                top1_min = min(top1_min, 0.99)  # pixels on class boundaries may flip
+                # Rounding errors of this size add up like a random walk: two implementations
+                # rounding in different places (kiln folds BatchNorm into the weights, fuses
+                # epilogues, runs NHWC) land within about 2x of each other.
+                tol = max(tol, 2 * res["torch_rel_l2"])
+                cos_min = min(COSINE_MIN, 1 - 2 * (1 - res["torch_cosine"]))
             res["tolerance"] = tol
             if not np.all(np.isfinite(got)):
                 problems.append("output has inf or NaN")
@@ -309,10 +336,12 @@ def check_case(args, name, b, precision, info, out_dir):
                     why += (f", and {res['kiln_vs_fp64']:.3g} from float64 against ONNX Runtime's "
                             f"{res['ort_vs_fp64']:.3g}")
                 problems.append(why)
-            if precision != "fp32" and res["cosine"] < COSINE_MIN:
-                problems.append(f"cosine {res['cosine']:.6f} < {COSINE_MIN}")
-            if precision != "fp32" and res["top1"] < top1_min - 1e-9:
-                problems.append(f"top-1 agreement {res['top1']:.4f} < {top1_min:.4f}")
+            if precision != "fp32" and res["cosine"] < cos_min:
+                problems.append(f"cosine {res['cosine']:.6f} < {cos_min:.6f}")
+            if res["top1_unexplained"] > top1_max_unexplained:
+                problems.append(f"top-1 differs beyond the error band on "
+                                f"{100 * res['top1_unexplained']:.2f}% of the "
+                                f"{'pixels' if m['kind'] == 'seg' else 'images'}")
     res["pass"] = not problems
     if problems:
         res["problems"] = problems

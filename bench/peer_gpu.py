@@ -329,7 +329,9 @@ def int_list(values):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", choices=MODELS, default="resnet50", help="default resnet50")
+    p.add_argument("--model", default="resnet50",
+                   help="a torchvision classifier (default resnet50; without torchvision only "
+                        + ", ".join(MODELS) + ")")
     p.add_argument("--onnx", help="the ONNX file kiln runs (default models/cache/MODEL.onnx)")
     p.add_argument("--batch", nargs="+", default=["1"], help="batch sizes, space or comma separated (default 1)")
     p.add_argument("--precision", nargs="+", choices=PRECISIONS, default=["fp16"],

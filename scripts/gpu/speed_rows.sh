@@ -1,0 +1,28 @@
+#!/bin/bash
+# The zoo's speed rows on the GPU machine: kiln fp16 against PyTorch (CUDA graph and
+# torch.compile reduce-overhead, channels_last) at one batch, one run per model, rounds
+# alternating (bench/peer_gpu.py), plus kiln's per-layer profile of each. Logs under $OUT.
+#
+#   scripts/gpu/speed_rows.sh [BATCH] MODEL...      (after device_session.sh set up the bundle)
+set -uo pipefail
+OUT=${OUT:-/tmp/kiln-out}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+source /tmp/kiln-bundle/env.sh
+batch=$1
+shift
+models=/tmp/kiln-models
+mkdir -p "$models" "$OUT"
+for m in "$@"; do
+  [ -f "$models/$m.onnx" ] || python3 "$repo/scripts/models/export_torchvision.py" "$m" \
+    --opset 17 --out "$models/$m.onnx" >> "$OUT/export.log" 2>&1
+  timeout "${KILN_PEER_TIMEOUT:-150}" python3 "$repo/bench/peer_gpu.py" --model "$m" \
+    --onnx "$models/$m.onnx" --kiln "$(command -v kiln)" --batch "$batch" --precision fp16 \
+    --torch-mode cuda_graph --compile --rounds "${KILN_PEER_ROUNDS:-3}" --warmup 0.5 \
+    --duration 1 --kiln-args="--timing-cache /tmp/kiln-timing.cache" --markdown \
+    --out "$OUT/peer_${m}_b$batch.json" > "$OUT/peer_${m}_b$batch.log" 2>&1
+  echo "$m: peer exit $?"; grep -E "^\|" "$OUT/peer_${m}_b$batch.log" | tail -4
+  timeout 60 kiln bench --device cuda --precision fp16 --cuda-graph --batch "$batch" \
+    --no-transfers --duration 1 --timing-cache /tmp/kiln-timing.cache "$models/$m.onnx" \
+    --dump-profile "$OUT/profile_${m}_b$batch.json" > "$OUT/profile_${m}_b$batch.log" 2>&1
+  head -16 "$OUT/profile_${m}_b$batch.log"
+done

@@ -49,7 +49,10 @@ class Inferrer {
     }
     for (const auto& n : graph_.node()) {
       KILN_RETURN_IF_ERROR(check_preconditions(n));
-      if (safe_to_infer(n)) infer(n);
+      if (safe_to_infer(n))
+        infer(n);
+      else
+        keep_element_type(n);
       if (n.op_type() == "Constant" && n.output_size() == 1) record_constant(n);
     }
     // Declared types of values inference could not reach; an empty declared shape there
@@ -83,6 +86,26 @@ class Inferrer {
     for (const auto& in : n.input())
       if (!in.empty() && rank_of(in) < 0) return false;
     return true;
+  }
+
+  // A fragile op skipped for an input of unknown rank still has a known output dtype: its
+  // outputs are of input 0's (MaxPool's Indices: int64). Without it everything downstream of a
+  // Reshape to a computed shape (ShuffleNet's channel shuffle) would be left untyped.
+  void keep_element_type(const onnx::NodeProto& n) {
+    if (n.input_size() == 0 || n.input(0).empty()) return;
+    auto it = types_.find(n.input(0));
+    if (it == types_.end() || !it->second.has_tensor_type() ||
+        !it->second.tensor_type().has_elem_type())
+      return;
+    for (int i = 0; i < n.output_size(); ++i) {
+      if (n.output(i).empty() || types_.count(n.output(i))) continue;
+      onnx::TypeProto t;
+      t.mutable_tensor_type()->set_elem_type(i == 1 && n.op_type() == "MaxPool"
+                                                 ? onnx::TensorProto::INT64
+                                                 : it->second.tensor_type().elem_type());
+      merge_declared(n.output(i), t);
+      types_[n.output(i)] = std::move(t);
+    }
   }
 
   // What libonnx's inference functions for kiln's ops assume without checking.

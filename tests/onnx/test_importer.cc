@@ -472,6 +472,39 @@ TEST(Importer, ReshapeToComputedShapeKeepsRankUnknownAndDtypes) {
         }
 }
 
+// A Conv reading a value of unknown rank (libonnx's Conv inference is not run then) still
+// gets its input's dtype, and so does everything after it.
+TEST(Importer, ConvOnUnknownRankKeepsTheDtype) {
+  ModelBuilder b(17);
+  b.input("x", kFloat, {"N", 8, 2, 2});
+  b.initializer_ints("idx", {}, {0});
+  b.initializer_ints("axes", {1}, {0});
+  b.initializer_ints("rest", {3}, {8, 2, 2});
+  b.initializer("w", {4, 8, 1, 1}, std::vector<float>(32, 0.25f));
+  b.node("Shape", {"x"}, {"s"}, "shape");
+  b.node("Gather", {"s", "idx"}, {"n"}, "gather");
+  b.node("Unsqueeze", {"n", "axes"}, {"n1"}, "unsq");
+  add_attr(b.node("Concat", {"n1", "rest"}, {"s4"}, "concat"), "axis", int64_t{0});
+  b.node("Reshape", {"x", "s4"}, {"r"}, "reshape");
+  b.node("Conv", {"r", "w"}, {"c"}, "conv");
+  b.node("Relu", {"c"}, {"y"}, "relu");
+  b.output_any("y", kFloat, 4);
+  auto g = import_ok(b);
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(only_node(*g, OpKind::Conv)->input(0)->has_shape);
+  EXPECT_EQ(only_node(*g, OpKind::Conv)->output(0)->dtype, DataType::kFloat32);
+  EXPECT_EQ(only_node(*g, OpKind::Relu)->output(0)->dtype, DataType::kFloat32);
+  Tensor x = ramp({2, 8, 2, 2});
+  Tensor y = run_model(b, {{"x", x}}, "y");
+  ASSERT_EQ(y.shape(), (Shape{2, 4, 2, 2}));
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t k = 0; k < 4; ++k) {
+      float sum = 0;
+      for (int64_t c = 0; c < 8; ++c) sum += 0.25f * x.data<float>()[(n * 8 + c) * 4 + k];
+      EXPECT_NEAR(y.data<float>()[(n * 4) * 4 + k], std::max(0.f, sum), 1e-5f);
+    }
+}
+
 TEST(Importer, InferredUnknownDimsGetDistinctNames) {
   ModelBuilder b(13);
   b.input("x", kFloat, {4, 6});

@@ -156,6 +156,14 @@ def prepare(cache, name):
     import export_torchvision as ex  # noqa: PLC0415
     torch.set_num_threads(int(os.environ.get("KILN_ZOO_THREADS", "2")))
     d = model_dir(cache, name)
+    refs = [os.path.join(d, f"b{b}", "ref", "logits.npy") for b in BATCHES]
+    if all(os.path.exists(r) for r in refs):
+        # Made before the float64 outputs were kept: the same seeded model, rebuilt, gives them.
+        model = ex.build(name, seed=0, calib_batches=4)
+        xs = [np.load(os.path.join(d, f"b{b}", "input.npy")) for b in BATCHES]
+        for b, y in zip(BATCHES, float64_outputs(model, xs)):
+            np.save(os.path.join(d, f"b{b}", "torch_fp64.npy"), y)
+        return
     tmp = d + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)

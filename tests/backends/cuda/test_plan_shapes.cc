@@ -35,7 +35,7 @@ void constant_node(ModelBuilder& b, const std::string& out, const std::vector<in
 }
 
 // x [N,8,H,W] → 1×1 Conv + Relu → channel shuffle (groups 2) with every shape computed from
-// Shape(x) → depthwise 3×3 Conv → y [N,8,H,W].
+// Shape(x) → depthwise 3×3 Conv → BatchNormalization → Relu → y [N,8,H,W].
 ModelBuilder channel_shuffle_model() {
   ModelBuilder b(17);
   b.input("x", kFloat, {"N", 8, "H", "W"});
@@ -64,9 +64,19 @@ ModelBuilder channel_shuffle_model() {
            std::vector<int64_t>{0, 2, 1, 3, 4});
   add_attr(b.node("Concat", {"n1", "minus1", "h1", "w1"}, {"s4"}, "concat4"), "axis", int64_t{0});
   b.node("Reshape", {"t5", "s4"}, {"shuffled"}, "reshape4");
-  auto& dw = b.node("Conv", {"shuffled", "dw_w"}, {"y"}, "depthwise");
+  auto& dw = b.node("Conv", {"shuffled", "dw_w"}, {"d"}, "depthwise");
   add_attr(dw, "group", int64_t{8});
   add_attr(dw, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  // BatchNormalization + Relu after it, as ShuffleNetV2's branches have: the values after a
+  // Reshape to a computed shape must stay typed for BatchNorm folding and fusion.
+  b.initializer("bn_scale", {8}, random_floats(8, 8, 0.2f));
+  b.initializer("bn_bias", {8}, random_floats(8, 9, 0.2f));
+  b.initializer("bn_mean", {8}, random_floats(8, 10, 0.1f));
+  std::vector<float> var = random_floats(8, 11, 0.1f);
+  for (float& v : var) v = 0.5f + v * v;
+  b.initializer("bn_var", {8}, var);
+  b.node("BatchNormalization", {"d", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"bn"}, "bn");
+  b.node("Relu", {"bn"}, {"y"}, "relu2");
   b.output("y", kFloat, {"N", 8, "H", "W"});
   return b;
 }

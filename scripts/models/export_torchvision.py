@@ -57,6 +57,12 @@ def build(name, seed, calib_batches=2):
     gen = torch.Generator().manual_seed(seed + 1)
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     with torch.no_grad():
+        # ConvNeXt's layer scale starts at 1e-6, which leaves every residual branch below
+        # fp16's normal range; trained nets have scales of order 0.1 to 1.
+        for m in model.modules():
+            scale = getattr(m, "layer_scale", None)
+            if isinstance(scale, torch.nn.Parameter):
+                scale.copy_(0.2 + 0.6 * torch.rand(scale.shape, generator=gen))
         for bn in bns:
             n = bn.num_features
             bn.weight.copy_(0.5 + torch.rand(n, generator=gen))

@@ -32,6 +32,20 @@ TEST(Dropout, TrainingModeIsUnsupported) {
   EXPECT_NE(out.status().message().find("training-mode Dropout"), std::string::npos);
 }
 
+// Training mode with ratio 0 drops nothing and scales by 1: the identity (PyTorch exports
+// Swin's attention dropout, p = 0, so). Any other ratio stays unsupported.
+TEST(Dropout, TrainingModeWithRatioZeroIsTheIdentity) {
+  Tensor x = random_of(DataType::kFloat32, {2, 5}, 3);
+  Tensor on = make_tensor(DataType::kBool, {}, {1});
+  Tensor zero = Tensor::from_floats({}, {0.f});
+  expect_near(run_ok(OpKind::Dropout, {}, {&x, &zero, &on}), x, 0);
+  Tensor tenth = Tensor::from_floats({}, {0.1f});
+  auto out = run_op(OpKind::Dropout, {}, {&x, &tenth, &on});
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(out.status().message().find("ratio not 0"), std::string::npos);
+}
+
 TEST(Dropout, Errors) {
   Tensor i = random_of(DataType::kInt32, {3}, 1);
   expect_error(OpKind::Dropout, {}, {&i}, "got int32");

@@ -46,9 +46,10 @@ TEST(Epilogue, GemmWithResidualAndEveryActivation) {
       Status s = run_reference(*n, tensors, out);
       ASSERT_TRUE(s.is_ok()) << s.to_string();
       SCOPED_TRACE(n->epilogue.describe());
-      expect_near(out[0], gemm_epilogue_expected(a, b, c, residual ? &r : nullptr, cs.act,
-                                                 cs.alpha, cs.beta),
-                  1e-5, 1e-5);
+      expect_near(
+          out[0],
+          gemm_epilogue_expected(a, b, c, residual ? &r : nullptr, cs.act, cs.alpha, cs.beta), 1e-5,
+          1e-5);
     }
   }
 }
@@ -56,8 +57,8 @@ TEST(Epilogue, GemmWithResidualAndEveryActivation) {
 TEST(Epilogue, ResidualShapeMismatchIsAnError) {
   Tensor a = random_tensor({3, 5}), b = random_tensor({5, 4}), r = random_tensor({4, 3});
   Graph g;
-  Node* n = g.add_node(OpKind::Gemm, "gemm", {g.add_value("a"), g.add_value("b"), nullptr,
-                                              g.add_value("r")},
+  Node* n = g.add_node(OpKind::Gemm, "gemm",
+                       {g.add_value("a"), g.add_value("b"), nullptr, g.add_value("r")},
                        {g.add_value("y")});
   n->epilogue.residual_input = 3;
   std::vector<Tensor> out;

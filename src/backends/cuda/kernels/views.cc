@@ -83,8 +83,12 @@ Result<std::unique_ptr<CudaKernel>> make_view(const Node& node, Precision) {
   KILN_RETURN_IF_ERROR(check_constant_inputs(node, 1));
   if (node.op == OpKind::Dropout) {
     if (node.output(1)) return unsupported("Dropout with a mask output");
+    const Value* ratio = node.input(1);
     const Value* training = node.input(2);
-    if (training && training->constant.numel() > 0 && training->constant.at_double(0) != 0)
+    const bool zero_ratio =
+        ratio && ratio->constant.numel() == 1 && ratio->constant.at_double(0) == 0;
+    if (training && training->constant.numel() > 0 && training->constant.at_double(0) != 0 &&
+        !zero_ratio)
       return unsupported("training-mode Dropout");
   }
   for (size_t i = 1; i < node.outputs.size(); ++i)

@@ -57,6 +57,11 @@ def build(name, seed, calib_batches=2):
     gen = torch.Generator().manual_seed(seed + 1)
     bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     with torch.no_grad():
+        # Weights left at zero by initialization (ViT's classification head) would make every
+        # output the same: give them small random values, as training would.
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear) and not m.weight.any():
+                m.weight.copy_(torch.randn(m.weight.shape, generator=gen) / m.in_features ** 0.5)
         # ConvNeXt's layer scale starts at 1e-6, which leaves every residual branch below
         # fp16's normal range; trained nets have scales of order 0.1 to 1.
         for m in model.modules():

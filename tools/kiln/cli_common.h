@@ -7,6 +7,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kiln/engine.h"
+#include "kiln/fp16_range.h"
 
 namespace kiln::cli {
 
@@ -83,5 +85,7 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
 // Returns the number of such values (0 when the check could not run: it warns so).
 int print_fp16_range(const std::string& model, const GlobalOptions& g, int64_t batch,
                      const std::vector<std::string>& shapes, bool always);
+// The first ten findings, one "  node '…' (Op): …" line each, then how many more.
+void print_fp16_findings(std::FILE* out, const std::vector<Fp16RangeFinding>& findings);
 
 }  // namespace kiln::cli

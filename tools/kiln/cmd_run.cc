@@ -179,11 +179,7 @@ void warn_fp16_nonfinite(const RunOptions& o, const GlobalOptions& g,
                static_cast<long long>(bad), static_cast<long long>(bad32));
   auto report = check_fp16_range(**fp32, {feeds});
   if (!report.is_ok()) return;
-  const size_t shown = std::min<size_t>(report->findings.size(), 10);
-  for (size_t i = 0; i < shown; ++i)
-    std::fprintf(stderr, "  %s\n", describe(report->findings[i]).c_str());
-  if (report->findings.size() > shown)
-    std::fprintf(stderr, "  ... and %zu more\n", report->findings.size() - shown);
+  print_fp16_findings(stderr, report->findings);
 }
 
 int run(RunOptions& o, const GlobalOptions& g) {

@@ -8,6 +8,12 @@
 
 namespace kiln::cli {
 
+void print_fp16_findings(std::FILE* out, const std::vector<Fp16RangeFinding>& f) {
+  const size_t shown = std::min<size_t>(f.size(), 10);
+  for (size_t i = 0; i < shown; ++i) std::fprintf(out, "  %s\n", describe(f[i]).c_str());
+  if (f.size() > shown) std::fprintf(out, "  ... and %zu more\n", f.size() - shown);
+}
+
 Result<Fp16RangeReport> fp16_range_report(const std::string& model, const GlobalOptions& g,
                                           int64_t batch, const std::vector<std::string>& shapes) {
   EngineOptions o;
@@ -45,9 +51,7 @@ int print_fp16_range(const std::string& model, const GlobalOptions& g, int64_t b
                "random inputs); in fp16 they become inf or lose their values:\n",
                always ? "" : "kiln: warning: ", f.size(),
                static_cast<long long>(report->values_checked), report->samples);
-  const size_t shown = std::min<size_t>(f.size(), 10);
-  for (size_t i = 0; i < shown; ++i) std::fprintf(out, "  %s\n", describe(f[i]).c_str());
-  if (f.size() > shown) std::fprintf(out, "  ... and %zu more\n", f.size() - shown);
+  print_fp16_findings(out, f);
   return static_cast<int>(f.size());
 }
 

@@ -8,9 +8,9 @@
 // At prepare the conv's candidates are timed on the real shapes (dnnl_conv_plan.cc): the
 // direct conv on the stored layouts, the direct conv on oneDNN's preferred layout with
 // reorders, and for 3×3 stride-1 undilated ungrouped convs oneDNN's Winograd, which does
-// about half the multiplies but wants nChw16c and rounds differently. KILN_DNNL_CONV_ALGO
-// picks: "auto" (default; all timed, the fastest kept), "direct" (never Winograd) or
-// "winograd" (wherever oneDNN can create it; direct elsewhere).
+// about half the multiplies but wants nChw16c and rounds about twice as far from the exact
+// result. KILN_DNNL_CONV_ALGO picks: "direct" (default: never Winograd), "auto" (all timed,
+// the fastest kept) or "winograd" (wherever oneDNN can create it; direct elsewhere).
 
 #include "backends/cpu/dnnl_conv_plan.h"
 

@@ -34,6 +34,10 @@ Result<bool> fold_constants(Graph& g);
 Result<bool> fold_batch_norm(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // Conv/ConvTranspose/Gemm/MatMul + residual Add and/or activation → node.epilogue.
 Result<bool> fuse_epilogue(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
+// For CUDA engines, after optimize_graph: Mul + Add by per-channel constants (a standalone
+// BatchNormalization as fold_batch_norm leaves it), and a Relu after them, → one
+// BatchNormalization (mean 0, var 1, epsilon 0) with the Relu as its epilogue.
+Result<bool> fuse_channel_affine(Graph& g);
 // Nodes whose outputs reach no graph output removed, then unused values.
 Result<bool> eliminate_dead_nodes(Graph& g);
 

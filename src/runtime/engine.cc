@@ -48,6 +48,7 @@ Result<std::shared_ptr<Engine>> build_engine(
   if (options.backend != "auto" && options.backend != "reference")
     return invalid_argument("backend '" + options.backend + "': expected auto or reference");
   if (options.optimize) KILN_RETURN_IF_ERROR(optimize_graph(*graph));
+  if (options.optimize && cuda) KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph).status());
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));

@@ -126,6 +126,16 @@ Result<int> Builder::slot_for(const Value* v, Layout layout, DataType dtype) {
   if (d.dtype != dtype && !(is_float(d.dtype) && is_float(dtype)))
     return internal_error("value '" + v->name + "': cannot convert " + dtype_name(d.dtype) +
                           " to " + dtype_name(dtype));
+  // NHWC and plain order the same bytes alike when H·W or C is 1 (an SE block's pooled
+  // [N, C, 1, 1]): a second view of the same buffer, no step.
+  if (d.dtype == dtype && d.shape.size() == 4 &&
+      (d.shape[1] == 1 || d.shape[2] * d.shape[3] == 1)) {
+    PlanSlot alias = p_.slots[src];
+    alias.desc.layout = layout;
+    p_.slots.push_back(alias);
+    reps.push_back(static_cast<int>(p_.slots.size()) - 1);
+    return reps.back();
+  }
   d.layout = layout;
   d.dtype = dtype;
   int dst = new_slot(d, v->id(), true);

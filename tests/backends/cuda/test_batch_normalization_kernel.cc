@@ -47,6 +47,25 @@ TEST(CudaBatchNormKernel, DefaultEpsilon) {
   expect_all_match(*g->node, {&x, &p[0], &p[1], &p[2], &p[3]});
 }
 
+// fuse_channel_affine's form: mean 0, var 1, epsilon 0, a Relu epilogue.
+TEST(CudaBatchNormKernel, ReluEpilogue) {
+  uint32_t seed = 80;
+  for (const Shape& s : {Shape{2, 24, 6, 7}, Shape{3, 13, 5, 4}, Shape{2, 16}}) {
+    const int64_t c = s[1];
+    std::vector<Tensor> p = {random_tensor({c}, seed, 0.5f, 1.5f), random_tensor({c}, seed + 1),
+                             Tensor::from_floats({c}, std::vector<float>(c, 0.f)),
+                             Tensor::from_floats({c}, std::vector<float>(c, 1.f))};
+    seed += 2;
+    Attributes a;
+    a.set("epsilon", 0.f);
+    auto g = bn_node(s, p, a);
+    g->node->epilogue.act = Activation::kRelu;
+    Tensor x = random_tensor(s, seed++, -2.f, 2.f);
+    SCOPED_TRACE(shape_str(s));
+    expect_all_match(*g->node, {&x, &p[0], &p[1], &p[2], &p[3]});
+  }
+}
+
 TEST(CudaBatchNormKernel, UnsupportedCases) {
   std::vector<Tensor> p = bn_params(3, 70);
   {  // statistics that are not constants
@@ -57,6 +76,11 @@ TEST(CudaBatchNormKernel, UnsupportedCases) {
     Attributes a;
     a.set("training_mode", int64_t{1});
     auto g = bn_node({1, 3, 4, 4}, p, a);
+    expect_factory_unsupported(*g->node);
+  }
+  {  // an epilogue other than Relu
+    auto g = bn_node({1, 3, 4, 4}, p);
+    g->node->epilogue.act = Activation::kClip;
     expect_factory_unsupported(*g->node);
   }
   {  // running statistics requested

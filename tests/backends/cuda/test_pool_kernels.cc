@@ -105,9 +105,19 @@ TEST(CudaPoolKernel, MaxPoolPassesNaN) {
 }
 
 TEST(CudaPoolKernel, GlobalPoolsMatchReference) {
-  const std::vector<Shape> shapes = {{1, 3, 7, 5}, {2, 17, 9, 11},  {2, 8, 1, 1},
-                                     {3, 2, 4, 4}, {2, 24, 3, 5},   {1, 40, 56, 56},
-                                     {2, 5, 17},   {1, 3, 2, 3, 4}, {8, 2048, 7, 7}};
+  const std::vector<Shape> shapes = {{1, 3, 7, 5},
+                                     {2, 17, 9, 11},
+                                     {2, 8, 1, 1},
+                                     {3, 2, 4, 4},
+                                     {2, 24, 3, 5},
+                                     {1, 40, 56, 56},
+                                     {2, 5, 17},
+                                     {1, 3, 2, 3, 4},
+                                     {8, 2048, 7, 7},
+                                     // few channels on large maps: split along H·W
+                                     {4, 32, 112, 112},
+                                     {3, 24, 56, 56},
+                                     {2, 1, 64, 64}};
   uint32_t seed = 200;
   for (OpKind op : {OpKind::GlobalAveragePool, OpKind::GlobalMaxPool})
     for (const Shape& s : shapes) {

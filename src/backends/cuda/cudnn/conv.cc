@@ -223,6 +223,7 @@ Result<std::unique_ptr<CudaKernel>> make_cudnn_conv(const Node& node, Precision 
   if (!attrs.kernel_shape.empty() && attrs.kernel_shape.size() != 2)
     return unsupported("Conv kernel_shape of rank " + std::to_string(attrs.kernel_shape.size()));
   auto direct = std::make_unique<CudnnConvKernel>(node, attrs, bias, precision);
+  if (attrs.group > 1) return maybe_depthwise(node, attrs, bias, precision, std::move(direct));
   return maybe_space_to_depth(node, attrs, bias, precision, std::move(direct));
 }
 

@@ -169,4 +169,10 @@ std::unique_ptr<CudaKernel> maybe_space_to_depth(const Node& node, const ConvAtt
                                                  Precision precision,
                                                  std::unique_ptr<CudnnConvKernel> direct);
 
+// Wraps `cudnn` in kiln's NHWC depthwise kernel (depthwise_conv.cu) when the node is a
+// depthwise conv (group == C == M) of an NHWC precision; else returns `cudnn` as is.
+std::unique_ptr<CudaKernel> maybe_depthwise(const Node& node, const ConvAttrs& attrs, int bias,
+                                            Precision precision,
+                                            std::unique_ptr<CudnnConvKernel> cudnn);
+
 }  // namespace kiln

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/kernels/elementwise.cuh"
 #include "backends/cuda/kernels/structured.cuh"
 #include "ops/batch_normalization.h"
 
@@ -19,7 +20,8 @@ namespace {
 template <class T, int V>
 __global__ void batch_norm_kernel(const T* __restrict__ x, T* __restrict__ y,
                                   const float* __restrict__ a, const float* __restrict__ shift,
-                                  int64_t packs, int64_t c, int64_t inner, bool nhwc) {
+                                  int64_t packs, int64_t c, int64_t inner, bool nhwc,
+                                  Activation act) {
   for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < packs;
        p += int64_t{gridDim.x} * blockDim.x) {
     const int64_t i = p * V;
@@ -35,13 +37,16 @@ __global__ void batch_norm_kernel(const T* __restrict__ x, T* __restrict__ y,
 #pragma unroll
       for (int k = 0; k < V; ++k) v[k] = s * v[k] + b;
     }
+#pragma unroll
+    for (int k = 0; k < V; ++k) v[k] = cuda::activate_rt(act, v[k], 0.f, 0.f);
     cuda::store_pack<T, V>(y + i, v);
   }
 }
 
 class BatchNormKernel final : public CudaKernel {
  public:
-  BatchNormKernel(std::string name, float epsilon) : name_(std::move(name)), epsilon_(epsilon) {}
+  BatchNormKernel(std::string name, float epsilon, Activation act)
+      : name_(std::move(name)), epsilon_(epsilon), act_(act) {}
 
   Layout input_layout(int i, Layout offered) const override {
     return i == 0 ? offered : Layout::kPlain;
@@ -94,7 +99,8 @@ class BatchNormKernel final : public CudaKernel {
   }
 
   std::string tactic() const override {
-    return std::string("kiln batch_norm ") + layout_name(layout_);
+    return std::string("kiln batch_norm ") + layout_name(layout_) +
+           (act_ == Activation::kNone ? "" : std::string(" fused ") + activation_name(act_));
   }
 
   Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
@@ -113,19 +119,19 @@ class BatchNormKernel final : public CudaKernel {
       switch (v) {
         case 8:
           batch_norm_kernel<T, 8>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc);
+              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
           break;
         case 4:
           batch_norm_kernel<T, 4>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc);
+              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
           break;
         case 2:
           batch_norm_kernel<T, 2>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc);
+              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
           break;
         default:
           batch_norm_kernel<T, 1>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc);
+              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
           break;
       }
       KILN_CUDA_LAUNCHED("batch_norm_kernel");
@@ -136,6 +142,7 @@ class BatchNormKernel final : public CudaKernel {
  private:
   std::string name_;
   float epsilon_;
+  Activation act_;
   int64_t c_ = 0, numel_ = 0, inner_ = 0;
   const float* params_ = nullptr;
   Layout layout_ = Layout::kPlain;
@@ -151,8 +158,13 @@ Result<std::unique_ptr<CudaKernel>> make_batch_normalization(const Node& node, P
     if (!node.input(i) || !node.input(i)->is_constant())
       return unsupported("input " + std::to_string(i) +
                          " is not a constant (the CUDA kernel takes constant statistics)");
+  // An activation epilogue (fuse_channel_affine's Relu) is applied in the same pass; an
+  // alpha/beta-free one only, and no residual.
+  const Epilogue& e = node.epilogue;
+  if (e.residual_input >= 0 || (e.act != Activation::kNone && e.act != Activation::kRelu))
+    return unsupported("BatchNormalization with epilogue " + e.describe());
   return std::unique_ptr<CudaKernel>(
-      new BatchNormKernel(node.name, node.attrs.get_float("epsilon", 1e-5f)));
+      new BatchNormKernel(node.name, node.attrs.get_float("epsilon", 1e-5f), e.act));
 }
 
 }  // namespace

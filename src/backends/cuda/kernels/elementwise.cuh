@@ -124,6 +124,23 @@ __device__ __forceinline__ float activate(float x, float alpha, float beta) {
   }
 }
 
+// activate<A> for an activation chosen at run time: one uniform branch per element, for
+// memory-bound kernels where 9 instantiations per variant would cost more than they save.
+__device__ __forceinline__ float activate_rt(Activation a, float v, float alpha, float beta) {
+  switch (a) {
+    case Activation::kRelu: return activate<Activation::kRelu>(v, alpha, beta);
+    case Activation::kClip: return activate<Activation::kClip>(v, alpha, beta);
+    case Activation::kLeakyRelu: return activate<Activation::kLeakyRelu>(v, alpha, beta);
+    case Activation::kSigmoid: return activate<Activation::kSigmoid>(v, alpha, beta);
+    case Activation::kTanh: return activate<Activation::kTanh>(v, alpha, beta);
+    case Activation::kSilu: return activate<Activation::kSilu>(v, alpha, beta);
+    case Activation::kHardSigmoid: return activate<Activation::kHardSigmoid>(v, alpha, beta);
+    case Activation::kHardSwish: return activate<Activation::kHardSwish>(v, alpha, beta);
+    case Activation::kNone: break;
+  }
+  return v;
+}
+
 // Calls f(std::integral_constant<Activation, A>{}) for the runtime activation `a`.
 template <class F>
 decltype(auto) dispatch_activation(Activation a, F&& f) {

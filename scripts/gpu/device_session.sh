@@ -50,7 +50,8 @@ if [[ $what == *" zoo "* ]]; then
   mkdir -p "$zcache"
   KILN_ZOO_THREADS=2 timeout "${KILN_ZOO_TIMEOUT:-500}" python3 "$repo/tests/zoo/zoo.py" check \
     ${KILN_ZOO_MODELS:---tier all} --device cuda --precisions fp32,tf32,fp16 \
-    --runner "$(command -v kiln_zoo_run)" --runner-arg=--no-tactics --jobs "${KILN_ZOO_JOBS:-6}" \
+    --runner "$(command -v kiln_zoo_run)" --runner-arg=--no-tactics --jobs "${KILN_ZOO_JOBS:-8}" \
+    --run-jobs "${KILN_ZOO_RUN_JOBS:-3}" \
     --cache "$zcache" --results "$zcache/results.jsonl" --skip-done >> "$OUT/zoo.log" 2>&1
   echo "zoo exit $?"
   cp "$zcache/results.jsonl" "$OUT/zoo_cuda.jsonl" 2>/dev/null

@@ -40,6 +40,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -390,35 +391,47 @@ def check(args):
                            capture_output=True, text=True)
         return None if p.returncode == 0 else (p.stdout + p.stderr).strip()[-1500:]
 
-    with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    lock = threading.Lock()  # one writer of the results and the log at a time
+
+    def write(line, res):
+        with lock:
+            print(line, flush=True)
+            if out:
+                out.write(json.dumps(res) + "\n")
+                out.flush()
+
+    def run_and_check(name):
+        """kiln on every case of `name` once its inputs exist; the number of failed cases."""
+        infos, out_dir = run_model(args, name, precisions)
+        bad = 0
+        for precision in precisions:
+            for b in BATCHES:
+                res = check_case(args, name, b, precision, infos[(precision, b)], out_dir)
+                bad += not res["pass"]
+                err = f"rel L2 {res['rel_l2']:.3g}" if "rel_l2" in res else ""
+                cpu = (f", {res['cpu_steps']}/{res['steps']} steps on the CPU"
+                       if res.get("steps") else "")
+                write(f"{'ok  ' if res['pass'] else 'FAIL'} {name} {args.device} {precision} b{b}: "
+                      f"{err}{cpu}, {res.get('seconds', '-')} s"
+                      + ("" if res["pass"] else "\n     " + "\n     ".join(res["problems"])), res)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        return bad
+
+    # Models are prepared `jobs` at a time and run `run_jobs` at a time, in the list's order.
+    with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool, \
+            cf.ThreadPoolExecutor(max_workers=max(1, args.run_jobs)) as runs:
         futures = [(n, pool.submit(prep, n)) for n in names]
+        checks = []
         for name, fut in futures:
             err = fut.result()
             if err:
                 failed += 1
                 res = {"model": name, "family": MODELS[name]["family"], "kind": MODELS[name]["kind"],
                        "device": args.device, "pass": False, "problems": ["prepare failed: " + err]}
-                print(f"FAIL {name}: could not prepare it:\n{err}", flush=True)
-                if out:
-                    out.write(json.dumps(res) + "\n")
-                    out.flush()
+                write(f"FAIL {name}: could not prepare it:\n{err}", res)
                 continue
-            infos, out_dir = run_model(args, name, precisions)
-            for precision in precisions:
-                for b in BATCHES:
-                    res = check_case(args, name, b, precision, infos[(precision, b)], out_dir)
-                    failed += not res["pass"]
-                    err = f"rel L2 {res['rel_l2']:.3g}" if "rel_l2" in res else ""
-                    cpu = (f", {res['cpu_steps']}/{res['steps']} steps on the CPU"
-                           if res.get("steps") else "")
-                    print(f"{'ok  ' if res['pass'] else 'FAIL'} {name} {args.device} {precision} b{b}: "
-                          f"{err}{cpu}, {res.get('seconds', '-')} s"
-                          + ("" if res["pass"] else "\n     " + "\n     ".join(res["problems"])),
-                          flush=True)
-                    if out:
-                        out.write(json.dumps(res) + "\n")
-                        out.flush()
-            shutil.rmtree(out_dir, ignore_errors=True)
+            checks.append(runs.submit(run_and_check, name))
+        failed += sum(c.result() for c in checks)
     return 1 if failed else 0
 
 
@@ -484,6 +497,7 @@ def main():
     p.add_argument("--cache", default=os.path.join(ROOT, "models/cache/zoo"))
     p.add_argument("--results", default=None)
     p.add_argument("--jobs", type=int, default=1, help="models prepared at once")
+    p.add_argument("--run-jobs", type=int, default=1, help="models run through kiln at once")
     p.add_argument("--runner-arg", action="append", default=[],
                    help="extra kiln_zoo_run option, e.g. --runner-arg=--no-tactics")
     p.add_argument("--timeout", type=int, default=1800, help="seconds per model")

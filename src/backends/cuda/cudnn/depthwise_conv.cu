@@ -3,11 +3,12 @@
 // graph engine 0 took 0.86 ms for MobileNetV3-Large's 64-channel 3×3 conv at 112² and batch 64
 // on an H200, where reading and writing the tensors once takes about 0.05 ms.
 //
-// One thread computes V consecutive channels (one 16-byte load of x) of 2 or 4 neighbouring
-// output pixels of a row, walking the R×S taps: each tap's weights are loaded once for the
-// tile, and for stride-1 3×3, 5×5 and 7×7 filters each input column of the row once (a
-// register window). Threads of a warp cover neighbouring tiles, so the remaining re-reads of x
-// hit L1. Weights are packed [R·S][C] in float, bias in float; the sum is kept in float.
+// One thread computes V consecutive channels (one 16-byte load of x) of one output pixel,
+// walking the R×S taps; a warp covers neighbouring pixels of one row, so the taps' re-reads of x
+// hit L1. Weights are packed [R·S][C] in the activation dtype (a 16-byte load per tap, like
+// x), bias in float; the sum is kept in float. (Tiles of 2–4 pixels per thread, with the
+// weights and a stride-1 row's input columns loaded once per tile, measured 1.3–1.5× slower on
+// the H200: the registers they hold cut the occupancy this memory-bound kernel lives on.)
 //
 // With tactic timing the cuDNN conv (prepared beside it) is timed too and the faster one runs;
 // without timing this kernel runs. Strict fp32 (NCHW) plans keep cuDNN, and so does a cuDNN
@@ -34,93 +35,47 @@ struct DwGeo {
   float alpha, beta;
 };
 
-// Output columns per thread: the weights of a tap are loaded once for all of them and, for
-// stride-1 rows, each input column once for the whole tile.
-template <int S>
-constexpr int tile_width() {
-  return S == 7 ? 2 : 4;
-}
-
-// One thread: V channels × kT consecutive output columns of one output row. S > 0: the
-// filter width, with column stride and dilation 1 (the input window of a row is loaded once
-// into registers); S == 0: any width, stride and dilation.
-template <class T, int V, int S>
-__global__ void depthwise_conv_kernel(const T* __restrict__ x, const float* __restrict__ wt,
+// One thread: V channels of one output pixel. Weights in the activation dtype (16 bytes a
+// pack in fp16, as x), bias in float, the sum in float. I: the index type (32-bit where every
+// element offset fits).
+template <class T, int V, class I>
+__global__ void depthwise_conv_kernel(const T* __restrict__ x, const T* __restrict__ wt,
                                       const float* __restrict__ bias, const T* __restrict__ res,
-                                      T* __restrict__ y, DwGeo g, int64_t total) {
-  constexpr int kT = tile_width<S>();
-  const int cpacks = g.c / V;
-  const int tiles = (g.ow + kT - 1) / kT;
-  for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < total;
-       p += int64_t{gridDim.x} * blockDim.x) {
-    const int cp = static_cast<int>(p % cpacks);
-    int64_t t = p / cpacks;
-    const int ox0 = static_cast<int>(t % tiles) * kT;
-    t /= tiles;
-    const int oy = static_cast<int>(t % g.oh);
-    const int64_t b = t / g.oh;
-    const int c0 = cp * V;
-    float acc[kT][V], xv[V], wv[V];
-    cuda::load_pack<float, V>(bias + c0, acc[0]);
-#pragma unroll
-    for (int j = 1; j < kT; ++j)
-#pragma unroll
-      for (int k = 0; k < V; ++k) acc[j][k] = acc[0][k];
-    const T* xb = x + b * g.h * g.w * g.c + c0;
+                                      T* __restrict__ y, DwGeo g, I total) {
+  const I cpacks = static_cast<I>(g.c / V);
+  for (I p = blockIdx.x * I{blockDim.x} + threadIdx.x; p < total;
+       p += I{gridDim.x} * I{blockDim.x}) {
+    const I cp = p % cpacks;
+    I t = p / cpacks;
+    const int ox = static_cast<int>(t % static_cast<I>(g.ow));
+    t /= static_cast<I>(g.ow);
+    const int oy = static_cast<int>(t % static_cast<I>(g.oh));
+    const I b = t / static_cast<I>(g.oh);
+    const int c0 = static_cast<int>(cp) * V;
+    float acc[V], xv[V], wv[V];
+    cuda::load_pack<float, V>(bias + c0, acc);
+    const T* xb = x + b * static_cast<I>(g.h) * g.w * g.c + c0;
     for (int r = 0; r < g.r; ++r) {
       const int iy = oy * g.sh - g.ph + r * g.dh;
       if (iy < 0 || iy >= g.h) continue;
-      const T* xrow = xb + static_cast<int64_t>(iy) * g.w * g.c;
-      const float* wrow = wt + r * g.s * g.c + c0;
-      if constexpr (S > 0) {
-        float win[kT + S - 1][V];
+      for (int s = 0; s < g.s; ++s) {
+        const int ix = ox * g.sw - g.pw + s * g.dw;
+        if (ix < 0 || ix >= g.w) continue;
+        cuda::load_pack<T, V>(xb + (static_cast<I>(iy) * g.w + ix) * g.c, xv);
+        cuda::load_pack<T, V>(wt + (r * g.s + s) * g.c + c0, wv);
 #pragma unroll
-        for (int j = 0; j < kT + S - 1; ++j) {
-          const int ix = ox0 - g.pw + j;
-          if (ix >= 0 && ix < g.w) {
-            cuda::load_pack<T, V>(xrow + static_cast<int64_t>(ix) * g.c, win[j]);
-          } else {
-#pragma unroll
-            for (int k = 0; k < V; ++k) win[j][k] = 0.f;
-          }
-        }
-#pragma unroll
-        for (int s = 0; s < S; ++s) {
-          cuda::load_pack<float, V>(wrow + s * g.c, wv);
-#pragma unroll
-          for (int j = 0; j < kT; ++j)
-#pragma unroll
-            for (int k = 0; k < V; ++k) acc[j][k] = fmaf(win[j + s][k], wv[k], acc[j][k]);
-        }
-      } else {
-        for (int s = 0; s < g.s; ++s) {
-          cuda::load_pack<float, V>(wrow + s * g.c, wv);
-#pragma unroll
-          for (int j = 0; j < kT; ++j) {
-            const int ix = (ox0 + j) * g.sw - g.pw + s * g.dw;
-            if (ix < 0 || ix >= g.w) continue;
-            cuda::load_pack<T, V>(xrow + static_cast<int64_t>(ix) * g.c, xv);
-#pragma unroll
-            for (int k = 0; k < V; ++k) acc[j][k] = fmaf(xv[k], wv[k], acc[j][k]);
-          }
-        }
+        for (int k = 0; k < V; ++k) acc[k] = fmaf(xv[k], wv[k], acc[k]);
       }
     }
-    // NHWC output: pixel (b, oy, ox0 + j), channels c0..c0+V.
-    const int64_t o0 = ((b * g.oh + oy) * g.ow + ox0) * g.c + c0;
+    const I o = p * V;  // NHWC output: (pixel, channel) in the thread order
+    if (res) {
+      cuda::load_pack<T, V>(res + o, xv);
 #pragma unroll
-    for (int j = 0; j < kT; ++j) {
-      if (ox0 + j >= g.ow) break;
-      const int64_t o = o0 + int64_t{j} * g.c;
-      if (res) {
-        cuda::load_pack<T, V>(res + o, xv);
-#pragma unroll
-        for (int k = 0; k < V; ++k) acc[j][k] += xv[k];
-      }
-#pragma unroll
-      for (int k = 0; k < V; ++k) acc[j][k] = cuda::activate_rt(g.act, acc[j][k], g.alpha, g.beta);
-      cuda::store_pack<T, V>(y + o, acc[j]);
+      for (int k = 0; k < V; ++k) acc[k] += xv[k];
     }
+#pragma unroll
+    for (int k = 0; k < V; ++k) acc[k] = cuda::activate_rt(g.act, acc[k], g.alpha, g.beta);
+    cuda::store_pack<T, V>(y + o, acc);
   }
 }
 
@@ -222,23 +177,22 @@ class DepthwiseConvKernel final : public CudaKernel {
                  epilogue_.act,
                  epilogue_.alpha,
                  epilogue_.beta};
-    // [R·S][C] weights, then C biases.
+    // [R·S][C] weights in the activation dtype; C biases in float.
     const int taps = geo_.r * geo_.s;
     const std::vector<float> w = in[1].value->to_floats();  // [C, 1, R, S]
-    std::vector<float> packed(static_cast<size_t>((taps + 1) * c), 0.f);
+    std::vector<float> packed(static_cast<size_t>(taps * c));
     for (int ch = 0; ch < c; ++ch)
       for (int t = 0; t < taps; ++t) packed[t * c + ch] = w[ch * taps + t];
-    if (bias_ >= 0) {
-      const std::vector<float> b = in[bias_].value->to_floats();
-      std::copy(b.begin(), b.end(), packed.begin() + taps * c);
-    }
-    const size_t bytes = packed.size() * sizeof(float);
+    std::vector<float> bias(static_cast<size_t>(c), 0.f);
+    if (bias_ >= 0) bias = in[bias_].value->to_floats();
+    const std::vector<uint8_t> wbytes = encode_floats(packed, x.dtype);
+    const std::string tag = std::string(dtype_name(x.dtype)) + "/" +
+                            std::to_string(cuda::content_hash(wbytes.data(), wbytes.size()));
     KILN_ASSIGN_OR_RETURN(
-        void* dev, ctx.weights->upload(name_ + "/depthwise/" +
-                                           std::to_string(cuda::content_hash(packed.data(), bytes)),
-                                       packed.data(), bytes));
-    weights_ = static_cast<const float*>(dev);
-    bias_dev_ = weights_ + taps * c;
+        weights_, ctx.weights->upload(name_ + "/depthwise/w/" + tag, wbytes.data(), wbytes.size()));
+    KILN_ASSIGN_OR_RETURN(void* b, ctx.weights->upload(name_ + "/depthwise/b/" + tag, bias.data(),
+                                                       bias.size() * sizeof(float)));
+    bias_dev_ = static_cast<const float*>(b);
     dtype_ = x.dtype;
     x_desc_ = x;
     out[0] = y_desc_;
@@ -272,8 +226,7 @@ class DepthwiseConvKernel final : public CudaKernel {
 
   std::string own_text(float ms) const {
     std::ostringstream s;
-    s << "kiln depthwise " << geo_.r << "x" << geo_.s << " v" << vec()
-      << (window_width() ? " window" : "");
+    s << "kiln depthwise " << geo_.r << "x" << geo_.s << " v" << vec();
     if (!epilogue_.empty()) s << " fused " << epilogue_.describe();
     if (ms >= 0)
       s << " (" << ms << " ms)";
@@ -288,44 +241,34 @@ class DepthwiseConvKernel final : public CudaKernel {
     return geo_.c % v == 0 ? v : 1;
   }
 
-  // The window variant's filter width (3, 5 or 7 with column stride and dilation 1), else 0.
-  int window_width() const {
-    if (geo_.sw != 1 || geo_.dw != 1) return 0;
-    return geo_.s == 3 || geo_.s == 5 || geo_.s == 7 ? geo_.s : 0;
-  }
-
   // V channels per thread: 16 bytes where C and every pointer allow it, else 1.
   Status launch(const void* x, const void* res, void* y, cudaStream_t stream) const {
     if (y_desc_.numel() == 0) return Status::ok();
     const bool wide =
         vec() > 1 && cuda::pack_width(dtype_size(dtype_), geo_.c, {x, res, y}) >= vec();
-    const int v = wide ? vec() : 1;
-    const int ww = window_width();
-    const int tile = ww == 7 ? tile_width<7>() : tile_width<3>();
-    const int64_t total = int64_t{geo_.n} * geo_.oh * ((geo_.ow + tile - 1) / tile) * (geo_.c / v);
+    const int64_t total = y_desc_.numel() / (wide ? vec() : 1);
+    // 32-bit indexing where every element offset fits.
+    const bool small = std::max(x_desc_.numel(), y_desc_.numel()) < (int64_t{1} << 31);
     constexpr int kThreads = 256;
     const unsigned blocks = cuda::grid_blocks(total, kThreads);
     return cuda::dispatch_act(dtype_, [&](auto tag) -> Status {
       using T = decltype(tag);
       constexpr int kV = sizeof(T) == 2 ? 8 : 4;
-      auto go = [&](auto vc, auto sc) {
-        constexpr int V = decltype(vc)::value, S = decltype(sc)::value;
-        depthwise_conv_kernel<T, V, S><<<blocks, kThreads, 0, stream>>>(
-            static_cast<const T*>(x), weights_, bias_dev_, static_cast<const T*>(res),
-            static_cast<T*>(y), geo_, total);
+      auto go = [&](auto vc, auto index) {
+        constexpr int V = decltype(vc)::value;
+        using I = decltype(index);
+        depthwise_conv_kernel<T, V, I><<<blocks, kThreads, 0, stream>>>(
+            static_cast<const T*>(x), static_cast<const T*>(weights_), bias_dev_,
+            static_cast<const T*>(res), static_cast<T*>(y), geo_, static_cast<I>(total));
       };
-      auto with_v = [&](auto vc) {
-        switch (ww) {
-          case 3: go(vc, std::integral_constant<int, 3>{}); break;
-          case 5: go(vc, std::integral_constant<int, 5>{}); break;
-          case 7: go(vc, std::integral_constant<int, 7>{}); break;
-          default: go(vc, std::integral_constant<int, 0>{}); break;
-        }
-      };
-      if (wide)
-        with_v(std::integral_constant<int, kV>{});
+      if (wide && small)
+        go(std::integral_constant<int, kV>{}, uint32_t{});
+      else if (wide)
+        go(std::integral_constant<int, kV>{}, int64_t{});
+      else if (small)
+        go(std::integral_constant<int, 1>{}, uint32_t{});
       else
-        with_v(std::integral_constant<int, 1>{});
+        go(std::integral_constant<int, 1>{}, int64_t{});
       KILN_CUDA_LAUNCHED("depthwise_conv_kernel");
       return Status::ok();
     });
@@ -340,7 +283,7 @@ class DepthwiseConvKernel final : public CudaKernel {
   DwGeo geo_{};
   DevDesc x_desc_, y_desc_;
   DataType dtype_ = DataType::kUndefined;
-  const float* weights_ = nullptr;
+  const void* weights_ = nullptr;  // [R·S][C] in dtype_
   const float* bias_dev_ = nullptr;
   std::string tactic_;
 };

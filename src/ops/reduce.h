@@ -1,12 +1,12 @@
 // Shared code of the Reduce* ops: axes resolution, output shape, and one reference kernel
-// parameterized by the reduction (sum, mean, max), so each op file only states where its
+// parameterized by the reduction (sum, mean, max, L2), so each op file only states where its
 // axes come from and which dtypes it takes.
 //
 // Semantics (ONNX opset 13): axes may be negative and must not repeat; empty axes reduce
 // every axis unless noop_with_empty_axes is set (ReduceSum's input form), which makes the
 // op an identity. keepdims (default 1) keeps reduced axes as size 1. Reducing an empty
-// axis gives the reduction's identity: 0 for sum, NaN (floats) or 0 (integers) for mean,
-// -inf or the type's lowest value for max.
+// axis gives the reduction's identity: 0 for sum and L2, NaN (floats) or 0 (integers) for
+// mean, -inf or the type's lowest value for max. L2 is sqrt(Σx²) (integers: truncated).
 #pragma once
 
 #include <cmath>
@@ -19,7 +19,7 @@
 
 namespace kiln {
 
-enum class ReduceKind { kSum, kMean, kMax };
+enum class ReduceKind { kSum, kMean, kMax, kL2 };
 
 struct ReduceSpec {
   std::vector<bool> reduced;  // one per input axis
@@ -56,7 +56,7 @@ inline Result<bool> reduce_flag(const Node& node, const char* name, int64_t def)
   return v == 1;
 }
 
-// ReduceMean / ReduceMax: axes is an attribute.
+// ReduceMean / ReduceMax / ReduceL2: axes is an attribute (through opset 17).
 inline Result<ReduceSpec> reduce_spec_from_attr(const Node& node, const Shape& in) {
   KILN_ASSIGN_OR_RETURN(bool keepdims, reduce_flag(node, "keepdims", 1));
   return reduce_spec(in, node.attrs.get_ints("axes"), keepdims, false);
@@ -155,11 +155,14 @@ inline Status run_reduce(ReduceKind kind, const Tensor& x, const ReduceSpec& spe
         std::vector<SumAcc> acc(n_out, SumAcc(0));
         for_each_broadcast(x.shape(), {out_strides},
                            [&](int64_t i, const std::vector<int64_t>& off) {
-                             acc[off[0]] += static_cast<SumAcc>(xd[i]);
+                             const SumAcc v = static_cast<SumAcc>(xd[i]);
+                             acc[off[0]] += kind == ReduceKind::kL2 ? v * v : v;
                            });
         for (int64_t o = 0; o < n_out; ++o) {
           SumAcc v = acc[o];
-          if (kind == ReduceKind::kMean) {
+          if (kind == ReduceKind::kL2) {
+            v = static_cast<SumAcc>(std::sqrt(static_cast<double>(v)));
+          } else if (kind == ReduceKind::kMean) {
             if constexpr (kFloat)
               v /= static_cast<double>(count);
             else

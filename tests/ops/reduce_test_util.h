@@ -13,7 +13,7 @@
 
 namespace kiln::test {
 
-enum class NaiveReduce { kSum, kMean, kMax };
+enum class NaiveReduce { kSum, kMean, kMax, kL2 };
 
 struct ReduceCase {
   Shape in;
@@ -82,8 +82,10 @@ inline Tensor naive_reduce(const Tensor& x, const std::vector<int64_t>& axes, co
     if (kind == NaiveReduce::kMax)
       acc[o] = std::max(acc[o], v);
     else
-      acc[o] += v;
+      acc[o] += kind == NaiveReduce::kL2 ? v * v : v;
   }
+  if (kind == NaiveReduce::kL2)
+    for (double& a : acc) a = is_int ? std::trunc(std::sqrt(a)) : std::sqrt(a);
   if (kind == NaiveReduce::kMean)
     for (double& a : acc) a = is_int ? (count ? std::trunc(a / count) : 0) : a / count;
   return make_tensor(x.dtype(), out, acc);

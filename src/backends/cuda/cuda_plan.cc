@@ -1,6 +1,8 @@
 // CudaPlan::build: lower the graph for one set of input shapes (see cuda_plan.h).
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <string_view>
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cuda_plan_impl.h"
@@ -102,6 +104,13 @@ Result<int> Builder::constant_slot(const Value* v, const Tensor& t) {
   DataType dt = device_dtype(t.dtype(), p_.options.precision);
   std::vector<uint8_t> bytes = host_bytes_as(t, dt);
   std::string key = "const:" + v->name + ":" + dtype_name(dt);
+  // A value computed at build time (ViT's class token expanded to the batch) differs between
+  // the plans of one engine: its key names the shape and the bytes, so that the plan for
+  // another batch uploads its own instead of colliding with the first one's.
+  if (&t != &v->constant)
+    key += ":" + shape_str(t.shape()) + ":" +
+           std::to_string(std::hash<std::string_view>{}(
+               std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
   KILN_ASSIGN_OR_RETURN(void* d, weights_.upload(key, bytes.data(), bytes.size()));
   int s = new_slot(DevDesc{dt, t.shape(), Layout::kPlain, nullptr}, v->id(), false);
   p_.slots[s].fixed = d;

@@ -176,5 +176,44 @@ TEST(CudaPlanShapes, ConvertedModelRunsInFp16) {
   expect_gpu_matches(converted_model(), {3, 3, 9, 7});
 }
 
+// ViT's class token as exported: a constant [1, 4] expanded to the batch read from Shape(x),
+// so its value is computed when the plan is built. One engine serves batch 1 and then batch
+// 3: each plan uploads its own expanded value (the second used to collide with the first's,
+// "uploaded twice with different sizes").
+TEST(CudaPlanShapes, BuildTimeValuesOfTwoBatchesInOneEngine) {
+  ModelBuilder b(17);
+  b.input("x", kFloat, {"N", 4});
+  b.initializer("cls", {1, 4}, random_floats(4, 21));
+  b.node("Shape", {"x"}, {"s"}, "shape");
+  b.initializer_ints("starts", {1}, {0});
+  b.initializer_ints("ends", {1}, {1});
+  b.node("Slice", {"s", "starts", "ends"}, {"n"}, "slice");
+  b.initializer_ints("four", {1}, {4});
+  add_attr(b.node("Concat", {"n", "four"}, {"s2"}, "concat"), "axis", int64_t{0});
+  b.node("Expand", {"cls", "s2"}, {"tok"}, "expand");
+  b.node("Add", {"x", "tok"}, {"y"}, "add");
+  b.output("y", kFloat, {"N", 4});
+  EngineOptions ref;
+  ref.backend = "reference";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.time_tactics = false;
+  o.poison_memory = true;
+  auto want_engine = Engine::from_bytes(b.bytes(), ref);
+  auto engine = Engine::from_bytes(b.bytes(), o);
+  ASSERT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();
+  auto want_ctx = (*want_engine)->create_context();
+  auto ctx = (*engine)->create_context();
+  for (int64_t n : {1, 3, 1}) {
+    SCOPED_TRACE("batch " + std::to_string(n));
+    Tensor x = Tensor::from_floats({n, 4}, random_floats(4 * n, 30 + n));
+    auto want = want_ctx->run({{"x", x}});
+    auto got = ctx->run({{"x", x}});
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_LE(relative_l2(got->at("y"), want->at("y")), 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

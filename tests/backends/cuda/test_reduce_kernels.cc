@@ -1,4 +1,4 @@
-// ReduceMean, ReduceMax and ReduceSum CUDA kernels against the reference: leading, inner,
+// ReduceMean, ReduceMax, ReduceL2 and ReduceSum CUDA kernels against the reference: leading, inner,
 // trailing and alternating axes, all axes, keepdims 0/1, negative axes, size-1 axes, long
 // contiguous reductions (warp path), ReduceSum's axes input and noop_with_empty_axes;
 // fp32 and fp16.
@@ -37,7 +37,7 @@ const std::vector<ReduceCase> kCases = {
 
 TEST(CudaReduceKernel, MeanAndMaxMatchReference) {
   uint32_t seed = 1;
-  for (OpKind op : {OpKind::ReduceMean, OpKind::ReduceMax})
+  for (OpKind op : {OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceL2})
     for (const ReduceCase& c : kCases) {
       Attributes a;
       if (!c.axes.empty()) a.set("axes", c.axes);

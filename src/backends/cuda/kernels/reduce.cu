@@ -1,4 +1,4 @@
-// ReduceMean, ReduceMax and ReduceSum on plain float activations, axes as ops/reduce.h
+// ReduceMean, ReduceMax, ReduceSum and ReduceL2 on plain float activations, axes as ops/reduce.h
 // resolves them (attribute for Mean/Max, constant input 1 for Sum, keepdims,
 // noop_with_empty_axes). Accumulates in float; the max lets a NaN through; an empty
 // reduction gives 0 (sum), NaN (mean) or -inf (max), as the reference.
@@ -42,8 +42,15 @@ __device__ __forceinline__ float reduce_combine(float a, float b) {
   return kKind == ReduceKind::kMax ? cuda::nan_max(a, b) : a + b;
 }
 
+// What one element adds: itself, or its square for L2.
+template <ReduceKind kKind>
+__device__ __forceinline__ float reduce_elem(float v) {
+  return kKind == ReduceKind::kL2 ? v * v : v;
+}
+
 template <ReduceKind kKind>
 __device__ __forceinline__ float reduce_finish(float acc, int64_t count) {
+  if (kKind == ReduceKind::kL2) return sqrtf(acc);
   return kKind == ReduceKind::kMean ? acc / static_cast<float>(count) : acc;
 }
 
@@ -55,7 +62,8 @@ __global__ void reduce_thread_kernel(const T* __restrict__ x, T* __restrict__ y,
     float acc = kKind == ReduceKind::kMax ? -INFINITY : 0.f;
     for (int64_t r = 0; r < g.count; ++r)
       acc = reduce_combine<kKind>(
-          acc, cuda::to_float(base[decode(r, g.red_rank, g.red_dims, g.red_strides)]));
+          acc, reduce_elem<kKind>(
+                   cuda::to_float(base[decode(r, g.red_rank, g.red_dims, g.red_strides)])));
     y[o] = cuda::from_float<T>(reduce_finish<kKind>(acc, g.count));
   }
 }
@@ -70,7 +78,8 @@ __global__ void reduce_warp_kernel(const T* __restrict__ x, T* __restrict__ y, R
     float acc = kKind == ReduceKind::kMax ? -INFINITY : 0.f;
     for (int64_t r = lane; r < g.count; r += 32)
       acc = reduce_combine<kKind>(
-          acc, cuda::to_float(base[decode(r, g.red_rank, g.red_dims, g.red_strides)]));
+          acc, reduce_elem<kKind>(
+                   cuda::to_float(base[decode(r, g.red_rank, g.red_dims, g.red_strides)])));
 #pragma unroll
     for (int off = 16; off > 0; off /= 2)
       acc = reduce_combine<kKind>(acc, __shfl_xor_sync(0xffffffffu, acc, off));
@@ -149,6 +158,7 @@ class ReduceKernel final : public CudaKernel {
         case ReduceKind::kSum: return launch<T, ReduceKind::kSum>(in, out, run);
         case ReduceKind::kMean: return launch<T, ReduceKind::kMean>(in, out, run);
         case ReduceKind::kMax: return launch<T, ReduceKind::kMax>(in, out, run);
+        case ReduceKind::kL2: return launch<T, ReduceKind::kL2>(in, out, run);
       }
       return internal_error("unknown reduction");
     });
@@ -201,11 +211,15 @@ Result<std::unique_ptr<CudaKernel>> make_reduce_max(const Node& n, Precision) {
 Result<std::unique_ptr<CudaKernel>> make_reduce_sum(const Node& n, Precision) {
   return make_reduce(n, ReduceKind::kSum);
 }
+Result<std::unique_ptr<CudaKernel>> make_reduce_l2(const Node& n, Precision) {
+  return make_reduce(n, ReduceKind::kL2);
+}
 
 }  // namespace
 
 KILN_REGISTER_CUDA_KERNEL(ReduceMean, make_reduce_mean);
 KILN_REGISTER_CUDA_KERNEL(ReduceMax, make_reduce_max);
 KILN_REGISTER_CUDA_KERNEL(ReduceSum, make_reduce_sum);
+KILN_REGISTER_CUDA_KERNEL(ReduceL2, make_reduce_l2);
 
 }  // namespace kiln

@@ -213,6 +213,17 @@ Status run_einsum(const Node& node, const std::vector<const Tensor*>& in,
       const int64_t n_out = out[0]->numel();
       std::vector<int64_t> oi(p.out.size(), 0), si(p.summed.size(), 0);
       std::vector<int64_t> base(n, 0), off(n);
+      // The next index over `labels` (the last fastest), moving every input's offset with it.
+      auto advance = [&](std::vector<int64_t>& idx, const std::vector<int>& labels,
+                         std::vector<int64_t>& offsets) {
+        for (int64_t j = static_cast<int64_t>(idx.size()) - 1; j >= 0; --j) {
+          const int l = labels[j];
+          for (size_t k = 0; k < n; ++k) offsets[k] += step[k][l];
+          if (++idx[j] < p.size[l]) return;
+          for (size_t k = 0; k < n; ++k) offsets[k] -= step[k][l] * p.size[l];
+          idx[j] = 0;
+        }
+      };
       for (int64_t o = 0; o < n_out; ++o) {
         Acc acc = 0;
         off = base;
@@ -222,23 +233,10 @@ Status run_einsum(const Node& node, const std::vector<const Tensor*>& in,
           for (size_t k = 0; k < n; ++k)
             prod *= static_cast<Acc>(static_cast<ComputeT<T>>(x[k][off[k]]));
           acc += prod;
-          // Next combination of the summed labels (the last fastest).
-          for (int64_t j = static_cast<int64_t>(si.size()) - 1; j >= 0; --j) {
-            const int l = p.summed[j];
-            for (size_t k = 0; k < n; ++k) off[k] += step[k][l];
-            if (++si[j] < p.size[l]) break;
-            for (size_t k = 0; k < n; ++k) off[k] -= step[k][l] * p.size[l];
-            si[j] = 0;
-          }
+          advance(si, p.summed, off);
         }
         y[o] = T(static_cast<ComputeT<T>>(acc));
-        for (int64_t j = static_cast<int64_t>(oi.size()) - 1; j >= 0; --j) {
-          const int l = p.out[j];
-          for (size_t k = 0; k < n; ++k) base[k] += step[k][l];
-          if (++oi[j] < p.size[l]) break;
-          for (size_t k = 0; k < n; ++k) base[k] -= step[k][l] * p.size[l];
-          oi[j] = 0;
-        }
+        advance(oi, p.out, base);
       }
       return Status::ok();
     }

@@ -179,4 +179,24 @@ inline Status run_reduce(ReduceKind kind, const Tensor& x, const ReduceSpec& spe
   });
 }
 
+// The shape rule and the kernel of a reduction whose axes are an attribute (ReduceMean,
+// ReduceMax, ReduceL2): one input, of a dtype `kind` takes.
+inline Status infer_reduce_attr_axes(ReduceKind kind, const Node& node,
+                                     const std::vector<TensorDesc>& in,
+                                     std::vector<TensorDesc>& out) {
+  KILN_RETURN_IF_ERROR(check_input_count(in, 1, 1));
+  KILN_RETURN_IF_ERROR(check_reduce_dtype(kind, in[0].dtype));
+  KILN_ASSIGN_OR_RETURN(ReduceSpec spec, reduce_spec_from_attr(node, in[0].shape));
+  out[0] = {in[0].dtype, spec.out_shape};
+  return Status::ok();
+}
+
+// run_reduce for a reduction whose axes are an attribute (see infer_reduce_attr_axes).
+inline Status run_reduce_attr_axes(ReduceKind kind, const Node& node,
+                                   const std::vector<const Tensor*>& in,
+                                   const std::vector<Tensor*>& out) {
+  KILN_ASSIGN_OR_RETURN(ReduceSpec spec, reduce_spec_from_attr(node, in[0]->shape()));
+  return run_reduce(kind, *in[0], spec, *out[0]);
+}
+
 }  // namespace kiln

@@ -9,17 +9,12 @@ namespace {
 
 Status infer_reduce_mean(const Node& node, const std::vector<TensorDesc>& in,
                          std::vector<TensorDesc>& out) {
-  KILN_RETURN_IF_ERROR(check_input_count(in, 1, 1));
-  KILN_RETURN_IF_ERROR(check_reduce_dtype(ReduceKind::kMean, in[0].dtype));
-  KILN_ASSIGN_OR_RETURN(ReduceSpec spec, reduce_spec_from_attr(node, in[0].shape));
-  out[0] = {in[0].dtype, spec.out_shape};
-  return Status::ok();
+  return infer_reduce_attr_axes(ReduceKind::kMean, node, in, out);
 }
 
 Status run_reduce_mean(const Node& node, const std::vector<const Tensor*>& in,
                        const std::vector<Tensor*>& out) {
-  KILN_ASSIGN_OR_RETURN(ReduceSpec spec, reduce_spec_from_attr(node, in[0]->shape()));
-  return run_reduce(ReduceKind::kMean, *in[0], spec, *out[0]);
+  return run_reduce_attr_axes(ReduceKind::kMean, node, in, out);
 }
 
 }  // namespace

@@ -234,7 +234,9 @@ void symbolic_batch_case(bool per_run) {
   Net fixed;
   make_bottlenecks(fixed, 2);
   const Value* f = fixed.g->inputs()[0]->consumers[0]->output(0);
-  if (c.layouts.size() > 1) EXPECT_EQ(dnnl_cpu::layout_choice(f, 2).batch, 1);
+  if (c.layouts.size() > 1) {
+    EXPECT_EQ(dnnl_cpu::layout_choice(f, 2).batch, 1);
+  }
 }
 
 TEST(DnnlLayoutPlan, SymbolicBatchIsPlannedAtOneOrTheRunsBatch) {

@@ -107,10 +107,13 @@ Result<int> Builder::constant_slot(const Value* v, const Tensor& t) {
   // A value computed at build time (ViT's class token expanded to the batch) differs between
   // the plans of one engine: its key names the shape and the bytes, so that the plan for
   // another batch uploads its own instead of colliding with the first one's.
-  if (&t != &v->constant)
-    key += ":" + shape_str(t.shape()) + ":" +
-           std::to_string(std::hash<std::string_view>{}(
-               std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  if (&t != &v->constant) {
+    key += ':';
+    key += shape_str(t.shape());
+    key += ':';
+    key += std::to_string(std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  }
   KILN_ASSIGN_OR_RETURN(void* d, weights_.upload(key, bytes.data(), bytes.size()));
   int s = new_slot(DevDesc{dt, t.shape(), Layout::kPlain, nullptr}, v->id(), false);
   p_.slots[s].fixed = d;
@@ -447,6 +450,15 @@ Status Builder::plan_memory() {
     int bi = p_.slots[st.in[ip]].buffer, bo = p_.slots[st.out[0]].buffer;
     if (bi < 0 || bo < 0 || pinned[bi] || pinned[bo]) continue;
     bi = redirect[bi];
+    // Not over a buffer the step also reads through another input: Conv(r) + r would write
+    // its output over the r its other threads still read.
+    bool shared = false;
+    for (size_t j = 0; j < st.in.size(); ++j) {
+      if (static_cast<int>(j) == ip || st.in[j] < 0) continue;
+      const int bj = p_.slots[st.in[j]].buffer;
+      shared = shared || (bj >= 0 && redirect[bj] == bi);
+    }
+    if (shared) continue;
     if (last_read[bi] != k + 1 || p_.buffers[bi].bytes != p_.buffers[bo].bytes) continue;
     // bo's readers now read bi: extend bi's life and retire bo.
     last_read[bi] = std::max(last_read[bi], last_read[bo]);

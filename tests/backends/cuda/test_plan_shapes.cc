@@ -176,6 +176,22 @@ TEST(CudaPlanShapes, ConvertedModelRunsInFp16) {
   expect_gpu_matches(converted_model(), {3, 3, 9, 7});
 }
 
+// A residual that is also the conv's input: r = Relu(x), y = DepthwiseConv(r) + r, the Add
+// fused as the conv's residual. The output may not take over r's buffer, since the conv's
+// other threads still read r.
+TEST(CudaPlanShapes, ResidualThatIsAlsoTheConvInputIsNotOverwritten) {
+  ModelBuilder b(17);
+  b.input("x", kFloat, {"N", 8, "H", "W"});
+  b.initializer("dw_w", {8, 1, 3, 3}, random_floats(72, 40, 0.3f));
+  b.node("Relu", {"x"}, {"r"}, "relu");
+  auto& dw = b.node("Conv", {"r", "dw_w"}, {"d"}, "depthwise");
+  add_attr(dw, "group", int64_t{8});
+  add_attr(dw, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  b.node("Add", {"d", "r"}, {"y"}, "add");
+  b.output("y", kFloat, {"N", 8, "H", "W"});
+  expect_gpu_matches(b, {2, 8, 33, 31});
+}
+
 // ViT's class token as exported: a constant [1, 4] expanded to the batch read from Shape(x),
 // so its value is computed when the plan is built. One engine serves batch 1 and then batch
 // 3: each plan uploads its own expanded value (the second used to collide with the first's,

@@ -55,10 +55,8 @@ void take_over_output(Graph& g, Node* op, Node* bn) {
 bool fold_into_producer(Graph& g, Node* bn) {
   Value* x = bn->input(0);
   Node* op = x ? x->producer : nullptr;
-  if (!op || op->outputs.size() != 1 || x->consumers.size() != 1 || !op->epilogue.empty())
+  if (!op || op->outputs.size() != 1 || sole_consumer(g, x) != bn || !op->epilogue.empty())
     return false;
-  for (const Value* o : g.outputs())
-    if (o == x) return false;
   Value* w = op->input(1);
   if (!w || !w->is_constant() || w->constant.dtype() != DataType::kFloat32) return false;
   const Tensor& wt = w->constant;

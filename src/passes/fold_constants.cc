@@ -16,10 +16,6 @@ namespace {
 // shape, say) is better computed at run time.
 constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
 
-bool is_graph_output(const Graph& g, const Value* v) {
-  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-}
-
 // Shape(x) with x's shape static, honouring opset-15 start/end (clamped to [0, rank]).
 bool fold_shape(const Node& n, Tensor* out) {
   Shape s;

@@ -31,18 +31,6 @@ std::vector<float> per_channel(const Value* v, const Value* x) {
   return v->constant.to_floats();
 }
 
-bool is_output(const Graph& g, const Value* v) {
-  for (const Value* o : g.outputs())
-    if (o == v) return true;
-  return false;
-}
-
-// The only consumer of `v` when it has exactly one and `v` is no graph output.
-Node* sole_consumer(const Graph& g, const Value* v) {
-  if (!v || v->consumers.size() != 1 || is_output(g, v)) return nullptr;
-  return v->consumers[0];
-}
-
 bool fuse_at(Graph& g, Node* mul) {
   if (mul->op != OpKind::Mul || mul->inputs.size() != 2 || !mul->epilogue.empty()) return false;
   int xi = mul->input(0) && mul->input(0)->is_constant() ? 1 : 0;

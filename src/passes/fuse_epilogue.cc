@@ -11,16 +11,6 @@ namespace kiln {
 
 namespace {
 
-bool is_graph_output(const Graph& g, const Value* v) {
-  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-}
-
-// The single node reading v, when v is a private intermediate (one use, not a graph output).
-Node* sole_consumer(const Graph& g, const Value* v) {
-  if (v->consumers.size() != 1 || is_graph_output(g, v)) return nullptr;
-  return v->consumers[0];
-}
-
 bool same_shape(const Value* a, const Value* b) {
   if (!a->has_shape || !b->has_shape || a->dims.size() != b->dims.size()) return false;
   for (size_t i = 0; i < a->dims.size(); ++i) {

@@ -4,6 +4,7 @@
 // reference kernels reject while folding. pipeline.cc lists the order in one place.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,18 @@ struct PassReport {
   // One line per fused group: "conv1 + bn1 + relu1 → Conv[+ residual → Relu]".
   std::vector<std::string> fused_groups;
 };
+
+// Whether `v` is one of g's outputs (Value::is_graph_output is set only after the passes).
+inline bool is_graph_output(const Graph& g, const Value* v) {
+  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
+}
+
+// The single node reading `v`, when `v` is a private intermediate (one use, not a graph
+// output); nullptr otherwise.
+inline Node* sole_consumer(const Graph& g, const Value* v) {
+  if (!v || v->consumers.size() != 1 || is_graph_output(g, v)) return nullptr;
+  return v->consumers[0];
+}
 
 // Identity and inference-mode Dropout (mask unused) removed, their uses rewired.
 Result<bool> remove_identity(Graph& g);

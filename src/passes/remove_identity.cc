@@ -8,10 +8,6 @@ namespace kiln {
 
 namespace {
 
-bool is_graph_output(const Graph& g, const Value* v) {
-  return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
-}
-
 bool is_graph_input(const Graph& g, const Value* v) {
   return std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
 }

@@ -116,23 +116,14 @@ class BatchNormKernel final : public CudaKernel {
       constexpr int kThreads = 256;
       const unsigned blocks = cuda::grid_blocks(packs, kThreads);
       const float *a = params_, *shift = params_ + c_;
+      auto go = [&](auto kernel) {
+        kernel<<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
+      };
       switch (v) {
-        case 8:
-          batch_norm_kernel<T, 8>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
-          break;
-        case 4:
-          batch_norm_kernel<T, 4>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
-          break;
-        case 2:
-          batch_norm_kernel<T, 2>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
-          break;
-        default:
-          batch_norm_kernel<T, 1>
-              <<<blocks, kThreads, 0, run.stream>>>(x, y, a, shift, packs, c_, inner_, nhwc, act_);
-          break;
+        case 8: go(batch_norm_kernel<T, 8>); break;
+        case 4: go(batch_norm_kernel<T, 4>); break;
+        case 2: go(batch_norm_kernel<T, 2>); break;
+        default: go(batch_norm_kernel<T, 1>); break;
       }
       KILN_CUDA_LAUNCHED("batch_norm_kernel");
       return Status::ok();

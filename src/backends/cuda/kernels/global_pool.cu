@@ -144,8 +144,8 @@ Status launch_global_pool(int64_t n, int64_t c, int64_t hw, Layout layout, const
     return Status::ok();
   }
   // The pack width was chosen for C at prepare; pointers must allow it too.
-  const int v = cuda::pack_width(sizeof(T), sp.v, {x, y}) == sp.v ? sp.v : 1;
-  if (v != sp.v) return internal_error("GlobalPool buffers not aligned for their pack width");
+  if (cuda::pack_width(sizeof(T), sp.v, {x, y}) != sp.v)
+    return internal_error("GlobalPool buffers not aligned for their pack width");
   const int64_t blocks = n * sp.chunks;
   if (blocks > 0x7fffffff) return unsupported("GlobalPool grid too large");
   const dim3 block(sp.lanes, kBlockThreads / sp.lanes);
@@ -154,7 +154,7 @@ Status launch_global_pool(int64_t n, int64_t c, int64_t hw, Layout layout, const
   auto go = [&](auto kernel) {
     kernel<<<grid, block, 0, s>>>(xt, yt, part, c, hw, sp.chunks, sp.per_split);
   };
-  switch (v) {
+  switch (sp.v) {
     case 8: go(global_pool_nhwc_kernel<T, 8, kMax>); break;
     case 4: go(global_pool_nhwc_kernel<T, 4, kMax>); break;
     case 2: go(global_pool_nhwc_kernel<T, 2, kMax>); break;

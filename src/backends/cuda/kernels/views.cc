@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backends/cuda/cuda_kernel.h"
+#include "ops/dropout.h"
 #include "ops/op_registry.h"
 
 namespace kiln {
@@ -83,13 +84,11 @@ Result<std::unique_ptr<CudaKernel>> make_view(const Node& node, Precision) {
   KILN_RETURN_IF_ERROR(check_constant_inputs(node, 1));
   if (node.op == OpKind::Dropout) {
     if (node.output(1)) return unsupported("Dropout with a mask output");
+    // Inputs 1 and 2 are constants here (checked above).
     const Value* ratio = node.input(1);
     const Value* training = node.input(2);
-    const bool zero_ratio =
-        ratio && ratio->constant.numel() == 1 && ratio->constant.at_double(0) == 0;
-    if (training && training->constant.numel() > 0 && training->constant.at_double(0) != 0 &&
-        !zero_ratio)
-      return unsupported("training-mode Dropout");
+    KILN_RETURN_IF_ERROR(check_dropout_is_identity(ratio ? &ratio->constant : nullptr,
+                                                   training ? &training->constant : nullptr));
   }
   for (size_t i = 1; i < node.outputs.size(); ++i)
     if (node.outputs[i]) return unsupported("a view with more than one output");

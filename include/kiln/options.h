@@ -4,9 +4,48 @@
 #include <cstdint>
 #include <string>
 
+#include "kiln/status.h"
+
 namespace kiln {
 
 enum class Device { kCpu, kCuda };
+
+// The engine's compute precision. fp32: plain float math. tf32: float32 tensors, tensor-core
+// math (CUDA). fp16: float16 activations and weights with float32 accumulation (CUDA). The CPU
+// engine computes in fp32 only and refuses the others.
+enum class Precision : uint8_t { kFp32, kTf32, kFp16 };
+
+// Which cuDNN API the CUDA convolutions may use: both, timed against each other (kAuto), or
+// only the legacy one or only the graph one (to check or bisect one path).
+enum class CudnnConvPath : uint8_t { kAuto, kLegacy, kGraph };
+
+// The space-to-depth rewrite of stride-2 CUDA convs with few input channels (a stem conv):
+// kept where timing finds it faster (kAuto), forced wherever it applies (kOn), or never (kOff).
+enum class SpaceToDepth : uint8_t { kAuto, kOn, kOff };
+
+// Which algorithm the CPU's 3x3 stride-1 convs use: always direct (the default: oneDNN's
+// Winograd doubles the fp32 rounding error of deep nets), the faster of direct and Winograd
+// by timing (kAuto), or Winograd wherever oneDNN can create it (kWinograd).
+enum class CpuConvAlgo : uint8_t { kDirect, kAuto, kWinograd };
+
+// How the CPU stores the activations between oneDNN kernels: one layout per connected group,
+// the faster by timing (kAuto); nhwc or the blocked layout (nChw16c, nChw8c without AVX-512)
+// forced; planned per value by timing (kValue); or, for tests, the two layouts in turn so most
+// convs run between operands stored differently (kAlternate).
+enum class CpuLayout : uint8_t { kAuto, kNhwc, kBlocked, kValue, kAlternate };
+
+// Each switch's names, as the CLI and plan files spell them ("fp16", "legacy", "on",
+// "winograd", "nhwc"...). parse_* fails with the accepted names.
+const char* precision_name(Precision p);
+Result<Precision> parse_precision(const std::string& s);
+const char* cudnn_conv_path_name(CudnnConvPath p);
+Result<CudnnConvPath> parse_cudnn_conv_path(const std::string& s);
+const char* space_to_depth_name(SpaceToDepth m);
+Result<SpaceToDepth> parse_space_to_depth(const std::string& s);
+const char* cpu_conv_algo_name(CpuConvAlgo a);
+Result<CpuConvAlgo> parse_cpu_conv_algo(const std::string& s);
+const char* cpu_layout_name(CpuLayout l);
+Result<CpuLayout> parse_cpu_layout(const std::string& s);
 
 // Default per-layer CUDA workspace limits (EngineOptions::workspace_limit).
 inline constexpr int64_t kWorkspaceLimit = int64_t{256} << 20;
@@ -28,10 +67,16 @@ struct EngineOptions {
   // fusion...) before planning. Off gives the imported graph as is, e.g. to bisect a pass.
   bool optimize = true;
 
+  // The compute precision (see Precision); anything but fp32 needs a CUDA engine.
+  Precision precision = Precision::kFp32;
+  // CPU engines: the 3x3 conv algorithm and the activation layouts between oneDNN kernels.
+  CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
+  CpuLayout cpu_layout = CpuLayout::kAuto;
+
   // CUDA engines (device = kCuda):
-  // "fp32" (plain float math), "tf32" (float32 tensors, tensor-core math) or "fp16"
-  // (float16 activations and weights, float32 accumulation).
-  std::string precision = "fp32";
+  // The cuDNN API the convolutions may use, and the stem convs' space-to-depth rewrite.
+  CudnnConvPath cudnn_conv_path = CudnnConvPath::kAuto;
+  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
   // Capture each plan's whole run (copies and kernels) in a CUDA graph on its second run
   // and replay it from then on. Plans with CPU fallback steps run without a graph.
   bool cuda_graph = false;
@@ -64,7 +109,7 @@ struct EngineOptions {
 // else the default for its precision.
 inline int64_t effective_workspace_limit(const EngineOptions& o) {
   if (o.workspace_limit >= 0) return o.workspace_limit;
-  return o.precision == "fp32" ? kFp32WorkspaceLimit : kWorkspaceLimit;
+  return o.precision == Precision::kFp32 ? kFp32WorkspaceLimit : kWorkspaceLimit;
 }
 
 }  // namespace kiln

@@ -34,7 +34,9 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
     return unsupported(std::string("--device cuda: no CUDA device is available (") +
                        (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) + ")");
   auto st = std::make_shared<CudaEngineState>();
-  KILN_ASSIGN_OR_RETURN(st->plan_options.precision, parse_precision(options.precision));
+  st->plan_options.precision = options.precision;
+  st->plan_options.conv_path = options.cudnn_conv_path;
+  st->plan_options.space_to_depth = options.space_to_depth;
   st->plan_options.cuda_graph = options.cuda_graph;
   st->plan_options.time_tactics = options.time_tactics;
   st->plan_options.workspace_limit = static_cast<size_t>(effective_workspace_limit(options));

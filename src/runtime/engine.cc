@@ -47,6 +47,9 @@ Result<std::shared_ptr<Engine>> build_engine(
   }
   if (options.backend != "auto" && options.backend != "reference")
     return invalid_argument("backend '" + options.backend + "': expected auto or reference");
+  if (!cuda && options.precision != Precision::kFp32)
+    return unsupported(std::string("precision ") + precision_name(options.precision) +
+                       " needs a CUDA engine (--device cuda): the CPU engine computes in fp32");
   if (options.optimize) KILN_RETURN_IF_ERROR(optimize_graph(*graph));
   if (options.optimize && cuda) KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph).status());
   KILN_RETURN_IF_ERROR(graph->topo_sort());
@@ -64,8 +67,10 @@ Result<std::shared_ptr<Engine>> build_engine(
   // "auto": oneDNN for the nodes it supports, the reference kernels for the rest.
   // CUDA engines lower nodes per input shape (runtime/cuda_runtime.h); the reference
   // backend recorded here is what their CPU fallback steps run.
-  const Backend* fast =
-      options.backend == "auto" && !cuda ? &onednn_backend(options.threads) : nullptr;
+  if (options.backend == "auto" && !cuda)
+    impl->onednn =
+        make_onednn_backend({options.threads, options.cpu_conv_algo, options.cpu_layout});
+  const Backend* fast = impl->onednn.get();
   for (const auto& n : graph->nodes()) {
     const Backend* b = fast && fast->supports(*n) ? fast : &ref;
     if (b == &ref && !ref.supports(*n))
@@ -113,6 +118,8 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
                             "; this machine has " + tag + ": rebuild it with `kiln build`");
   EngineOptions o = opts;
   o.precision = plan.options.precision;
+  o.cudnn_conv_path = plan.options.cudnn_conv_path;
+  o.space_to_depth = plan.options.space_to_depth;
   o.cuda_graph = opts.cuda_graph || plan.options.cuda_graph;
   o.optimize = plan.options.optimize;
   o.workspace_limit = plan.options.workspace_limit;

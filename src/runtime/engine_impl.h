@@ -23,6 +23,8 @@ struct Engine::Impl {
   std::map<std::string, std::string> metadata;  // the model's metadata_props
   std::vector<const Node*> order;               // execution order
   std::vector<const Backend*> node_backend;     // per node in `order`
+  // CPU engines: the oneDNN backend, its caches (layouts, conv choices) this engine's alone.
+  std::unique_ptr<Backend> onednn;
   // For each value id: index in `order` of its last reader, or -1 (never read by a node).
   std::vector<int> last_use;
   std::vector<bool> is_graph_output;  // by value id

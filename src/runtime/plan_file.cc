@@ -34,7 +34,9 @@ uint32_t crc_of(const char* p, size_t n) {
 
 std::string options_text(const EngineOptions& o) {
   std::ostringstream s;
-  s << "precision=" << o.precision << "\n"
+  s << "precision=" << precision_name(o.precision) << "\n"
+    << "cudnn_conv_path=" << cudnn_conv_path_name(o.cudnn_conv_path) << "\n"
+    << "space_to_depth=" << space_to_depth_name(o.space_to_depth) << "\n"
     << "cuda_graph=" << (o.cuda_graph ? 1 : 0) << "\n"
     << "optimize=" << (o.optimize ? 1 : 0) << "\n"
     << "workspace_limit=" << o.workspace_limit << "\n";
@@ -49,9 +51,13 @@ Status parse_options(const std::string& text, EngineOptions& o) {
     if (eq == std::string::npos) return invalid_argument("bad option line '" + line + "'");
     std::string k = line.substr(0, eq), v = line.substr(eq + 1);
     try {
-      if (k == "precision")
-        o.precision = v;
-      else if (k == "cuda_graph")
+      if (k == "precision") {
+        KILN_ASSIGN_OR_RETURN(o.precision, parse_precision(v));
+      } else if (k == "cudnn_conv_path") {
+        KILN_ASSIGN_OR_RETURN(o.cudnn_conv_path, parse_cudnn_conv_path(v));
+      } else if (k == "space_to_depth") {
+        KILN_ASSIGN_OR_RETURN(o.space_to_depth, parse_space_to_depth(v));
+      } else if (k == "cuda_graph")
         o.cuda_graph = v == "1";
       else if (k == "optimize")
         o.optimize = v == "1";

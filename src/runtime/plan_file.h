@@ -1,6 +1,7 @@
 // Plan files (.kiln): what `kiln build` writes and Engine::load reads like an .onnx.
 //
-// A plan holds the ONNX model, the options it was built with and the timing cache (the
+// A plan holds the ONNX model, the options it was built with (precision, cuDNN conv path,
+// space-to-depth mode, CUDA graph, optimizer, workspace limit) and the timing cache (the
 // algorithm chosen for every layer), tied to the GPU and library versions and to the kiln
 // version that built it. Loading one re-imports the model and skips all tactic timing. A
 // plan from another GPU, another kiln version, or a damaged file (checked by CRC-32) is

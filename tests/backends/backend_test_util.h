@@ -13,28 +13,6 @@
 
 namespace kiln::test {
 
-// Sets an environment variable for the scope (the kernels' KILN_* switches), restoring the
-// old value, or its absence, at the end.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_.c_str(), old_.c_str(), 1);
-    else
-      unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
 // Conv attributes from a test case with the fields group, strides, dilations, pads and
 // auto_pad (nullptr: absent); unset lists are left out, as an exporter would.
 template <class ConvCaseT>

@@ -8,6 +8,7 @@
 
 #include "backends/backend_test_util.h"
 #include "backends/cpu/dnnl_common.h"
+#include "backends/dnnl_test_util.h"
 
 namespace kiln::test {
 

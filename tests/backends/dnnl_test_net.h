@@ -1,6 +1,6 @@
 // Helpers for tests of the oneDNN layouts: tiny conv/pool graphs built in a few lines, run
 // whole through the engine with the auto backend (oneDNN + reference) and with the reference
-// backend alone, and a scoped environment variable for the KILN_DNNL_* switches.
+// backend alone, under the CPU layout and conv options a test sets.
 #pragma once
 
 #include <cmath>
@@ -10,9 +10,23 @@
 #include <string>
 
 #include "backends/backend_test_util.h"
+#include "backends/dnnl_test_util.h"
 #include "runtime/engine_impl.h"
 
 namespace kiln::test {
+
+// The oneDNN state (layout decision, conv choices) of a CPU engine built with the auto backend.
+inline const dnnl_cpu::DnnlShared& dnnl_state(const Engine& e) {
+  return *dnnl_cpu::shared_of(*e.impl().onednn);
+}
+
+// CPU engine options with `layout` and `algo`.
+inline EngineOptions cpu_options(CpuLayout layout, CpuConvAlgo algo = CpuConvAlgo::kDirect) {
+  EngineOptions o;
+  o.cpu_layout = layout;
+  o.cpu_conv_algo = algo;
+  return o;
+}
 
 struct Net {
   std::unique_ptr<Graph> g = std::make_unique<Graph>();
@@ -91,9 +105,10 @@ inline Attributes pool_attrs(int64_t k, int64_t s, int64_t pad, bool ceil = fals
 // Runs the graph `make` builds with the auto and the reference backends on the same random
 // inputs, once per batch in `batches` on one Context (0: the inputs' declared shapes, which
 // must then be static; otherwise it replaces a symbolic dim 0, so the kernels prepare again);
-// expects every graph output to match.
+// expects every graph output to match. `base` sets the CPU options (layout, conv algorithm).
 inline void expect_auto_matches_reference(const std::function<void(Net&)>& make,
-                                          std::vector<int64_t> batches = {0}) {
+                                          std::vector<int64_t> batches = {0},
+                                          const EngineOptions& base = EngineOptions()) {
   std::vector<std::map<std::string, Tensor>> inputs(batches.size());
   std::vector<std::map<std::string, Tensor>> results[2];
   const char* backends[2] = {"auto", "reference"};
@@ -109,7 +124,7 @@ inline void expect_auto_matches_reference(const std::function<void(Net&)>& make,
           inputs[b][v->name] =
               random_tensor(s, 7 + static_cast<uint32_t>(b * 10 + inputs[b].size()));
         }
-    EngineOptions opts;
+    EngineOptions opts = base;
     opts.backend = backends[i];
     opts.optimize = false;
     opts.threads = 2;

@@ -8,6 +8,7 @@
 
 #include "backends/backend_test_util.h"
 #include "backends/cpu/dnnl_common.h"
+#include "backends/dnnl_test_util.h"
 
 namespace kiln::test {
 namespace {
@@ -214,7 +215,6 @@ bool cpu_has_winograd() {
 }
 
 void check_winograd(const WinoCase& c, uint32_t seed) {
-  ScopedEnv algo("KILN_DNNL_CONV_ALGO", "winograd");
   Graph g;
   const Shape ws{c.k, c.x[1], 3, 3};
   Tensor x = random_tensor(c.x, seed), w = random_tensor(ws, seed + 1);
@@ -237,7 +237,7 @@ void check_winograd(const WinoCase& c, uint32_t seed) {
   n->epilogue.alpha = c.epi.alpha;
   n->epilogue.beta = c.epi.beta;
   std::unique_ptr<Kernel> kernel;
-  auto got = run_backend(onednn_backend(2), *n, tensors, &kernel);
+  auto got = run_backend(onednn_backend(2, CpuConvAlgo::kWinograd), *n, tensors, &kernel);
   ASSERT_TRUE(got.is_ok()) << got.status().to_string();
   auto want = run_backend(reference_backend(), *n, tensors);
   ASSERT_TRUE(want.is_ok()) << want.status().to_string();
@@ -303,15 +303,13 @@ TEST(DnnlConv, DirectAndAutoModes) {
                       f32_value(g, "y", {1, 32, 16, 16}));
   n->epilogue.act = Activation::kRelu;
   {
-    ScopedEnv algo("KILN_DNNL_CONV_ALGO", "direct");
     std::unique_ptr<Kernel> kernel;
-    expect_matches_reference(onednn_backend(2), *n, {&x, &w}, &kernel);
+    expect_matches_reference(onednn_backend(2, CpuConvAlgo::kDirect), *n, {&x, &w}, &kernel);
     ASSERT_TRUE(kernel);
     EXPECT_FALSE(dnnl_cpu::conv_uses_winograd(*kernel));
   }
   {
-    ScopedEnv algo("KILN_DNNL_CONV_ALGO", "auto");
-    auto got = run_backend(onednn_backend(2), *n, {&x, &w});
+    auto got = run_backend(onednn_backend(2, CpuConvAlgo::kAuto), *n, {&x, &w});
     ASSERT_TRUE(got.is_ok()) << got.status().to_string();
     auto want = run_backend(reference_backend(), *n, {&x, &w});
     ASSERT_TRUE(want.is_ok());
@@ -321,10 +319,10 @@ TEST(DnnlConv, DirectAndAutoModes) {
 
 // Candidates round differently (Winograd against direct, blocked against nhwc) and their
 // timings are noisy, so a conv must not pick again when it meets a shape it has already been
-// prepared for: the same question gets the process's earlier plan, untimed, and the same bits
+// prepared for: the same question gets the backend's earlier plan, untimed, and the same bits
 // (a context that went to another batch and back, or a second context of the engine).
 TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
-  ScopedEnv algo("KILN_DNNL_CONV_ALGO", "auto");
+  const Backend& dnnl = onednn_backend(2, CpuConvAlgo::kAuto);
   Graph g;
   // 3×3 stride 1 with a residual and an unusual size: Winograd and direct both exist, and
   // no other test asks this question first.
@@ -341,8 +339,8 @@ TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
     *plan = dnnl_cpu::conv_plan_summary(k);
     return got.is_ok() ? *got : Tensor();
   };
-  auto first = onednn_backend(2).create_kernel(*n);
-  auto second = onednn_backend(2).create_kernel(*n);
+  auto first = dnnl.create_kernel(*n);
+  auto second = dnnl.create_kernel(*n);
   ASSERT_TRUE(first.is_ok() && second.is_ok());
   const Shape s{3, 48, 13, 11}, other{1, 48, 7, 9};
   dnnl_cpu::ConvPlanSummary p1, p_other, p2, p3;
@@ -363,6 +361,13 @@ TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
   ASSERT_EQ(y1.shape(), y3.shape());
   EXPECT_EQ(std::memcmp(y1.data<float>(), y2.data<float>(), y1.numel() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(y1.data<float>(), y3.data<float>(), y1.numel() * sizeof(float)), 0);
+  // The answers are the backend's (an Engine's), not the process's: a new backend asks afresh.
+  auto fresh = make_onednn_backend({2, CpuConvAlgo::kAuto, CpuLayout::kAuto});
+  auto third = fresh->create_kernel(*n);
+  ASSERT_TRUE(third.is_ok());
+  dnnl_cpu::ConvPlanSummary p4;
+  run(**third, s, &p4);
+  EXPECT_FALSE(p4.remembered);
 }
 
 // Bad shapes are reported by prepare as errors, as the reference does.

@@ -25,7 +25,8 @@ TEST(DnnlLayout, ConvChainWithPoolAndResidual) {
     Value* c = n.pool(OpKind::MaxPool, b, {2, 32, 6, 6}, pool_attrs(3, 2, 1));
     Value* d = n.conv(c, 32, 3, {2, 32, 6, 6}, true, c);
     n.g->outputs() = {n.conv(d, 16, 1, {2, 16, 6, 6}, false)};
-    for (Value* v : {a, b, c, d}) EXPECT_TRUE(dnnl_cpu::stored_blocked(v, 1)) << v->name;
+    const auto& sh = onednn_shared(2);
+    for (Value* v : {a, b, c, d}) EXPECT_TRUE(dnnl_cpu::stored_blocked(sh, v, 1)) << v->name;
   });
 }
 
@@ -44,35 +45,36 @@ TEST(DnnlLayout, DecisionFollowsProducersAndReaders) {
   opts.optimize = false;
   auto engine = build_engine(std::move(n.g), opts);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(x, 1));  // graph input
+  const auto& sh = dnnl_state(**engine);             // the engine's own decision
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(sh, x, 1));  // graph input
   // Which layout the group takes (nhwc, nChw16c or nChw8c) comes from timings on this CPU;
   // what must hold on every CPU: a conv-to-conv value is stored in one of the layouts oneDNN
   // has JIT kernels for, and the stored format is the choice, or nhwc off the block.
   using dnnl::memory;
   using tag = memory::format_tag;
-  const auto a_choice = dnnl_cpu::layout_choice(a, 1);
+  const auto a_choice = dnnl_cpu::layout_choice(sh, a, 1);
   if (a_choice.layouts.empty()) GTEST_SKIP() << "oneDNN has no JIT conv layout on this CPU";
   EXPECT_NE(std::find(a_choice.layouts.begin(), a_choice.layouts.end(), a_choice.chosen),
             a_choice.layouts.end());
-  const memory::desc a_desc = dnnl_cpu::stored_desc(a, {1, 16, 8, 8});
+  const memory::desc a_desc = dnnl_cpu::stored_desc(sh, a, {1, 16, 8, 8});
   EXPECT_EQ(a_desc, memory::desc({1, 16, 8, 8}, memory::data_type::f32, a_choice.chosen));
-  EXPECT_TRUE(dnnl_cpu::stored_blocked(a, 1));
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(b, 1));  // a kernel that reads plain only reads it
+  EXPECT_TRUE(dnnl_cpu::stored_blocked(sh, a, 1));
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(sh, b, 1));  // a kernel that reads plain only reads it
   // nhwc takes any channel count; nChw16c/nChw8c only multiples of the block (24 is one of
   // 8, not of 16), so a blocked group stores a value off the block in nhwc where oneDNN has
   // nhwc kernels, and plain where it has none.
-  const auto choice = dnnl_cpu::layout_choice(c, 1);
+  const auto choice = dnnl_cpu::layout_choice(sh, c, 1);
   const bool has_nhwc = std::count(choice.layouts.begin(), choice.layouts.end(), tag::nhwc) > 0;
   const int block = choice.chosen == tag::nChw16c ? 16 : choice.chosen == tag::nChw8c ? 8 : 0;
   const tag want = choice.chosen == tag::nhwc || (block && 24 % block == 0) ? choice.chosen
                    : has_nhwc                                               ? tag::nhwc
                                                                             : tag::nchw;
-  EXPECT_EQ(dnnl_cpu::stored_format(c, 1), want)
+  EXPECT_EQ(dnnl_cpu::stored_format(sh, c, 1), want)
       << "chosen " << static_cast<int>(choice.chosen) << ", block " << block;
-  EXPECT_EQ(dnnl_cpu::stored_blocked(c, 1), want != tag::nchw);
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(d, 1));  // graph output
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(e, 1));
-  EXPECT_FALSE(dnnl_cpu::stored_blocked(r, 1));
+  EXPECT_EQ(dnnl_cpu::stored_blocked(sh, c, 1), want != tag::nchw);
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(sh, d, 1));  // graph output
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(sh, e, 1));
+  EXPECT_FALSE(dnnl_cpu::stored_blocked(sh, r, 1));
 }
 
 // A blocked value also read by a plain-only kernel, a graph output also read by a conv, a
@@ -109,7 +111,8 @@ TEST(DnnlLayout, ReferenceFallbackBetweenBlockedNeighbours) {
   Value* a = n.conv(x, 16, 3, {2, 16, 12, 11});
   Value* p = n.pool(OpKind::AveragePool, a, {2, 16, 6, 6}, pool_attrs(3, 2, 0, true, true));
   n.conv(p, 32, 3, {2, 32, 6, 6});
-  EXPECT_TRUE(dnnl_cpu::stored_blocked(p, 1));
+  const auto& sh = onednn_shared(1);
+  EXPECT_TRUE(dnnl_cpu::stored_blocked(sh, p, 1));
   auto kernel = onednn_backend(1).create_kernel(*p->producer);
   ASSERT_TRUE(kernel.is_ok());
   std::vector<TensorDesc> in{{DataType::kFloat32, {2, 16, 12, 11}, nullptr}}, out(1);
@@ -136,8 +139,9 @@ void se_block(Net& n, int64_t c, bool scale_first, OpKind join) {
   n.g->outputs() = {n.conv(j, 16, 1, {2, 16, 10, 9}, false)};
   for (Value* v : {a, s, t, u, m, b, j}) EXPECT_TRUE(dnnl_cpu::storable(v)) << v->name;
   if (c % 16 == 0) {
-    EXPECT_TRUE(dnnl_cpu::stored_blocked(a, 1));
-    EXPECT_TRUE(dnnl_cpu::stored_blocked(m, 1));
+    const auto& sh = onednn_shared(2);
+    EXPECT_TRUE(dnnl_cpu::stored_blocked(sh, a, 1));
+    EXPECT_TRUE(dnnl_cpu::stored_blocked(sh, m, 1));
   }
 }
 

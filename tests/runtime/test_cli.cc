@@ -130,6 +130,11 @@ TEST_F(Cli, BadInputsAreOneLineErrors) {
       {"run " + model + " -i " + x + " --device tpu", 2, "tpu"},
       {"run " + model + " -i " + x + " --threads -1", 2, "threads"},
       {"run " + model + " -i " + x + " --workspace-mib -5", 2, "workspace-mib"},
+      {"run " + model + " -i " + x + " --precision fp16", 2, "needs a CUDA engine"},
+      {"bench " + model + " --precision tf32", 2, "precision tf32 needs a CUDA engine"},
+      {"run " + model + " -i " + x + " --precision fp8", 2, "fp8"},
+      {"run " + model + " -i " + x + " --cpu-layout nchw", 2, "nchw"},
+      {"run " + model + " -i " + x + " --cudnn-conv-path both", 2, "both"},
       {"inspect " + path("garbage.bin").string(), 1, "garbage.bin"},
       {"bench " + model + " --duration -1", 2, "duration"},
   };
@@ -161,6 +166,42 @@ TEST_F(Cli, InspectDescribesTheModel) {
   r = kiln("inspect --graph " + model);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("= Conv("), std::string::npos) << r.out;
+}
+
+// The CPU switches reach the engine as typed options: a 3×3 conv chain run with the layouts
+// forced and Winograd forced gives the default run's numbers (to Winograd's rounding).
+TEST_F(Cli, CpuLayoutAndConvAlgoFlagsRunTheSameModel) {
+  std::mt19937 gen(9);
+  auto weights = [&](size_t n) {
+    std::vector<float> w(n);
+    for (float& v : w) v = static_cast<float>(gen() % 200) / 400.f - 0.25f;
+    return w;
+  };
+  std::string model = ModelBuilder()
+                          .input("x", {"1", "16", "12", "12"})
+                          .output("y", {"1", "16", "8", "8"})
+                          .initializer("w1", {16, 16, 3, 3}, weights(16 * 16 * 9))
+                          .initializer("w2", {16, 16, 3, 3}, weights(16 * 16 * 9))
+                          .node("Conv", {"x", "w1"}, {"a"})
+                          .node("Relu", {"a"}, {"b"})
+                          .node("Conv", {"b", "w2"}, {"y"})
+                          .save(path("convs.onnx"));
+  Tensor x(DataType::kFloat32, {1, 16, 12, 12});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.data<float>()[i] = static_cast<float>(gen() % 1000) / 500.f - 1.f;
+  ASSERT_TRUE(write_npy(path("cx.npy").string(), x).is_ok());
+  auto r = kiln("run " + model + " -i " + path("cx.npy").string() + " -o " + path("d").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Tensor want = read_output("d/y.npy");
+  for (const char* flags :
+       {"--cpu-layout nhwc --cpu-conv-algo winograd", "--cpu-layout blocked --cpu-conv-algo auto",
+        "--cpu-layout value", "--cpu-layout alternate --cpu-conv-algo direct"}) {
+    SCOPED_TRACE(flags);
+    r = kiln("run " + model + " -i " + path("cx.npy").string() + " -o " + path("f").string() + " " +
+             flags);
+    ASSERT_EQ(r.code, 0) << r.err;
+    expect_close(read_output("f/y.npy"), want, 1e-4);
+  }
 }
 
 // --precision fp16: inspect names the node whose float32 values leave fp16's range, and says

@@ -11,7 +11,9 @@ PlanFile sample() {
   PlanFile p;
   p.kiln_version = kiln_version();
   p.device_tag = "NVIDIA H200 sm_90 cudnn 91400 cudart 13000";
-  p.options.precision = "fp16";
+  p.options.precision = Precision::kFp16;
+  p.options.cudnn_conv_path = CudnnConvPath::kGraph;
+  p.options.space_to_depth = SpaceToDepth::kOn;
   p.options.cuda_graph = true;
   p.options.workspace_limit = 123456;
   p.tactics = {{"conv|a", "7"}, {"gemm|b", "3 0.01"}};
@@ -25,7 +27,9 @@ TEST(PlanFile, RoundTrip) {
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   EXPECT_EQ(back->kiln_version, p.kiln_version);
   EXPECT_EQ(back->device_tag, p.device_tag);
-  EXPECT_EQ(back->options.precision, "fp16");
+  EXPECT_EQ(back->options.precision, Precision::kFp16);
+  EXPECT_EQ(back->options.cudnn_conv_path, CudnnConvPath::kGraph);
+  EXPECT_EQ(back->options.space_to_depth, SpaceToDepth::kOn);
   EXPECT_TRUE(back->options.cuda_graph);
   EXPECT_EQ(back->options.workspace_limit, 123456);
   EXPECT_EQ(back->tactics, p.tactics);

@@ -102,7 +102,9 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (const std::string& precision : precisions) {
     kiln::EngineOptions o = base;
-    o.precision = precision;
+    auto parsed = kiln::parse_precision(precision);
+    if (!parsed.is_ok()) return usage(parsed.status().message().c_str());
+    o.precision = *parsed;
     auto t0 = std::chrono::steady_clock::now();
     auto engine = kiln::Engine::load(model, o);
     if (!engine.is_ok()) {

@@ -31,6 +31,10 @@ EngineOptions engine_options(const GlobalOptions& global) {
   o.device = global.device == "cuda" ? Device::kCuda : Device::kCpu;
   o.threads = global.threads;
   o.precision = global.precision;
+  o.cpu_conv_algo = global.cpu_conv_algo;
+  o.cpu_layout = global.cpu_layout;
+  o.cudnn_conv_path = global.cudnn_conv_path;
+  o.space_to_depth = global.space_to_depth;
   o.cuda_graph = global.cuda_graph;
   o.time_tactics = !global.no_tactics;
   o.max_tactics = global.max_tactics;

@@ -27,8 +27,12 @@ struct GlobalOptions {
   std::string device = "cpu";
   int threads = 0;  // 0: the engine's default (all cores)
   int verbose = 0;  // -v info, -vv debug, -vvv trace
+  Precision precision = Precision::kFp32;
+  CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
+  CpuLayout cpu_layout = CpuLayout::kAuto;
   // CUDA engines (see EngineOptions).
-  std::string precision = "fp32";
+  CudnnConvPath cudnn_conv_path = CudnnConvPath::kAuto;
+  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
   bool cuda_graph = false;
   bool no_tactics = false;
   int max_tactics = 0;

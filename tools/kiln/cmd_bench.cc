@@ -86,7 +86,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   auto engine_or = load_engine(o.model, g);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
-  if (g.device == "cuda" && g.precision == "fp16")
+  if (g.device == "cuda" && g.precision == Precision::kFp16)
     print_fp16_range(o.model, g, o.batch, o.shapes, false);
 
   auto feeds_or = random_inputs(e, o.batch, o.shapes, o.seed);
@@ -156,8 +156,9 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   }
 
   std::string name = std::filesystem::path(o.model).filename().string();
-  std::string what = cuda ? g.precision + (o.no_transfers ? " compute" : " +copies")
-                          : std::to_string(threads) + " thr";
+  std::string what =
+      cuda ? precision_name(g.precision) + std::string(o.no_transfers ? " compute" : " +copies")
+           : std::to_string(threads) + " thr";
   std::printf("%-24s %-6s %5s %-14s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
               "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
   std::printf("%-24s %-6s %5lld %-14s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
@@ -184,7 +185,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     nlohmann::json j = {
         {"model", o.model},
         {"device", g.device},
-        {"precision", cuda ? g.precision : "fp32"},
+        {"precision", precision_name(g.precision)},
         {"batch", batch},
         {"threads", threads},
         {"runs", lat_ms.size()},

@@ -22,7 +22,7 @@ int run(const BuildOptions& o, const GlobalOptions& g) {
   auto engine_or = load_engine(o.model, g);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
-  if (g.precision == "fp16") print_fp16_range(o.model, g, o.batch, o.shapes, false);
+  if (g.precision == Precision::kFp16) print_fp16_range(o.model, g, o.batch, o.shapes, false);
   double t_load = now_seconds();
   auto feeds = random_inputs(e, o.batch, o.shapes, 1);
   if (!feeds.is_ok())
@@ -38,7 +38,7 @@ int run(const BuildOptions& o, const GlobalOptions& g) {
   if (!saved.is_ok()) return fail(saved);
   auto mem = ctx->device_memory();
   std::printf("wrote %s (%s): import + passes %.2f s, kernels + tactic timing %.2f s",
-              o.output.c_str(), g.precision.c_str(), t_load - t0, t_plan - t_load);
+              o.output.c_str(), precision_name(g.precision), t_load - t0, t_plan - t_load);
   if (mem.is_ok())
     std::printf(", activation arena %.1f MiB, weights %.1f MiB", mem->arena / 1048576.0,
                 mem->weights / 1048576.0);

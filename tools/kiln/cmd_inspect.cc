@@ -98,8 +98,8 @@ int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g) {
   std::printf(
       "\nCUDA plan (%s, batch %lld): %zu steps, %d on the CPU, %d layout/dtype "
       "conversions, %.4g ms summed (mean of 3 runs, one step at a time)\n",
-      g.precision.c_str(), static_cast<long long>(o.batch > 0 ? o.batch : 1), layers->size(), cpu,
-      converts, total);
+      precision_name(g.precision), static_cast<long long>(o.batch > 0 ? o.batch : 1),
+      layers->size(), cpu, converts, total);
   for (const LayerProfile& l : *layers)
     std::printf("  %-14s %-36s %8.4f ms  %s%s\n", l.op.c_str(), l.name.substr(0, 36).c_str(), l.ms,
                 l.on_cpu ? "CPU fallback: " : "", l.tactic.c_str());
@@ -114,7 +114,8 @@ int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g) {
 
 int run(const InspectOptions& o, const GlobalOptions& g) {
   EngineOptions opts = engine_options(g);
-  opts.device = Device::kCpu;  // the model as imported; the CUDA plan is printed below
+  opts.device = Device::kCpu;         // the model as imported; the CUDA plan is printed below
+  opts.precision = Precision::kFp32;  // --precision: the CUDA plan's, and the fp16 range check
   opts.optimize = false;
   auto engine_or = Engine::load(o.model, opts);
   if (!engine_or.is_ok()) return fail(engine_or.status());
@@ -148,7 +149,7 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     int rc = print_passes(o.model);
     if (rc != kExitOk) return rc;
   }
-  if (g.precision == "fp16") {
+  if (g.precision == Precision::kFp16) {
     std::printf("\n");
     print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
   }

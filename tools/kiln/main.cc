@@ -16,6 +16,14 @@ namespace {
 
 using namespace kiln::cli;
 
+// An enum's CLI spellings: name → value for its first `count` enumerators.
+template <typename E>
+std::map<std::string, E> names_of(const char* (*name)(E), int count) {
+  std::map<std::string, E> m;
+  for (int i = 0; i < count; ++i) m[name(static_cast<E>(i))] = static_cast<E>(i);
+  return m;
+}
+
 int run_main(int argc, char** argv) {
   GlobalOptions global;
   CLI::App app{"kiln: an ONNX inference engine for vision models", "kiln"};
@@ -28,9 +36,27 @@ int run_main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-v,--verbose", global.verbose, "log more (-vv, -vvv for even more)");
-  app.add_option("--precision", global.precision, "CUDA: fp32, tf32 or fp16")
-      ->check(CLI::IsMember({"fp32", "tf32", "fp16"}))
-      ->capture_default_str();
+  app.add_option("--precision", global.precision, "fp32 (CPU and CUDA), tf32 or fp16 (CUDA)")
+      ->transform(CLI::CheckedTransformer(names_of(kiln::precision_name, 3)))
+      ->default_str("fp32");
+  app.add_option("--cpu-conv-algo", global.cpu_conv_algo,
+                 "CPU 3x3 convs: direct (exact fp32 rounding), auto (time Winograd too) or "
+                 "winograd")
+      ->transform(CLI::CheckedTransformer(names_of(kiln::cpu_conv_algo_name, 3)))
+      ->default_str("direct");
+  app.add_option("--cpu-layout", global.cpu_layout,
+                 "CPU activation layouts between oneDNN kernels: auto (timed per group), nhwc, "
+                 "blocked, value (timed per value) or alternate (for tests)")
+      ->transform(CLI::CheckedTransformer(names_of(kiln::cpu_layout_name, 5)))
+      ->default_str("auto");
+  app.add_option("--cudnn-conv-path", global.cudnn_conv_path,
+                 "CUDA convs: auto (time both cuDNN APIs), legacy or graph")
+      ->transform(CLI::CheckedTransformer(names_of(kiln::cudnn_conv_path_name, 3)))
+      ->default_str("auto");
+  app.add_option("--space-to-depth", global.space_to_depth,
+                 "CUDA stride-2 stem convs as space-to-depth: auto (timed), on or off")
+      ->transform(CLI::CheckedTransformer(names_of(kiln::space_to_depth_name, 3)))
+      ->default_str("auto");
   app.add_flag("--cuda-graph", global.cuda_graph,
                "CUDA: capture each run in a CUDA graph once and replay it");
   app.add_flag("--no-tactics", global.no_tactics,

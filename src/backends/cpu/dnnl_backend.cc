@@ -120,7 +120,7 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
   if (!prepared_in_.empty() && same_descs(in, prepared_in_) &&
       same_small_values(in, prepared_values_))
     return Status();
-  set_threads(threads_);
+  set_threads(shared_.options.threads);
   try {
     fallback_ = !try_prepare(in, out);
   } catch (const dnnl::error&) {
@@ -138,7 +138,7 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
 
 Status DnnlKernel::execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
   if (fallback_) return run_reference(in, out);
-  set_threads(threads_);
+  set_threads(shared_.options.threads);
   try {
     run(in, out);
   } catch (const dnnl::error& e) {
@@ -165,31 +165,38 @@ namespace {
 
 class OnednnBackend final : public Backend {
  public:
-  explicit OnednnBackend(int threads) : threads_(threads) {}
+  explicit OnednnBackend(const OnednnOptions& options) { shared_.options = options; }
   const char* name() const override { return "onednn"; }
   bool supports(const Node& node) const override { return claims(node); }
+  const DnnlShared& shared() const { return shared_; }
   Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
     if (!supports(node)) return unsupported(node.describe() + ": not supported by oneDNN");
     switch (node.op) {
-      case OpKind::Conv: return make_conv_kernel(node, threads_);
-      case OpKind::Gemm: return make_gemm_kernel(node, threads_);
+      case OpKind::Conv: return make_conv_kernel(node, shared_);
+      case OpKind::Gemm: return make_gemm_kernel(node, shared_);
       case OpKind::MaxPool:
       case OpKind::AveragePool:
-      case OpKind::GlobalAveragePool: return make_pool_kernel(node, threads_);
-      case OpKind::Softmax: return make_softmax_kernel(node, threads_);
-      case OpKind::Concat: return make_concat_kernel(node, threads_);
-      case OpKind::Resize: return make_resize_kernel(node, threads_);
+      case OpKind::GlobalAveragePool: return make_pool_kernel(node, shared_);
+      case OpKind::Softmax: return make_softmax_kernel(node, shared_);
+      case OpKind::Concat: return make_concat_kernel(node, shared_);
+      case OpKind::Resize: return make_resize_kernel(node, shared_);
       default:
-        return is_binary_op(node.op) ? make_binary_kernel(node, threads_)
-                                     : make_eltwise_kernel(node, threads_);
+        return is_binary_op(node.op) ? make_binary_kernel(node, shared_)
+                                     : make_eltwise_kernel(node, shared_);
     }
   }
 
  private:
-  int threads_;
+  DnnlShared shared_;
 };
 
 }  // namespace
+
+const DnnlShared* shared_of(const Backend& backend) {
+  auto* b = dynamic_cast<const OnednnBackend*>(&backend);
+  return b ? &b->shared() : nullptr;
+}
+
 }  // namespace kiln::dnnl_cpu
 
 namespace kiln {
@@ -210,15 +217,10 @@ void keep_freed_activations() {
 
 }  // namespace
 
-const Backend& onednn_backend(int threads) {
+std::unique_ptr<Backend> make_onednn_backend(const OnednnOptions& options) {
   static const bool malloc_tuned = (keep_freed_activations(), true);
   (void)malloc_tuned;
-  static std::mutex mu;
-  static std::map<int, std::unique_ptr<dnnl_cpu::OnednnBackend>> backends;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& b = backends[threads];
-  if (!b) b = std::make_unique<dnnl_cpu::OnednnBackend>(threads);
-  return *b;
+  return std::make_unique<dnnl_cpu::OnednnBackend>(options);
 }
 
 }  // namespace kiln

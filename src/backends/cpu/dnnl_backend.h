@@ -3,12 +3,23 @@
 // oneDNN's headers.
 #pragma once
 
+#include <memory>
+
 #include "backends/backend.h"
+#include "kiln/options.h"
 
 namespace kiln {
 
-// The oneDNN backend whose kernels run on `threads` OpenMP threads (0: all cores). One
-// instance per thread count, alive for the whole process.
-const Backend& onednn_backend(int threads);
+// What a oneDNN backend's kernels are built with (EngineOptions' CPU fields).
+struct OnednnOptions {
+  int threads = 0;  // OpenMP threads per kernel; 0: all cores
+  CpuConvAlgo conv_algo = CpuConvAlgo::kDirect;
+  CpuLayout layout = CpuLayout::kAuto;
+};
+
+// A oneDNN backend with its own caches (the layout decision's plans, the convs' timed
+// choices, the reorders' times), shared by the kernels it creates, so they agree on the
+// layout of every value. An Engine owns one; it must outlive its kernels. Thread-safe.
+std::unique_ptr<Backend> make_onednn_backend(const OnednnOptions& options);
 
 }  // namespace kiln

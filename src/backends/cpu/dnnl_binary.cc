@@ -66,8 +66,9 @@ class DnnlBinaryKernel final : public DnnlKernel {
     // The primitive runs in the output's layout (stored, or plain), where oneDNN has its JIT
     // kernel; a full operand stored otherwise (one of the two operands stored plain, the
     // other in a group's layout) is reordered into it first.
-    dst_md_ = rank == 4 ? stored_desc(node_.output(0), y) : plain_desc(y);
-    const memory::format_tag y_tag = rank == 4 ? stored_format(node_.output(0), y[0]) : tag::nchw;
+    dst_md_ = rank == 4 ? stored_desc(shared_, node_.output(0), y) : plain_desc(y);
+    const memory::format_tag y_tag =
+        rank == 4 ? stored_format(shared_, node_.output(0), y[0]) : tag::nchw;
     for (int k = 0; k < 2; ++k) {
       const size_t i = swapped_ ? 1 - k : k;
       const Shape& s = (i == 0) ? a : b;
@@ -75,7 +76,7 @@ class DnnlBinaryKernel final : public DnnlKernel {
       o.input = i;
       o.reorder = false;
       if (rank == 4 && s == y) {
-        o.ext_md = stored_desc(node_.input(i), s);
+        o.ext_md = stored_desc(shared_, node_.input(i), s);
         o.md = dst_md_;
         o.reorder = o.ext_md != o.md;
       } else if (rank == 4 && y_tag != tag::nchw && s[1] == y[1] && s[2] == 1 && s[3] == 1) {
@@ -140,8 +141,8 @@ bool binary_supported(const Node& node) {
   return node.epilogue.residual_input < 0;
 }
 
-std::unique_ptr<Kernel> make_binary_kernel(const Node& node, int threads) {
-  return std::make_unique<DnnlBinaryKernel>(node, threads);
+std::unique_ptr<Kernel> make_binary_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlBinaryKernel>(node, shared);
 }
 
 }  // namespace kiln::dnnl_cpu

@@ -14,6 +14,24 @@
 
 namespace kiln::dnnl_cpu {
 
+// The caches of one backend, each defined (and made) where it is used.
+struct ConvAnswers;  // the convs' timed choices (dnnl_conv_plan.cc)
+struct LayoutPlans;  // the layout decision's group plans and reorder times (dnnl_layout_plan.cc)
+std::shared_ptr<ConvAnswers> make_conv_answers();
+std::shared_ptr<LayoutPlans> make_layout_plans();
+
+// What the kernels of one backend share: its options and its caches. The caches are
+// thread-safe; they grow with the distinct conv questions and value groups asked (bounded by
+// the graph and the input shapes run) and go with the backend.
+struct DnnlShared {
+  OnednnOptions options;
+  std::shared_ptr<ConvAnswers> convs = make_conv_answers();
+  std::shared_ptr<LayoutPlans> layouts = make_layout_plans();
+};
+
+// The shared state of a backend from make_onednn_backend (nullptr for any other backend).
+const DnnlShared* shared_of(const Backend& backend);
+
 dnnl::engine& cpu_engine();
 // OpenMP's thread count is per calling thread, so kernels set it on every prepare/execute;
 // 0 means all cores.
@@ -60,15 +78,16 @@ std::vector<const Value*> layout_operands(const Node& n);
 // dim 0): nchw (the logical layout) unless it is storable; else the layout the plan of its
 // group of connected storable values gives it (layout_choice), nhwc where that is a blocked
 // layout and the channel count is off the block (blocked bytes = logical bytes).
-dnnl::memory::format_tag stored_format(const Value* v, int64_t batch);
+dnnl::memory::format_tag stored_format(const DnnlShared& sh, const Value* v, int64_t batch);
 // Whether `v` is stored in a oneDNN layout (stored_format is not nchw).
-bool stored_blocked(const Value* v, int64_t batch);
+bool stored_blocked(const DnnlShared& sh, const Value* v, int64_t batch);
 // The f32 memory desc of a rank-4 tensor of `shape` stored as `v` is (batch: shape[0]).
-dnnl::memory::desc stored_desc(const Value* v, const std::vector<int64_t>& shape);
+dnnl::memory::desc stored_desc(const DnnlShared& sh, const Value* v,
+                               const std::vector<int64_t>& shape);
 
 // The layout decision for `v` at batch `batch` (dnnl_layout_plan.cc describes it): the
 // candidate layouts; the seconds of the group's convs with the whole group in each (empty when
-// not timed: forced by KILN_DNNL_LAYOUT, one candidate, or unknown dims); the estimated seconds
+// not timed: a forced CpuLayout, one candidate, or unknown dims); the estimated seconds
 // of the plan taken, conversions included (at most the smaller of those); the batch the group
 // was planned for; and the layout chosen for `v` (nchw when `v` is not storable or oneDNN has no
 // JIT layout).
@@ -79,7 +98,7 @@ struct LayoutChoice {
   int64_t batch = 1;
   dnnl::memory::format_tag chosen = dnnl::memory::format_tag::nchw;
 };
-LayoutChoice layout_choice(const Value* v, int64_t batch);
+LayoutChoice layout_choice(const DnnlShared& sh, const Value* v, int64_t batch);
 // Copies `src` (described by `src_md`) to `dst` (`dst_md`) with a one-off reorder; for the
 // rare paths (reference fallback), not the per-run ones.
 void reorder_once(const dnnl::memory::desc& src_md, const void* src,
@@ -91,7 +110,7 @@ void reorder_once(const dnnl::memory::desc& src_md, const void* src,
 // Clip's bounds, when computed in the graph), which a primitive may be built from.
 class DnnlKernel : public Kernel {
  public:
-  DnnlKernel(const Node& node, int threads) : node_(node), threads_(threads) {}
+  DnnlKernel(const Node& node, const DnnlShared& shared) : node_(node), shared_(shared) {}
 
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) final;
   Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) final;
@@ -106,7 +125,7 @@ class DnnlKernel : public Kernel {
   virtual void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) = 0;
 
   const Node& node_;
-  int threads_;
+  const DnnlShared& shared_;  // the backend's, which outlives its kernels
 
  private:
   // The reference kernel reads and writes NCHW: blocked operands are converted around it.
@@ -117,7 +136,7 @@ class DnnlKernel : public Kernel {
   std::vector<std::string> prepared_values_;  // of the small inputs (dnnl_backend.cc)
 };
 
-std::unique_ptr<Kernel> make_conv_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_conv_kernel(const Node& node, const DnnlShared& shared);
 bool conv_supported(const Node& node);
 // Whether `kernel` (from make_conv_kernel, prepared) runs oneDNN's Winograd algorithm.
 bool conv_uses_winograd(const Kernel& kernel);
@@ -133,23 +152,23 @@ struct ConvPlanSummary {
   std::string impl;  // oneDNN's implementation name
 };
 ConvPlanSummary conv_plan_summary(const Kernel& kernel);
-std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, const DnnlShared& shared);
 bool gemm_supported(const Node& node);
-std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_pool_kernel(const Node& node, const DnnlShared& shared);
 bool pool_supported(const Node& node);
 // Add/Sub/Mul/Div with broadcasting (dnnl_binary.cc).
 bool is_binary_op(OpKind op);
-std::unique_ptr<Kernel> make_binary_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_binary_kernel(const Node& node, const DnnlShared& shared);
 bool binary_supported(const Node& node);
 // The unary activations and math ops (dnnl_eltwise.cc).
 bool is_eltwise_op(OpKind op);
-std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, const DnnlShared& shared);
 bool eltwise_supported(const Node& node);
-std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, const DnnlShared& shared);
 bool softmax_supported(const Node& node);
-std::unique_ptr<Kernel> make_concat_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_concat_kernel(const Node& node, const DnnlShared& shared);
 bool concat_supported(const Node& node);
-std::unique_ptr<Kernel> make_resize_kernel(const Node& node, int threads);
+std::unique_ptr<Kernel> make_resize_kernel(const Node& node, const DnnlShared& shared);
 bool resize_supported(const Node& node);
 
 // The row-major f32 desc of `shape` (what the runtime's Tensors hold); a scalar is [1].

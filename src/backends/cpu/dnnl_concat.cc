@@ -26,10 +26,10 @@ class DnnlConcatKernel final : public DnnlKernel {
     src_mds_.clear();
     for (size_t i = 0; i < in.size(); ++i) {
       if (!all_positive(in[i].shape)) return false;
-      src_mds_.push_back(in[i].shape.size() == 4 ? stored_desc(node_.input(i), in[i].shape)
+      src_mds_.push_back(in[i].shape.size() == 4 ? stored_desc(shared_, node_.input(i), in[i].shape)
                                                  : plain_desc(in[i].shape));
     }
-    dst_md_ = ys.size() == 4 ? stored_desc(node_.output(0), ys) : plain_desc(ys);
+    dst_md_ = ys.size() == 4 ? stored_desc(shared_, node_.output(0), ys) : plain_desc(ys);
     prim_ = dnnl::concat(
         dnnl::concat::primitive_desc(dst_md_, static_cast<int>(*axis), src_mds_, cpu_engine()));
     stream_ = dnnl::stream(cpu_engine());
@@ -62,8 +62,8 @@ bool concat_supported(const Node& node) {
   return is_f32(node.outputs[0]);
 }
 
-std::unique_ptr<Kernel> make_concat_kernel(const Node& node, int threads) {
-  return std::make_unique<DnnlConcatKernel>(node, threads);
+std::unique_ptr<Kernel> make_concat_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlConcatKernel>(node, shared);
 }
 
 }  // namespace kiln::dnnl_cpu

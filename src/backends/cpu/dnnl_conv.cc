@@ -9,8 +9,8 @@
 // direct conv on the stored layouts, the direct conv on oneDNN's preferred layout with
 // reorders, and for 3×3 stride-1 undilated ungrouped convs oneDNN's Winograd, which does
 // about half the multiplies but wants nChw16c and rounds about twice as far from the exact
-// result. KILN_DNNL_CONV_ALGO picks: "direct" (default: never Winograd), "auto" (all timed,
-// the fastest kept) or "winograd" (wherever oneDNN can create it; direct elsewhere).
+// result. EngineOptions::cpu_conv_algo picks: "direct" (default: never Winograd), "auto" (all
+// timed, the fastest kept) or "winograd" (wherever oneDNN can create it; direct elsewhere).
 
 #include "backends/cpu/dnnl_conv_plan.h"
 
@@ -20,8 +20,8 @@ namespace {
 
 class DnnlConvKernel final : public DnnlKernel {
  public:
-  DnnlConvKernel(const Node& node, int threads, ConvAttrs attrs)
-      : DnnlKernel(node, threads), attrs_(std::move(attrs)), planner_(node, attrs_) {}
+  DnnlConvKernel(const Node& node, const DnnlShared& shared, ConvAttrs attrs)
+      : DnnlKernel(node, shared), attrs_(std::move(attrs)), planner_(node, attrs_, shared) {}
 
   // What the prepared shapes run (tests check it).
   const ConvPlan& plan() const { return plan_; }
@@ -34,10 +34,11 @@ class DnnlConvKernel final : public DnnlKernel {
     if (xs.size() != 4 || ws.size() != 4 || out[0].shape.size() != 4) return false;
     ConvOperands ops{xs, ws, out[0].shape};
     // How the neighbours store the activations.
-    ops.src = stored_format(node_.inputs[0], xs[0]);
-    ops.dst = stored_format(node_.outputs[0], out[0].shape[0]);
+    ops.src = stored_format(shared_, node_.inputs[0], xs[0]);
+    ops.dst = stored_format(shared_, node_.outputs[0], out[0].shape[0]);
     const int r = node_.epilogue.residual_input;
-    if (r >= 0) ops.res = stored_format(node_.inputs[r], in[static_cast<size_t>(r)].shape[0]);
+    if (r >= 0)
+      ops.res = stored_format(shared_, node_.inputs[r], in[static_cast<size_t>(r)].shape[0]);
     return planner_.choose(ops, &plan_);
   }
 
@@ -85,9 +86,9 @@ bool conv_supported(const Node& node) {
   return parse_conv_attrs(node.attrs).is_ok();
 }
 
-std::unique_ptr<Kernel> make_conv_kernel(const Node& node, int threads) {
+std::unique_ptr<Kernel> make_conv_kernel(const Node& node, const DnnlShared& shared) {
   auto attrs = parse_conv_attrs(node.attrs);
-  return std::make_unique<DnnlConvKernel>(node, threads, attrs.is_ok() ? *attrs : ConvAttrs{});
+  return std::make_unique<DnnlConvKernel>(node, shared, attrs.is_ok() ? *attrs : ConvAttrs{});
 }
 
 }  // namespace kiln::dnnl_cpu

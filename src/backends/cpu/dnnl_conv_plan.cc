@@ -16,8 +16,6 @@
 #include <mutex>
 #include <string>
 
-#include "core/env.h"
-
 namespace kiln::dnnl_cpu {
 
 namespace {
@@ -30,15 +28,10 @@ dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
   return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
 }
 
-// Which algorithm 3×3 stride-1 convs use, from KILN_DNNL_CONV_ALGO (see dnnl_conv.cc).
-enum class AlgoMode { kDirect, kAuto, kWinograd };  // in env_choice's order
-
-// Read at every prepare (a cheap getenv) so tests can switch it between kernels. Direct by
-// default: Winograd's transforms double the fp32 rounding error of deep nets (Wide ResNet-101
-// at batch 3: 1.0e-4 from float64 against ONNX Runtime's 4.7e-5), and fp32 must mean fp32.
-AlgoMode algo_mode() {
-  return static_cast<AlgoMode>(env_choice("KILN_DNNL_CONV_ALGO", {"auto", "winograd"}));
-}
+// Which algorithm 3×3 stride-1 convs use is the backend's CpuConvAlgo (see dnnl_conv.cc).
+// Direct by default: Winograd's transforms double the fp32 rounding error of deep nets (Wide
+// ResNet-101 at batch 3: 1.0e-4 from float64 against ONNX Runtime's 4.7e-5), and fp32 must
+// mean fp32.
 
 size_t count(const Shape& s) {
   int64_t n = 1;
@@ -66,25 +59,16 @@ bool is_reference_impl(const dnnl::convolution_forward::primitive_desc& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
-// The process's answers to "which plan for this conv", by question_key.
 struct Answer {
   bool can = false;  // oneDNN can run the conv at all
   ConvChoice choice;
   double seconds = -1;  // the winner's time; negative when not timed (one candidate)
 };
-std::mutex& answers_mutex() {
-  static std::mutex mu;
-  return mu;
-}
-std::map<std::string, Answer>& remembered_answers() {
-  static std::map<std::string, Answer> answers;
-  return answers;
-}
 
 // The key holds what the answer depends on: the node's conv parameters and epilogue, the
-// shapes, the stored layouts and the algorithm mode. Not the thread count: the answer must not
-// depend on who asks (a reference fallback asks outside the kernels' thread setting), so the
-// first asker's count is the one measured.
+// shapes and the stored layouts (the algorithm mode is the backend's). Not the thread count: the
+// answer must not depend on who asks (a reference fallback asks outside the kernels' thread
+// setting), so the first asker's count is the one measured.
 std::string question_key(const Node& node, const ConvOperands& ops, const ConvGeometry& geo) {
   std::string key = shape_str(ops.x) + shape_str(ops.w) + shape_str(geo.strides) +
                     shape_str(geo.dilations) + shape_str(geo.pad_begin) + shape_str(geo.pad_end) +
@@ -96,11 +80,20 @@ std::string question_key(const Node& node, const ConvOperands& ops, const ConvGe
   key += " l" + std::to_string(static_cast<int>(ops.src)) + "," +
          std::to_string(static_cast<int>(ops.dst)) + "," +
          std::to_string(static_cast<int>(ops.res));
-  key += " m" + std::to_string(static_cast<int>(algo_mode()));
   return key;
 }
 
 }  // namespace
+
+// A backend's answers to "which plan for this conv", by question_key. One lock for the lookup
+// and the measurement: two threads timing at once would slow each other's measurements down,
+// and the second asker gets the first one's answer.
+struct ConvAnswers {
+  std::mutex mu;
+  std::map<std::string, Answer> answers;
+};
+
+std::shared_ptr<ConvAnswers> make_conv_answers() { return std::make_shared<ConvAnswers>(); }
 
 ConvPlan ConvPlanner::make(const ConvChoice& c) {
   const dnnl::algorithm algo = c.algo;
@@ -180,11 +173,9 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
   res_ext_ = node_.epilogue.residual_input >= 0 ? memory::desc(to_dims(ops.y), dt::f32, ops.res)
                                                 : memory::desc();
 
-  // One lock for the lookup and the measurement: two threads timing at once would slow
-  // each other's measurements down, and the second asker gets the first one's answer.
   const std::string key = question_key(node_, ops, geo_);
-  std::lock_guard<std::mutex> lock(answers_mutex());
-  auto& answers = remembered_answers();
+  std::lock_guard<std::mutex> lock(shared_.convs->mu);
+  auto& answers = shared_.convs->answers;
   auto it = answers.find(key);
   // An answer without a time does not serve a question that wants one.
   if (it != answers.end() && (!seconds || !it->second.can || it->second.seconds >= 0)) {
@@ -195,7 +186,7 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
       if (seconds) *seconds = it->second.seconds;
       return true;
     } catch (const dnnl::error&) {
-      // Made before in this process, so not expected; asked afresh below.
+      // Made before by this backend, so not expected; asked afresh below.
     }
   }
 
@@ -224,14 +215,14 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
       std::string(cands.back().pd.impl_info_str()) == cands[0].pd.impl_info_str())
     cands.pop_back();
 
-  const AlgoMode mode = algo_mode();
+  const CpuConvAlgo mode = shared_.options.conv_algo;
   const bool wino_shape = geo_.group == 1 && ops.w[2] == 3 && ops.w[3] == 3 &&
                           geo_.strides[0] == 1 && geo_.strides[1] == 1 && geo_.dilations[0] == 1 &&
                           geo_.dilations[1] == 1;
-  if (wino_shape && mode != AlgoMode::kDirect) {
+  if (wino_shape && mode != CpuConvAlgo::kDirect) {
     const size_t before = cands.size();
     add(dnnl::algorithm::convolution_winograd, tag::any, tag::any, true);
-    if (mode == AlgoMode::kWinograd && cands.size() > before) {
+    if (mode == CpuConvAlgo::kWinograd && cands.size() > before) {
       ConvPlan wino = std::move(cands.back());
       cands.assign(1, std::move(wino));
     }
@@ -310,7 +301,8 @@ double ConvPlanner::time(ConvPlan& p) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double conv_seconds(const Node& node, const Shape& x, tag src, tag dst, tag res) {
+double conv_seconds(const DnnlShared& sh, const Node& node, const Shape& x, tag src, tag dst,
+                    tag res) {
   auto attrs = parse_conv_attrs(node.attrs);
   if (!attrs.is_ok() || !node.inputs[1]->is_constant()) return -1;
   const Shape w = node.inputs[1]->constant.shape();
@@ -320,13 +312,13 @@ double conv_seconds(const Node& node, const Shape& x, tag src, tag dst, tag res)
   {
     // The layout decision asks the same questions many times: answer from memory without
     // making the plan.
-    std::lock_guard<std::mutex> lock(answers_mutex());
-    auto& answers = remembered_answers();
+    std::lock_guard<std::mutex> lock(sh.convs->mu);
+    auto& answers = sh.convs->answers;
     auto it = answers.find(question_key(node, ops, *geo));
     if (it != answers.end() && !it->second.can) return -1;
     if (it != answers.end() && it->second.seconds >= 0) return it->second.seconds;
   }
-  ConvPlanner planner(node, *attrs);
+  ConvPlanner planner(node, *attrs, sh);
   ConvPlan plan;
   double secs = -1;
   try {

@@ -26,7 +26,7 @@ struct ConvChoice {
 // built, so running it only executes.
 struct ConvPlan {
   ConvChoice choice;
-  bool remembered = false;  // made from the process's earlier answer, not timed now
+  bool remembered = false;  // made from the backend's earlier answer, not timed now
   dnnl::algorithm algo = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward prim;
@@ -53,17 +53,18 @@ struct ConvOperands {
 // per layout question).
 class ConvPlanner {
  public:
-  ConvPlanner(const Node& node, const ConvAttrs& attrs) : node_(node), attrs_(attrs) {}
+  ConvPlanner(const Node& node, const ConvAttrs& attrs, const DnnlShared& shared)
+      : node_(node), attrs_(attrs), shared_(shared) {}
 
-  // The fastest plan for `ops` under KILN_DNNL_CONV_ALGO (dnnl_conv.cc describes it).
+  // The fastest plan for `ops` under the backend's CpuConvAlgo (dnnl_conv.cc describes it).
   // Candidates: the direct conv on the stored layouts as they are (a residual stored like dst
   // added by a sum post-op or read by a binary one), the direct conv on the layout oneDNN
   // prefers with reorders around it, and Winograd where it exists; when more
   // than one can be made they are timed on scratch operands and `seconds` (if given) gets
   // the winner's time (0 when nothing was timed). False when oneDNN can run none of them.
   //
-  // The answer is remembered for the process, keyed by what it depends on (the conv's
-  // parameters and epilogue, the shapes, the stored layouts, the algorithm mode): the same
+  // The answer is remembered by the backend (DnnlShared::convs), keyed by what it depends on (the
+  // conv's parameters and epilogue, the shapes, the stored layouts, the algorithm mode): the same
   // question gets the same plan again without timing. So a context that prepares a shape
   // again, or another context of the engine, runs the same primitives and gives the same
   // bits (candidates round differently, and timing noise could pick another one).
@@ -87,6 +88,7 @@ class ConvPlanner {
   static constexpr double kTimingBudget = 3e-3;  // seconds of timed runs per candidate
   const Node& node_;
   const ConvAttrs& attrs_;
+  const DnnlShared& shared_;
   ConvOperands ops_;
   dnnl::memory::desc src_ext_, dst_ext_, res_ext_;  // as the neighbours store them
   ConvGeometry geo_;
@@ -96,10 +98,11 @@ class ConvPlanner {
 
 // Seconds the fastest plan of conv `node` takes on input shape `x` with its input, output and
 // residual stored in `src`, `dst`, `res` (format tags; nchw where the neighbour keeps the
-// logical layout). Measured once per distinct question in the process and remembered, so the
-// layout decision that asks it is the same for every kernel that asks. Negative when
+// logical layout). Measured once per distinct question by the backend `sh` and remembered, so
+// the layout decision that asks it is the same for every kernel that asks. Negative when
 // oneDNN cannot run the conv.
-double conv_seconds(const Node& node, const Shape& x, dnnl::memory::format_tag src,
-                    dnnl::memory::format_tag dst, dnnl::memory::format_tag res);
+double conv_seconds(const DnnlShared& sh, const Node& node, const Shape& x,
+                    dnnl::memory::format_tag src, dnnl::memory::format_tag dst,
+                    dnnl::memory::format_tag res);
 
 }  // namespace kiln::dnnl_cpu

@@ -71,8 +71,8 @@ class DnnlEltwiseKernel final : public DnnlKernel {
     // serves any of them; where input and output are stored differently the input is first
     // reordered into the output, and the steps run in place there.
     const bool rank4 = in[0].shape.size() == 4;
-    src_ext_ = rank4 ? stored_desc(node_.input(0), in[0].shape) : plain_desc(in[0].shape);
-    dst_ext_ = rank4 ? stored_desc(node_.output(0), in[0].shape) : plain_desc(in[0].shape);
+    src_ext_ = rank4 ? stored_desc(shared_, node_.input(0), in[0].shape) : plain_desc(in[0].shape);
+    dst_ext_ = rank4 ? stored_desc(shared_, node_.output(0), in[0].shape) : plain_desc(in[0].shape);
     relayout_ = src_ext_ != dst_ext_;
     if (relayout_)
       relayout_prim_ = dnnl::reorder(
@@ -141,8 +141,8 @@ bool eltwise_supported(const Node& node) {
   return true;
 }
 
-std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, int threads) {
-  return std::make_unique<DnnlEltwiseKernel>(node, threads);
+std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlEltwiseKernel>(node, shared);
 }
 
 }  // namespace kiln::dnnl_cpu

@@ -100,8 +100,8 @@ bool gemm_supported(const Node& node) {
   return true;
 }
 
-std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, int threads) {
-  return std::make_unique<DnnlGemmKernel>(node, threads);
+std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlGemmKernel>(node, shared);
 }
 
 }  // namespace kiln::dnnl_cpu

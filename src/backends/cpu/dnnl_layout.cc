@@ -90,11 +90,13 @@ bool storable(const Value* v) {
   return true;
 }
 
-bool stored_blocked(const Value* v, int64_t batch) { return stored_format(v, batch) != tag::nchw; }
+bool stored_blocked(const DnnlShared& sh, const Value* v, int64_t batch) {
+  return stored_format(sh, v, batch) != tag::nchw;
+}
 
-memory::desc stored_desc(const Value* v, const std::vector<int64_t>& shape) {
+memory::desc stored_desc(const DnnlShared& sh, const Value* v, const std::vector<int64_t>& shape) {
   return memory::desc(to_dims(shape), dt::f32,
-                      shape.size() == 4 ? stored_format(v, shape[0]) : tag::nchw);
+                      shape.size() == 4 ? stored_format(sh, v, shape[0]) : tag::nchw);
 }
 
 void reorder_once(const memory::desc& src_md, const void* src, const memory::desc& dst_md,
@@ -113,14 +115,15 @@ Status DnnlKernel::run_reference(const std::vector<const Tensor*>& in,
   std::vector<const Tensor*> ref_in = in;
   std::vector<Tensor*> ref_out = out;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!in[i] || in[i]->rank() != 4 || !stored_blocked(node_.input(i), in[i]->dim(0))) continue;
+    if (!in[i] || in[i]->rank() != 4 || !stored_blocked(shared_, node_.input(i), in[i]->dim(0)))
+      continue;
     plain_in[i] = Tensor(in[i]->dtype(), in[i]->shape());
-    reorder_once(stored_desc(node_.input(i), in[i]->shape()), in[i]->raw(),
+    reorder_once(stored_desc(shared_, node_.input(i), in[i]->shape()), in[i]->raw(),
                  memory::desc(to_dims(in[i]->shape()), dt::f32, tag::nchw), plain_in[i].raw());
     ref_in[i] = &plain_in[i];
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i] || out[i]->rank() != 4 || !stored_blocked(node_.output(i), out[i]->dim(0)))
+    if (!out[i] || out[i]->rank() != 4 || !stored_blocked(shared_, node_.output(i), out[i]->dim(0)))
       continue;
     plain_out[i] = Tensor(out[i]->dtype(), out[i]->shape());
     ref_out[i] = &plain_out[i];
@@ -129,7 +132,7 @@ Status DnnlKernel::run_reference(const std::vector<const Tensor*>& in,
   for (size_t i = 0; i < out.size(); ++i)
     if (plain_out[i].defined())
       reorder_once(memory::desc(to_dims(out[i]->shape()), dt::f32, tag::nchw), plain_out[i].raw(),
-                   stored_desc(node_.output(i), out[i]->shape()), out[i]->raw());
+                   stored_desc(shared_, node_.output(i), out[i]->shape()), out[i]->raw());
   return Status();
 }
 

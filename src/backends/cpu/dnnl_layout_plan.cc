@@ -8,7 +8,7 @@
 // direct kernels, and Winograd, which runs on nothing else). A value whose channel count is off
 // the block is stored in nhwc under either.
 //
-// KILN_DNNL_LAYOUT picks how:
+// The backend's CpuLayout (EngineOptions::cpu_layout) picks how:
 // - "auto" (default): one layout per group, the cheaper sum of the group's conv times (each
 //   conv timed with its operands in the candidate: dnnl_conv_plan.h, the conv at its best,
 //   reorders included), timed with a symbolic batch taken as 1.
@@ -28,9 +28,10 @@
 // - "alternate", for tests: the sets of values (as in "value") take the two layouts in turn, in
 //   the graph's order, so most convs run between operands stored differently.
 //
-// Each conv's and each conversion's time is measured once per process and remembered
-// (conv_seconds), so the decision depends on the graph (and in "value" that batch) only, never
-// on which kernel asks: every kernel of every Context derives the same layouts. Where a group
+// Each conv's and each conversion's time is measured once per backend (so once per Engine) and
+// remembered (conv_seconds, LayoutPlans), so the decision depends on the graph (and in "value"
+// that batch) only, never on which kernel asks: every kernel of every Context of an Engine
+// derives the same layouts. Where a group
 // has other unknown dims it cannot be timed, and the blocked layout is taken when the group has
 // a conv Winograd could run (the one kernel that needs it), nhwc otherwise.
 
@@ -43,7 +44,6 @@
 #include <string>
 
 #include "backends/cpu/dnnl_conv_plan.h"
-#include "core/env.h"
 #include "planner/two_label.h"
 
 namespace kiln::dnnl_cpu {
@@ -54,13 +54,7 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-// kAuto is one layout per group; kValue plans per value (env_choice's order).
-enum class LayoutMode { kAuto, kNhwc, kBlocked, kValue, kAlternate };
-
-LayoutMode layout_mode() {
-  return static_cast<LayoutMode>(
-      env_choice("KILN_DNNL_LAYOUT", {"nhwc", "blocked", "value", "alternate"}));
-}
+using LayoutMode = CpuLayout;
 
 // The layouts oneDNN runs a 3×3 conv in with a JIT kernel on this CPU (asked once).
 struct Candidates {
@@ -163,13 +157,41 @@ bool timing_shape(const Value* v, int64_t batch, Shape* s) {
 
 bool on_block(const Value* v) { return v->dims[1].value % candidates().block == 0; }
 
+}  // namespace
+
+// The plan of one group at one planning batch: a layout per value (candidate index), the
+// uniform candidates' summed conv seconds and the chosen assignment's estimated seconds.
+struct GroupPlan {
+  std::map<const Value*, int> label;
+  std::vector<double> seconds;
+  double planned = -1;
+};
+
+// Plans are remembered per group and planning batch: every kernel asks about its own operands,
+// and the group's plan is the same answer for all of them. The key holds each value's address
+// and declared shape, so a new graph (even one at a freed graph's addresses) is planned afresh
+// unless it is the same group.
+using PlanKey = std::pair<std::vector<std::pair<const Value*, std::vector<int64_t>>>, int64_t>;
+
+// A backend's remembered layout answers: the group plans and the reorder times (by shape).
+struct LayoutPlans {
+  std::mutex mu;
+  std::map<PlanKey, GroupPlan> plans;
+  std::mutex reorder_mu;
+  std::map<Shape, double> reorder_seconds;
+};
+
+std::shared_ptr<LayoutPlans> make_layout_plans() { return std::make_shared<LayoutPlans>(); }
+
+namespace {
+
 // Seconds one reorder of a float32 tensor of `shape` from nhwc to the blocked layout takes
 // (the best of a few runs after a warm-up; the other direction costs about the same). Measured
-// once per shape in the process, on the asking kernel's threads (as the convs are).
-double reorder_seconds(const Shape& shape) {
-  static std::mutex mu;
-  static std::map<Shape, double> answers;
-  std::lock_guard<std::mutex> lock(mu);
+// once per shape by the backend, on the asking kernel's threads (as the convs are).
+double reorder_seconds(const DnnlShared& sh, const Shape& shape) {
+  LayoutPlans& lp = *sh.layouts;
+  std::lock_guard<std::mutex> lock(lp.reorder_mu);
+  std::map<Shape, double>& answers = lp.reorder_seconds;
   auto it = answers.find(shape);
   if (it != answers.end()) return it->second;
   double best = 0;
@@ -206,14 +228,6 @@ bool has_winograd_shape(const Group& g) {
   return false;
 }
 
-// The plan of one group at one planning batch: a layout per value (candidate index), the
-// uniform candidates' summed conv seconds and the chosen assignment's estimated seconds.
-struct GroupPlan {
-  std::map<const Value*, int> label;
-  std::vector<double> seconds;
-  double planned = -1;
-};
-
 // Representatives of the values joined by non-conv nodes (they read and write one layout).
 class Sets {
  public:
@@ -241,7 +255,8 @@ class Sets {
 };
 
 // Plans `g` under `mode` at planning batch `nb`; empty `seconds` when it cannot be timed.
-GroupPlan plan_group(const Group& g, int64_t nb, LayoutMode mode) {
+GroupPlan plan_group(const DnnlShared& sh, const Group& g, int64_t nb) {
+  const LayoutMode mode = sh.options.layout;
   const std::vector<tag> layouts{tag::nhwc, candidates().blocked};
   GroupPlan plan;
   auto uniform = [&](int label) {
@@ -267,7 +282,7 @@ GroupPlan plan_group(const Group& g, int64_t nb, LayoutMode mode) {
         return v && g.values.count(v) ? format_under(v, layouts[i]) : tag::nchw;
       };
       const int r = n->epilogue.residual_input;
-      const double s = conv_seconds(*n, x, fmt(n->input(0)), fmt(n->output(0)),
+      const double s = conv_seconds(sh, *n, x, fmt(n->input(0)), fmt(n->output(0)),
                                     r >= 0 ? fmt(n->input(static_cast<size_t>(r))) : tag::nchw);
       // A conv oneDNN cannot run in this layout would run on the reference kernel: far slower.
       c.t[i] = s >= 0 ? s : 1e3;
@@ -297,7 +312,7 @@ GroupPlan plan_group(const Group& g, int64_t nb, LayoutMode mode) {
     for (const Value* o : ops) {
       Shape s;
       if (!o || !g.values.count(o) || !on_block(o) || !timing_shape(o, nb, &s)) continue;
-      p.pairs.push_back({item, item_of_set[sets.find(o)], reorder_seconds(s)});
+      p.pairs.push_back({item, item_of_set[sets.find(o)], reorder_seconds(sh, s)});
     }
   }
   if (mode == LayoutMode::kAlternate) {
@@ -326,41 +341,34 @@ GroupPlan plan_group(const Group& g, int64_t nb, LayoutMode mode) {
   return plan;
 }
 
-// Plans are remembered per group, planning batch and mode: every kernel asks about its own
-// operands, and the group's plan is the same answer for all of them. The key holds each value's
-// address and declared shape, so a new graph (even one at a freed graph's addresses) is planned
-// afresh unless it is the same group.
-using PlanKey =
-    std::tuple<std::vector<std::pair<const Value*, std::vector<int64_t>>>, int64_t, int>;
-
-const GroupPlan& remembered_plan(const Group& g, int64_t nb, LayoutMode mode) {
-  static std::mutex mu;
-  static std::map<PlanKey, GroupPlan> plans;
+// The backend's plan of `g` at planning batch `nb`, planned on first asking. A std::map's
+// elements stay where they are, so the reference outlives the lock.
+const GroupPlan& remembered_plan(const DnnlShared& sh, const Group& g, int64_t nb) {
+  LayoutPlans& lp = *sh.layouts;
   PlanKey key;
-  std::get<1>(key) = nb;
-  std::get<2>(key) = static_cast<int>(mode);
+  key.second = nb;
   for (const Value* v : g.values) {
     std::vector<int64_t> dims;
     for (const Dim& d : v->dims) dims.push_back(d.value);
-    std::get<0>(key).emplace_back(v, std::move(dims));
+    key.first.emplace_back(v, std::move(dims));
   }
   {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = plans.find(key);
-    if (it != plans.end()) return it->second;
+    std::lock_guard<std::mutex> lock(lp.mu);
+    auto it = lp.plans.find(key);
+    if (it != lp.plans.end()) return it->second;
   }
-  GroupPlan plan = plan_group(g, nb, mode);  // times; not under the lock
-  std::lock_guard<std::mutex> lock(mu);
-  return plans.emplace(std::move(key), std::move(plan)).first->second;
+  GroupPlan plan = plan_group(sh, g, nb);  // times; not under the lock
+  std::lock_guard<std::mutex> lock(lp.mu);
+  return lp.plans.emplace(std::move(key), std::move(plan)).first->second;
 }
 
 }  // namespace
 
-LayoutChoice layout_choice(const Value* v, int64_t batch) {
+LayoutChoice layout_choice(const DnnlShared& sh, const Value* v, int64_t batch) {
   LayoutChoice c;
   if (!storable(v)) return c;
   const Candidates& cand = candidates();
-  const LayoutMode mode = layout_mode();
+  const LayoutMode mode = sh.options.layout;
   if (cand.nhwc) c.layouts.push_back(tag::nhwc);
   if (cand.blocked != tag::undef) c.layouts.push_back(cand.blocked);
   if (c.layouts.empty()) return c;
@@ -372,15 +380,15 @@ LayoutChoice layout_choice(const Value* v, int64_t batch) {
   // One layout per group is planned at batch 1: the timings cannot tell the two apart by more
   // than the noise at any batch (measured), so the first run at a new batch is not spent on it.
   c.batch = mode == LayoutMode::kAuto ? 1 : planning_batch(g, batch);
-  const GroupPlan& plan = remembered_plan(g, c.batch, mode);
+  const GroupPlan& plan = remembered_plan(sh, g, c.batch);
   c.seconds = plan.seconds;
   c.planned_seconds = plan.planned;
   c.chosen = c.layouts[static_cast<size_t>(plan.label.at(v))];
   return c;
 }
 
-tag stored_format(const Value* v, int64_t batch) {
-  const LayoutChoice c = layout_choice(v, batch);
+tag stored_format(const DnnlShared& sh, const Value* v, int64_t batch) {
+  const LayoutChoice c = layout_choice(sh, v, batch);
   return c.chosen == tag::nchw ? tag::nchw : format_under(v, c.chosen);
 }
 

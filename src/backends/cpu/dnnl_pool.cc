@@ -65,8 +65,8 @@ class DnnlPoolKernel final : public DnnlKernel {
               const memory::dims& pad_r) {
     // The input as its producer stores it; the output in the same layout (dst `any`), with
     // a reorder when the reader wants it otherwise.
-    memory::desc src_md = stored_desc(node_.inputs[0], xs);
-    dst_ext_ = stored_desc(node_.outputs[0], ys);
+    memory::desc src_md = stored_desc(shared_, node_.inputs[0], xs);
+    dst_ext_ = stored_desc(shared_, node_.outputs[0], ys);
     memory::desc dst_md(to_dims(ys), dt::f32, tag::any);
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md, dst_md,
                                         strides, kernel, dil, pad_l, pad_r);
@@ -117,8 +117,8 @@ bool pool_supported(const Node& node) {
   return parse_pool_attrs(node.attrs, 2, options_for(node.op)).is_ok();
 }
 
-std::unique_ptr<Kernel> make_pool_kernel(const Node& node, int threads) {
-  return std::make_unique<DnnlPoolKernel>(node, threads);
+std::unique_ptr<Kernel> make_pool_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlPoolKernel>(node, shared);
 }
 
 }  // namespace kiln::dnnl_cpu

@@ -145,8 +145,8 @@ bool resize_supported(const Node& node) {
   return parse_resize_attrs(node.attrs).is_ok();
 }
 
-std::unique_ptr<Kernel> make_resize_kernel(const Node& node, int threads) {
-  return std::make_unique<DnnlResizeKernel>(node, threads);
+std::unique_ptr<Kernel> make_resize_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlResizeKernel>(node, shared);
 }
 
 }  // namespace kiln::dnnl_cpu

@@ -45,8 +45,8 @@ bool softmax_supported(const Node& node) {
          is_f32(node.inputs[0]) && is_f32(node.outputs[0]);
 }
 
-std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, int threads) {
-  return std::make_unique<DnnlSoftmaxKernel>(node, threads);
+std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlSoftmaxKernel>(node, shared);
 }
 
 }  // namespace kiln::dnnl_cpu

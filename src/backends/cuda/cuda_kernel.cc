@@ -9,22 +9,6 @@ namespace kiln {
 
 const char* layout_name(Layout l) { return l == Layout::kNHWC ? "NHWC" : "plain"; }
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
-    case Precision::kFp16: return "fp16";
-  }
-  return "?";
-}
-
-Result<Precision> parse_precision(const std::string& s) {
-  if (s == "fp32") return Precision::kFp32;
-  if (s == "tf32") return Precision::kTf32;
-  if (s == "fp16") return Precision::kFp16;
-  return invalid_argument("precision '" + s + "': expected fp32, tf32 or fp16");
-}
-
 WeightStore::~WeightStore() {
   for (auto& [key, buf] : buffers_) cudaFree(buf.first);
 }

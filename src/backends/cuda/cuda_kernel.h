@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kiln/options.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
@@ -44,10 +45,6 @@ enum class Layout : uint8_t {
   kNHWC,   // rank 4 only: logical [N,C,H,W] stored as [N,H,W,C]
 };
 const char* layout_name(Layout l);
-
-enum class Precision : uint8_t { kFp32, kTf32, kFp16 };
-const char* precision_name(Precision p);
-Result<Precision> parse_precision(const std::string& s);  // "fp32" | "tf32" | "fp16"
 
 struct DevDesc {
   DataType dtype = DataType::kUndefined;
@@ -106,6 +103,8 @@ class TacticCache {
 // What prepare() may use.
 struct CudaBuildContext {
   Precision precision = Precision::kFp32;
+  CudnnConvPath conv_path = CudnnConvPath::kAuto;     // EngineOptions::cudnn_conv_path
+  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // EngineOptions::space_to_depth
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   cublasLtHandle_t cublaslt = nullptr;

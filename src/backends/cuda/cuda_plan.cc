@@ -374,6 +374,8 @@ Status Builder::add_cpu_step(const Node& n, const std::string& why) {
 
 Status Builder::build(const std::vector<const Node*>& order, const std::vector<Tensor>& inputs) {
   bctx_.precision = p_.options.precision;
+  bctx_.conv_path = p_.options.conv_path;
+  bctx_.space_to_depth = p_.options.space_to_depth;
   bctx_.stream = p_.handles->stream;
   bctx_.cudnn = p_.handles->cudnn;
   bctx_.cublaslt = p_.handles->cublaslt;

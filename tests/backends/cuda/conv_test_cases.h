@@ -111,9 +111,10 @@ inline std::unique_ptr<ConvNode> make_conv(const ConvCase& c, const EpiCase& e, 
   return cn;
 }
 
-// Sets KILN_CUDNN_PATH (which the Conv kernel reads at prepare) for the scope.
-struct ScopedCudnnPath : ScopedEnv {
-  explicit ScopedCudnnPath(const char* path) : ScopedEnv("KILN_CUDNN_PATH", path) {}
-};
+// `opt` with the cuDNN conv path forced to `path`.
+inline LibRunOptions on_path(LibRunOptions opt, CudnnConvPath path) {
+  opt.conv_path = path;
+  return opt;
+}
 
 }  // namespace kiln::test

@@ -105,6 +105,9 @@ struct CudaRunOptions {
   // Offer float inputs as a graph input arrives (float32 plain) where the kernel's
   // takes_offered() accepts that, as the plan does.
   bool offer_raw = false;
+  // EngineOptions::cudnn_conv_path and ::space_to_depth.
+  CudnnConvPath conv_path = CudnnConvPath::kAuto;
+  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
 };
 
 // Creates, prepares and enqueues the CUDA kernel of `node` on host inputs (nullptr for
@@ -121,6 +124,8 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
   TacticCache fresh;
   CudaBuildContext bctx;
   bctx.precision = precision;
+  bctx.conv_path = o.conv_path;
+  bctx.space_to_depth = o.space_to_depth;
   bctx.weights = weights;
   bctx.tactics = o.tactics ? o.tactics : &fresh;
   bctx.time_tactics = o.time_tactics;

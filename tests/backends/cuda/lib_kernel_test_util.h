@@ -15,6 +15,8 @@ struct LibRunOptions {
   bool time_tactics = true;
   bool in_place = false;   // output 0 over input inplace_input() (which must be ≥ 0)
   bool offer_raw = false;  // CudaRunOptions::offer_raw
+  CudnnConvPath conv_path = CudnnConvPath::kAuto;     // CudaRunOptions::conv_path
+  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // CudaRunOptions::space_to_depth
 };
 
 inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
@@ -25,6 +27,8 @@ inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
   o.time_tactics = opt.time_tactics;
   o.in_place = opt.in_place;
   o.offer_raw = opt.offer_raw;
+  o.conv_path = opt.conv_path;
+  o.space_to_depth = opt.space_to_depth;
   o.tactics = &tactics;
   return run_cuda_node_with(node, inputs, precision, o);
 }

@@ -1,7 +1,7 @@
-// The cuDNN Conv kernel's two paths forced one at a time (KILN_CUDNN_PATH, read at
-// prepare): the legacy convolution API and the backend graph API, against the reference
-// over geometries × epilogues × precisions, timed and heuristic, in place and cached; and
-// the channel padding that lets tensor cores run the RGB stem.
+// The cuDNN Conv kernel's two paths forced one at a time (EngineOptions::cudnn_conv_path,
+// which the kernel reads at prepare): the legacy convolution API and the backend graph API, against
+// the reference over geometries × epilogues × precisions, timed and heuristic, in place and cached;
+// and the channel padding that lets tensor cores run the RGB stem.
 #include <cuda_runtime.h>
 
 #include <cstring>
@@ -36,6 +36,7 @@ void expect_path(const char* path, const ConvCase& c, const EpiCase& e, Precisio
   auto cn = make_conv(c, e, seed);
   TacticCache cache;
   const bool graph = std::strcmp(path, "graph") == 0;
+  opt.conv_path = graph ? CudnnConvPath::kGraph : CudnnConvPath::kLegacy;
   if (graph && (!core_geometry(c) || (p == Precision::kFp32 && e.residual))) {
     auto got = run_lib_kernel(*cn->node, cn->in, p, cache, opt);
     if (!got.is_ok()) {
@@ -56,7 +57,6 @@ void expect_path(const char* path, const ConvCase& c, const EpiCase& e, Precisio
 const LibRunOptions kHeuristic{false, false};
 
 TEST(CudnnConvPaths, LegacyMatchesReference) {
-  ScopedCudnnPath path("legacy");
   uint32_t seed = 2000;
   for (const ConvCase& c : kConvs)
     for (const EpiCase& e : kEpilogues)
@@ -67,7 +67,6 @@ TEST(CudnnConvPaths, LegacyMatchesReference) {
 // geometries: each case finalizes cuDNN plans (some compiled at runtime); the full product
 // took more than 5 minutes on the H200, four per geometry 58 s.
 TEST(CudnnConvPaths, GraphMatchesReference) {
-  ScopedCudnnPath path("graph");
   uint32_t seed = 3000;
   const int n_epi = static_cast<int>(std::size(kEpilogues));
   int ci = 0;
@@ -83,7 +82,6 @@ TEST(CudnnConvPaths, GraphMatchesReference) {
 // Each timed graph case finalizes and times up to ten plans (some compiled at runtime): two
 // geometries and three epilogues keep this under a minute.
 TEST(CudnnConvPaths, GraphHeuristicAndInPlace) {
-  ScopedCudnnPath path("graph");
   uint32_t seed = 4000;
   for (int ci : {0, 8})
     for (int ei : {2, 4, 12})
@@ -96,7 +94,6 @@ TEST(CudnnConvPaths, GraphHeuristicAndInPlace) {
 }
 
 TEST(CudnnConvPaths, LegacyHeuristicAndInPlace) {
-  ScopedCudnnPath path("legacy");
   uint32_t seed = 5000;
   for (int ci : {0, 7, 9, 11})
     for (int ei : {0, 2, 4, 10, 13})
@@ -109,17 +106,17 @@ TEST(CudnnConvPaths, LegacyHeuristicAndInPlace) {
 
 // The graph choice is cached (heuristic mode, rank, engine) and rebuilt from the cache.
 TEST(CudnnConvPaths, GraphTacticCache) {
-  ScopedCudnnPath path("graph");
   for (Precision p : kPrecisions) {
     SCOPED_TRACE(precision_name(p));
     TacticCache cache;
     // Strict fp32 with a residual has no graph engine (expect_path): relu alone there.
     auto cn = make_conv(kConvs[0], kEpilogues[p == Precision::kFp32 ? 2 : 4], 61);
     std::string first, second;
-    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {}, &first);
+    const LibRunOptions graph = on_path({}, CudnnConvPath::kGraph);
+    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, graph, &first);
     ASSERT_EQ(cache.size(), 1u);
     EXPECT_EQ(first.find("cached"), std::string::npos) << first;
-    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {}, &second);
+    expect_lib_kernel_matches(*cn->node, cn->in, p, cache, graph, &second);
     EXPECT_EQ(cache.size(), 1u);
     EXPECT_NE(second.find("cached"), std::string::npos) << second;
     EXPECT_EQ(first.substr(0, first.find('(')), second.substr(0, second.find('(')));
@@ -132,7 +129,6 @@ TEST(CudnnConvPaths, FewInputChannels) {
   uint32_t seed = 6000;
   for (int64_t ch : {3, 1, 5, 12})
     for (const char* path : {"auto", "graph"}) {
-      ScopedCudnnPath scoped(path);
       ConvCase c{"stem", {2, ch, 23, 20}, {16, ch, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, nullptr};
       for (int ei : {2, 4, 8})
         for (Precision p : kPrecisions) {
@@ -142,7 +138,9 @@ TEST(CudnnConvPaths, FewInputChannels) {
           TacticCache cache;
           // Timed in fp16 (the stems' real precision), heuristic otherwise: timing every
           // candidate costs seconds per case.
-          const LibRunOptions opt{p == Precision::kFp16, false};
+          const LibRunOptions opt = on_path(
+              {p == Precision::kFp16, false},
+              std::strcmp(path, "graph") == 0 ? CudnnConvPath::kGraph : CudnnConvPath::kAuto);
           if (std::strcmp(path, "graph") == 0 && p == Precision::kFp32 && kEpilogues[ei].residual) {
             // No graph engine for strict-fp32 NCHW convs with a residual (see expect_path).
             auto got = run_lib_kernel(*cn->node, cn->in, p, cache, opt);

@@ -30,7 +30,6 @@ bool uses_s2d(const std::string& tactic) {
 }
 
 TEST(CudnnConvS2d, ForcedMatchesReference) {
-  ScopedEnv on("KILN_CONV_S2D", "on");
   uint32_t seed = 4000;
   for (const ConvCase& c : kS2dConvs)
     for (int ei : kS2dEpilogues)
@@ -43,21 +42,25 @@ TEST(CudnnConvS2d, ForcedMatchesReference) {
           auto cn = make_conv(c, e, seed += 4);
           TacticCache cache;
           std::string tactic;
-          expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {false, in_place}, &tactic);
+          LibRunOptions o{false, in_place};
+          o.space_to_depth = SpaceToDepth::kOn;
+          expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &tactic);
           EXPECT_TRUE(uses_s2d(tactic)) << tactic;
         }
 }
 
 TEST(CudnnConvS2d, OffOrInapplicableRunsDirect) {
   {
-    ScopedEnv off("KILN_CONV_S2D", "off");
     auto cn = make_conv(kS2dConvs[0], kEpilogues[2], 91);
     TacticCache cache;
     std::string tactic;
-    expect_lib_kernel_matches(*cn->node, cn->in, Precision::kFp16, cache, {true, false}, &tactic);
+    LibRunOptions off{true, false};
+    off.space_to_depth = SpaceToDepth::kOff;
+    expect_lib_kernel_matches(*cn->node, cn->in, Precision::kFp16, cache, off, &tactic);
     EXPECT_FALSE(uses_s2d(tactic)) << tactic;
   }
-  ScopedEnv on("KILN_CONV_S2D", "on");
+  LibRunOptions on{false, false};
+  on.space_to_depth = SpaceToDepth::kOn;
   const ConvCase inapplicable[] = {
       {"stride1", {1, 3, 12, 12}, {8, 3, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, nullptr},
       {"c16", {1, 16, 12, 12}, {8, 16, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, nullptr},
@@ -71,7 +74,7 @@ TEST(CudnnConvS2d, OffOrInapplicableRunsDirect) {
     auto cn = make_conv(c, kEpilogues[2], 93);
     TacticCache cache;
     std::string tactic;
-    expect_lib_kernel_matches(*cn->node, cn->in, Precision::kFp16, cache, {false, false}, &tactic);
+    expect_lib_kernel_matches(*cn->node, cn->in, Precision::kFp16, cache, on, &tactic);
     EXPECT_FALSE(uses_s2d(tactic)) << tactic;
   }
 }
@@ -100,7 +103,6 @@ TEST(CudnnConvS2d, TimedChoiceMatchesReference) {
 // The model's float32 NCHW input taken as it is (takes_offered): the rewrite converts it
 // within its transform, into float16 NHWC (fp16), float32 NHWC (tf32) or float32 NCHW (fp32).
 TEST(CudnnConvS2d, RawInputForcedMatchesReference) {
-  ScopedEnv on("KILN_CONV_S2D", "on");
   uint32_t seed = 4700;
   for (const ConvCase& c : kS2dConvs)
     for (int ei : {2, 4, 0})
@@ -113,6 +115,7 @@ TEST(CudnnConvS2d, RawInputForcedMatchesReference) {
         LibRunOptions o;
         o.offer_raw = true;
         o.time_tactics = false;  // forced: the timed choice is TimedChoiceMatchesReference's
+        o.space_to_depth = SpaceToDepth::kOn;
         expect_lib_kernel_matches(*cn->node, cn->in, p, cache, o, &tactic);
         EXPECT_TRUE(uses_s2d(tactic)) << tactic;
         // fp32 convs read float32 NCHW already: nothing to convert.

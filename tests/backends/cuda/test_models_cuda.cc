@@ -110,11 +110,10 @@ TEST_P(CudaModel, MatchesCpuFp32) {
 
   EngineOptions o;
   o.device = Device::kCuda;
-  o.precision = c.precision;
+  o.precision = *parse_precision(c.precision);
   o.cuda_graph = true;
   // KILN_TEST_NO_TACTICS=1: the libraries' first choice instead of timing every layer (the
-  // timing dominates this test's run time; with KILN_CUDNN_PATH=graph|legacy it checks one
-  // convolution path on whole models).
+  // timing dominates this test's run time).
   // Timed in fp16, the precision engines are built for, with at most 2 candidates per layer
   // and path (the kernel tests time the others); the libraries' first choice in fp32/tf32.
   o.time_tactics = env_or("KILN_TEST_NO_TACTICS", "0") != "1" && c.precision == "fp16";
@@ -177,7 +176,7 @@ TEST(CudaFashionMnist, Fp16AccuracyWithinPointTwoOfFp32) {
   auto accuracy = [&](const std::string& precision) -> double {
     EngineOptions o;
     o.device = Device::kCuda;
-    o.precision = precision;
+    o.precision = *parse_precision(precision);
     o.time_tactics = env_or("KILN_TEST_NO_TACTICS", "0") != "1";
     o.max_tactics = 2;
     auto engine = Engine::load(path, o);
@@ -201,7 +200,8 @@ TEST(CudaPlanFile, SaveLoadAndRefusals) {
   if (!fs::exists(path)) GTEST_SKIP() << path << " is missing";
   EngineOptions o;
   o.device = Device::kCuda;
-  o.precision = "fp16";
+  o.precision = Precision::kFp16;
+  o.space_to_depth = SpaceToDepth::kOff;  // recorded in the plan: the load must keep it
   auto engine = Engine::load(path, o);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   Tensor x = random_input({4, 1, 28, 28}, 3);
@@ -211,9 +211,12 @@ TEST(CudaPlanFile, SaveLoadAndRefusals) {
   std::string plan = testing::TempDir() + "/fashion.kiln";
   ASSERT_TRUE((*engine)->save_plan(plan).is_ok());
 
-  auto loaded = Engine::load(plan, o);
+  EngineOptions plain;  // what the plan recorded replaces the caller's build options
+  plain.device = Device::kCuda;
+  auto loaded = Engine::load(plan, plain);
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
-  EXPECT_EQ((*loaded)->options().precision, "fp16");
+  EXPECT_EQ((*loaded)->options().precision, Precision::kFp16);
+  EXPECT_EQ((*loaded)->options().space_to_depth, SpaceToDepth::kOff);
   auto again = (*loaded)->create_context()->run({{"input", x}});
   ASSERT_TRUE(again.is_ok()) << again.status().to_string();
   EXPECT_LE(test::relative_l2(again->at("logits"), first->at("logits")), 1e-6);

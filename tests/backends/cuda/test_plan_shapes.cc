@@ -154,7 +154,7 @@ void expect_gpu_matches(const ModelBuilder& b, const Shape& x_shape) {
     SCOPED_TRACE(precision);
     EngineOptions o;
     o.device = Device::kCuda;
-    o.precision = precision;
+    o.precision = *parse_precision(precision);
     o.time_tactics = false;
     o.poison_memory = true;
     Run got = run_on(b, o, x);

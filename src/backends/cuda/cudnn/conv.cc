@@ -15,13 +15,8 @@
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn/conv_kernel.h"
 #include "backends/cuda/kernels/launch.h"
-#include "core/env.h"
 
 namespace kiln {
-
-ConvPathChoice conv_path_from_env() {
-  return static_cast<ConvPathChoice>(env_choice("KILN_CUDNN_PATH", {"legacy", "graph"}));
-}
 
 namespace {
 
@@ -45,7 +40,7 @@ Status CudnnConvKernel::upload_constants(const std::vector<DevDesc>& in, CudaBui
                                                        packed.data(), packed.size()));
     filter_ = f;
   }
-  if (paddable() && path_choice_ != ConvPathChoice::kLegacy) {
+  if (paddable() && path_choice_ != CudnnConvPath::kLegacy) {
     std::vector<uint8_t> packed = pack_filter_krsc(*in[1].value, dt, padded_channels());
     KILN_ASSIGN_OR_RETURN(void* f, ctx.weights->upload(name_ + "/filter/" + dn + "/krsc_pad" +
                                                            std::to_string(padded_channels()),
@@ -100,15 +95,15 @@ Status CudnnConvKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevD
   for (int64_t v : y_desc_.shape)
     if (v <= 0 || v > INT32_MAX) return invalid_argument("Conv output " + shape_str(y_desc_.shape));
   out[0] = y_desc_;
-  path_choice_ = conv_path_from_env();
+  path_choice_ = ctx.conv_path;
   strict_fp32_ = !ctx.allow_tf32();
   KILN_RETURN_IF_ERROR(setup_legacy(x, in[1], ctx));
   KILN_RETURN_IF_ERROR(upload_constants(in, ctx));
 
   std::string key = conv_tactic_key(g, ctx.precision, x.dtype, epilogue_, bias_ >= 0,
                                     ctx.workspace_limit, nhwc());
-  if (path_choice_ == ConvPathChoice::kLegacy) key += "|legacy";
-  if (path_choice_ == ConvPathChoice::kGraph) key += "|graph";
+  if (path_choice_ == CudnnConvPath::kLegacy) key += "|legacy";
+  if (path_choice_ == CudnnConvPath::kGraph) key += "|graph";
   return choose(ctx, key).with_context(name_ + " (Conv " + shape_str(x.shape) + " * " +
                                        shape_str(in[1].shape) + ", " + layout_name(layout_) + " " +
                                        dtype_name(x.dtype) + ")");
@@ -168,8 +163,8 @@ Status CudnnConvKernel::choose(CudaBuildContext& ctx, const std::string& key) {
     ConvTactic t;
     if (is >> tag) {
       const bool ok =
-          tag == "G"   ? path_choice_ != ConvPathChoice::kLegacy && graph_from_cache(ctx, is, t)
-          : tag == "L" ? path_choice_ != ConvPathChoice::kGraph && legacy_from_cache(ctx, is, t)
+          tag == "G"   ? path_choice_ != CudnnConvPath::kLegacy && graph_from_cache(ctx, is, t)
+          : tag == "L" ? path_choice_ != CudnnConvPath::kGraph && legacy_from_cache(ctx, is, t)
                        : false;
       if (ok) return finish(t, true);
     }
@@ -178,9 +173,9 @@ Status CudnnConvKernel::choose(CudaBuildContext& ctx, const std::string& key) {
   KILN_RETURN_IF_ERROR(alloc_scratch(scratch));
   std::vector<ConvTactic> cands;
   Status legacy_err = Status::ok(), graph_err = Status::ok();
-  if (path_choice_ != ConvPathChoice::kGraph) legacy_err = legacy_candidates(ctx, scratch, cands);
+  if (path_choice_ != CudnnConvPath::kGraph) legacy_err = legacy_candidates(ctx, scratch, cands);
   const bool need_graph = ctx.time_tactics || cands.empty();
-  if (path_choice_ != ConvPathChoice::kLegacy && need_graph)
+  if (path_choice_ != CudnnConvPath::kLegacy && need_graph)
     graph_err = graph_candidates(ctx, scratch, cands);
   if (cands.empty()) {
     std::string why = "no cuDNN candidate ran for this convolution";

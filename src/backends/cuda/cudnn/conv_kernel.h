@@ -8,8 +8,8 @@
 // Layouts: NHWC activations and KRSC filters in fp16/tf32 (tensor cores); in strict fp32
 // precision NCHW (kPlain) and KCRS, where cuDNN's FMA kernels are at home.
 //
-// KILN_CUDNN_PATH=legacy|graph (read at prepare) restricts the choice to one path, for
-// tests and diagnosis; unset (or anything else), both compete on time.
+// EngineOptions::cudnn_conv_path (CudaBuildContext::conv_path) can restrict the choice to one
+// path, for tests and diagnosis; by default both compete on time.
 #pragma once
 
 #include <cudnn.h>
@@ -28,8 +28,6 @@
 namespace kiln {
 
 enum class ConvPath : uint8_t { kLegacy, kGraph };
-enum class ConvPathChoice : uint8_t { kAuto, kLegacy, kGraph };  // in env_choice's order
-ConvPathChoice conv_path_from_env();                             // KILN_CUDNN_PATH
 
 constexpr size_t kConvAlign = 256;
 inline size_t conv_align_up(size_t n) { return (n + kConvAlign - 1) / kConvAlign * kConvAlign; }
@@ -153,7 +151,7 @@ class CudnnConvKernel final : public CudaKernel {
   size_t full_bytes_ = 0;            // cuDNN's output when cropping
   cudnnMathType_t requested_math_ = CUDNN_DEFAULT_MATH;
   bool strict_fp32_ = false;
-  ConvPathChoice path_choice_ = ConvPathChoice::kAuto;
+  CudnnConvPath path_choice_ = CudnnConvPath::kAuto;
   const void* filter_ = nullptr;
   const void* filter_padded_ = nullptr;  // KRSC with padded_channels(), when paddable()
   const void* bias_act_ = nullptr;       // activation dtype, zeros when absent

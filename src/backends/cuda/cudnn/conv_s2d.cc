@@ -3,10 +3,10 @@
 // conv a stride-1 one with a ceil(R/2)×ceil(S/2) kernel. Both are prepared as cuDNN Conv
 // kernels with their own tactic choice; with tactic timing the rewrite is kept when its conv
 // plus the input transform is faster than the direct conv. Without timing the direct conv
-// runs (the libraries' first choice), unless KILN_CONV_S2D=on.
+// runs (the libraries' first choice), unless forced on.
 //
-// KILN_CONV_S2D=on|off (read at prepare) forces the rewrite wherever it applies / never;
-// unset or anything else: the timed choice.
+// EngineOptions::space_to_depth (CudaBuildContext::space_to_depth) on|off forces the rewrite
+// wherever it applies / never; auto: the timed choice.
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -17,16 +17,9 @@
 #include "backends/cuda/cudnn/space_to_depth.h"
 #include "backends/cuda/kernels/launch.h"
 #include "backends/cuda/tactic_timing.h"
-#include "core/env.h"
 
 namespace kiln {
 namespace {
-
-enum class S2dMode : uint8_t { kAuto, kOn, kOff };  // in env_choice's order
-
-S2dMode s2d_mode_from_env() {
-  return static_cast<S2dMode>(env_choice("KILN_CONV_S2D", {"on", "off"}));
-}
 
 // Beyond this many input channels the 4× wider rewritten conv stops paying off: its input
 // channels already fill tensor-core tiles.
@@ -58,7 +51,7 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   bool takes_offered(int i, const DevDesc& offered) const override {
     return i == 0 && offered.shape.size() == 4 && offered.layout == Layout::kPlain &&
            (offered.dtype == DataType::kFloat32 || offered.dtype == DataType::kFloat16) &&
-           offered.shape[1] <= kMaxChannels && s2d_mode_from_env() != S2dMode::kOff;
+           offered.shape[1] <= kMaxChannels;
   }
   bool reads_on_host(int i) const override { return direct_->reads_on_host(i); }
   int inplace_input() const override { return direct_->inplace_input(); }
@@ -191,8 +184,8 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vect
       KILN_ASSIGN_OR_RETURN(convert_ms, cached_time(ctx, key, launch, in[0], z_bytes_));
     }
   }
-  const S2dMode mode = s2d_mode_from_env();
-  if (mode == S2dMode::kOff) return direct;
+  const SpaceToDepth mode = ctx.space_to_depth;
+  if (mode == SpaceToDepth::kOff) return direct;
   auto shape = plan_shape(conv_in);
   if (!shape.is_ok()) return direct;
   const S2dShape s = *shape;
@@ -224,7 +217,7 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vect
     KILN_ASSIGN_OR_RETURN(transform_ms,
                           cached_time(ctx, key.str(), launch, in[0], z_desc.nbytes()));
   }
-  bool use = !direct.is_ok() || mode == S2dMode::kOn;
+  bool use = !direct.is_ok() || mode == SpaceToDepth::kOn;
   if (!use && transform_ms >= 0 && inner->tactic_ms() >= 0 && direct_->tactic_ms() >= 0)
     use = inner->tactic_ms() + transform_ms < direct_->tactic_ms() + convert_ms;
   if (!use) return direct;

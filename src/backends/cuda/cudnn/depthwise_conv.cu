@@ -12,7 +12,7 @@
 //
 // With tactic timing the cuDNN conv (prepared beside it) is timed too and the faster one runs;
 // without timing this kernel runs. Strict fp32 (NCHW) plans keep cuDNN, and so does a cuDNN
-// path forced with KILN_CUDNN_PATH.
+// path forced by EngineOptions::cudnn_conv_path.
 
 #include <cuda_fp16.h>
 
@@ -101,7 +101,7 @@ class DepthwiseConvKernel final : public CudaKernel {
   Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
                  CudaBuildContext& ctx) override {
     use_cudnn_ = false;
-    if (conv_path_from_env() != ConvPathChoice::kAuto) {  // a cuDNN path forced: cuDNN
+    if (ctx.conv_path != CudnnConvPath::kAuto) {  // a cuDNN path forced: cuDNN
       use_cudnn_ = true;
       const Status s = cudnn_->prepare(in, out, ctx);
       tactic_ = cudnn_->tactic();

@@ -79,6 +79,17 @@ struct DeviceMemoryInfo {
   int64_t device_total() const { return arena + workspace + weights; }
 };
 
+// What a Context's runtime has done (CPU engines; a CUDA engine's context reports zeros for
+// now). A run whose input shapes (and small inputs' values) a cached plan was built for
+// neither builds nor allocates anything but its outputs.
+struct ContextStats {
+  int64_t plan_builds = 0;        // plans built: a new input shape, or a plan its data refused
+  int64_t plan_runs = 0;          // runs through a cached plan
+  int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
+  int64_t arena_allocations = 0;  // times the activation arena was allocated or grown
+  int64_t arena_bytes = 0;        // its size now
+};
+
 class Engine {
  public:
   ~Engine();
@@ -130,6 +141,8 @@ class Context {
   Result<DeviceMemoryInfo> device_memory() const;
   // Whether the last run replayed a CUDA graph.
   bool uses_cuda_graph() const;
+  // Plan builds, cache use and arena size so far.
+  ContextStats stats() const;
 
   // CPU engines only: runs the model and returns the statistics of every float32 value a
   // node writes, in execution order (graph inputs and constants are not included).

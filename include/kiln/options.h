@@ -63,6 +63,10 @@ struct EngineOptions {
   // (a corrupted pad, an absurd batch) fails with kResourceExhausted instead of exhausting
   // the host's memory.
   int64_t max_tensor_bytes = int64_t{8} << 30;
+  // The plans one Context keeps, one per input shape (and small inputs' values), the least
+  // recently used dropped first; they share one activation arena sized for the largest. A
+  // run of a cached shape builds, prepares and allocates nothing but its outputs. At least 1.
+  int max_cached_plans = 8;
   // Run the graph optimizer (src/passes: constant folding, BatchNorm folding, epilogue
   // fusion...) before planning. Off gives the imported graph as is, e.g. to bisect a pass.
   bool optimize = true;

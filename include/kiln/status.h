@@ -20,7 +20,7 @@ enum class StatusCode {
   kUnsupported,      // valid ONNX that kiln cannot run (op, dtype, attribute value)
   kOutOfRange,       // request too large, index out of bounds
   kResourceExhausted,
-  kInternal,         // a library call failed or kiln has a bug
+  kInternal,  // a library call failed or kiln has a bug
 };
 
 const char* status_code_name(StatusCode code);
@@ -55,7 +55,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status invalid_argument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status not_found(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
@@ -65,7 +67,7 @@ inline Status internal_error(std::string m) { return {StatusCode::kInternal, std
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : value_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!status_.is_ok() && "Result constructed from an OK Status without a value");
     if (status_.is_ok()) status_ = internal_error("Result built from OK status without value");
@@ -99,16 +101,16 @@ class [[nodiscard]] Result {
 #define KILN_CONCAT_(a, b) KILN_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is an error.
-#define KILN_RETURN_IF_ERROR(expr)                 \
-  do {                                             \
-    ::kiln::Status kiln_status_ = (expr);          \
+#define KILN_RETURN_IF_ERROR(expr)                  \
+  do {                                              \
+    ::kiln::Status kiln_status_ = (expr);           \
     if (!kiln_status_.is_ok()) return kiln_status_; \
   } while (0)
 
 // Same, with context prepended to the message.
-#define KILN_RETURN_IF_ERROR_CTX(expr, ctx)                                  \
-  do {                                                                       \
-    ::kiln::Status kiln_status_ = (expr);                                    \
+#define KILN_RETURN_IF_ERROR_CTX(expr, ctx)                                      \
+  do {                                                                           \
+    ::kiln::Status kiln_status_ = (expr);                                        \
     if (!kiln_status_.is_ok()) return std::move(kiln_status_).with_context(ctx); \
   } while (0)
 

@@ -53,6 +53,10 @@ class Tensor {
   // A tensor whose buffer is `bytes` itself, taken without a copy (its size must be the
   // shape's byte count); e.g. an initializer's raw data from a parsed model.
   static Tensor from_bytes(DataType dtype, Shape shape, std::string&& bytes);
+  // A tensor of `dtype` and `shape` over `storage`'s bytes from `byte_offset` on, sharing (and
+  // keeping alive) its buffer without a copy or an allocation: the runtime's activation arena
+  // hands out such views. The view must fit inside `storage`'s bytes.
+  static Tensor view_of(const Tensor& storage, size_t byte_offset, DataType dtype, Shape shape);
 
   bool defined() const { return dtype_ != DataType::kUndefined; }
   DataType dtype() const { return dtype_; }

@@ -95,6 +95,16 @@ Tensor Tensor::from_bytes(DataType dtype, Shape shape, std::string&& bytes) {
   return t;
 }
 
+Tensor Tensor::view_of(const Tensor& storage, size_t byte_offset, DataType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  for (int64_t d : t.shape_) KILN_CHECK(d >= 0);
+  KILN_CHECK(storage.buf_ && byte_offset + t.nbytes() <= storage.nbytes());
+  t.buf_ = std::shared_ptr<std::byte[]>(storage.buf_, storage.buf_.get() + byte_offset);
+  return t;
+}
+
 Tensor Tensor::from_floats(Shape shape, const std::vector<float>& values) {
   Tensor t(DataType::kFloat32, std::move(shape));
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel());

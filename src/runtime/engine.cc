@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "onnx/importer.h"
 #include "passes/pass.h"
+#include "runtime/cpu_plan.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
 #include "runtime/plan_file.h"
@@ -173,15 +174,7 @@ Result<std::shared_ptr<Engine>> Engine::from_bytes(const std::string& bytes,
 std::unique_ptr<Context> Engine::create_context() const {
   auto impl = std::make_unique<Context::Impl>();
   impl->engine = impl_.get();
-  impl->slots.resize(impl_->graph->value_id_limit());
-  if (impl_->cuda) return std::make_unique<Context>(std::move(impl));  // plans built per shape
-  for (size_t i = 0; i < impl_->order.size(); ++i) {
-    auto k = impl_->node_backend[i]->create_kernel(*impl_->order[i]);
-    // supports() was checked at build time; a failure here is a backend bug.
-    KILN_CHECK(k.is_ok());
-    impl->kernels.push_back(std::move(k).value());
-  }
-  impl->slots.resize(impl_->graph->value_id_limit());
+  if (!impl_->cuda) impl->cpu = std::make_shared<CpuPlanCache>(*impl_);
   return std::make_unique<Context>(std::move(impl));
 }
 

@@ -14,6 +14,7 @@ namespace kiln {
 
 struct CudaEngineState;
 struct CudaContextState;
+class CpuPlanCache;
 
 struct Engine::Impl {
   std::unique_ptr<Graph> graph;
@@ -35,9 +36,8 @@ struct Engine::Impl {
 
 struct Context::Impl {
   const Engine::Impl* engine = nullptr;
-  std::vector<std::unique_ptr<Kernel>> kernels;  // per node in engine->order
-  std::vector<Tensor> slots;                     // by value id; reset after each run
-  std::shared_ptr<CudaContextState> cuda;        // CUDA engines: stream, handles, plan
+  std::shared_ptr<CpuPlanCache> cpu;       // CPU engines: plans by input shape, arena
+  std::shared_ptr<CudaContextState> cuda;  // CUDA engines: stream, handles, plan
   // CPU engines: the last run's inputs (shared buffers, not copies), for profile_layers(),
   // and while profiling, each node's summed execute() seconds.
   std::map<std::string, Tensor> last_inputs;

@@ -1,0 +1,356 @@
+#include "runtime/cpu_plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "core/check.h"
+#include "ir/op_kind.h"
+#include "ops/op_registry.h"
+#include "planner/arena_planner.h"
+#include "runtime/engine_impl.h"
+#include "runtime/tensor_limit.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kArenaAlignment = 64;  // a cache line; oneDNN's AVX-512 loads want 64
+
+// The statistics of one float32 tensor. The layout does not matter (a oneDNN-blocked value
+// holds the same elements in another order).
+ValueStats stats_of(const Tensor& t, const Node& node, const Value& v) {
+  ValueStats s;
+  s.value = v.name;
+  s.node = node.name;
+  s.op = op_name(node.op);
+  s.count = t.numel();
+  const float* p = t.data<float>();
+  constexpr float kMinNormal = 6.103515625e-05f;  // 2^-14
+  double max_abs = 0;
+  int64_t nonzero = 0, below = 0, nonfinite = 0;
+  for (int64_t k = 0; k < s.count; ++k) {
+    const float a = std::fabs(p[k]);
+    if (!std::isfinite(a)) {
+      ++nonfinite;
+      continue;
+    }
+    nonzero += a != 0.f;
+    below += a != 0.f && a < kMinNormal;
+    max_abs = std::max<double>(max_abs, a);
+  }
+  s.nonzero = nonzero;
+  s.below_fp16_normal = below;
+  s.nonfinite = nonfinite;
+  s.max_abs = max_abs;
+  return s;
+}
+
+// The plan key of `inputs`: dtypes and shapes, and the bytes of the small ones.
+std::string key_of(const std::vector<const Tensor*>& inputs) {
+  std::string k;
+  for (const Tensor* t : inputs) {
+    k += std::to_string(static_cast<int>(t->dtype()));
+    for (int64_t d : t->shape()) k += "," + std::to_string(d);
+    if (t->numel() <= kKeyedInputElements) {
+      k += "=";
+      k.append(static_cast<const char*>(t->raw()), t->nbytes());
+    }
+    k += ";";
+  }
+  return k;
+}
+
+// Executes one kernel on prepared in/out pointers, with the hooks.
+Status execute(const Node& node, size_t k, Kernel& kernel, const std::vector<const Tensor*>& in,
+               const std::vector<Tensor*>& out, const CpuRunHooks& hooks) {
+  Status executed;
+  try {
+    if (hooks.node_seconds) {
+      const auto t0 = std::chrono::steady_clock::now();
+      executed = kernel.execute(in, out);
+      (*hooks.node_seconds)[k] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } else {
+      executed = kernel.execute(in, out);
+    }
+  } catch (const std::bad_alloc&) {
+    executed = Status(StatusCode::kResourceExhausted, node.describe() + ": out of memory");
+  }
+  KILN_RETURN_IF_ERROR(executed);
+  if (hooks.value_stats)
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      if (out[i] && out[i]->dtype() == DataType::kFloat32)
+        hooks.value_stats->push_back(stats_of(*out[i], node, *node.outputs[i]));
+  return Status::ok();
+}
+
+// A fresh tensor of `d`, or kResourceExhausted naming `what`.
+Result<Tensor> allocate(const TensorDesc& d, const std::string& what) {
+  try {
+    return Tensor(d.dtype, d.shape);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kResourceExhausted,
+                  what + ": out of memory allocating " + shape_str(d.shape));
+  }
+}
+
+}  // namespace
+
+struct CpuStep {
+  std::unique_ptr<Kernel> kernel;
+  // Infers and prepares again on every run (see cpu_plan.h).
+  bool dynamic = false;
+  std::vector<TensorDesc> planned_out;  // the output descs the plan was built with
+  // Wired to the plan's slots at build; scratch for dynamic steps.
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> out;
+  std::vector<TensorDesc> in_desc, out_desc;
+};
+
+struct CpuPlan {
+  std::vector<CpuStep> steps;    // per node in the engine's order
+  std::vector<TensorDesc> desc;  // by value id: every node output's planned desc
+  std::vector<int64_t> offset;   // by value id: arena offset, -1 when not in the arena
+  std::vector<Tensor> slots;     // by value id: constants, arena views; per run I/O
+  std::vector<bool> per_run;     // by value id: a graph input or a fresh graph output
+  int64_t arena_bytes = 0;
+
+  // Points the arena values' slots at `arena`.
+  void bind(const Tensor& arena) {
+    for (size_t id = 0; id < offset.size(); ++id)
+      if (offset[id] >= 0)
+        slots[id] =
+            Tensor::view_of(arena, static_cast<size_t>(offset[id]), desc[id].dtype, desc[id].shape);
+  }
+};
+
+struct CpuPlanCache::Entry {
+  std::string key;
+  std::unique_ptr<CpuPlan> plan;
+};
+
+CpuPlanCache::CpuPlanCache(const Engine::Impl& engine) : e_(engine) {}
+CpuPlanCache::~CpuPlanCache() = default;
+
+Status CpuPlanCache::reserve_arena(int64_t bytes) {
+  if (arena_.defined() && static_cast<int64_t>(arena_.nbytes()) >= bytes) return Status::ok();
+  try {
+    arena_ = Tensor(DataType::kUInt8, {std::max<int64_t>(bytes, 1)});
+  } catch (const std::bad_alloc&) {
+    return Status(
+        StatusCode::kResourceExhausted,
+        "out of memory allocating the " + std::to_string(bytes) + "-byte activation arena");
+  }
+  ++stats_.arena_allocations;
+  stats_.arena_bytes = static_cast<int64_t>(arena_.nbytes());
+  for (auto& entry : plans_) entry->plan->bind(arena_);
+  return Status::ok();
+}
+
+Status CpuPlanCache::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs,
+                         const CpuRunHooks& hooks) {
+  std::string key = key_of(inputs);
+  auto it = std::find_if(plans_.begin(), plans_.end(),
+                         [&](const std::unique_ptr<Entry>& p) { return p->key == key; });
+  if (it == plans_.end()) return build(key, inputs, outputs, hooks);
+  std::rotate(plans_.begin(), it, it + 1);  // most recently used first
+  bool fits = true;
+  KILN_RETURN_IF_ERROR(run_plan(*plans_.front()->plan, inputs, outputs, hooks, &fits));
+  if (fits) return Status::ok();
+  plans_.erase(plans_.begin());  // its data changed a dynamic step's shapes: build afresh
+  stats_.plans_cached = static_cast<int64_t>(plans_.size());
+  return build(key, inputs, outputs, hooks);
+}
+
+Status CpuPlanCache::run_plan(CpuPlan& p, const std::vector<const Tensor*>& inputs,
+                              std::vector<Tensor>& outputs, const CpuRunHooks& hooks, bool* fits) {
+  const Graph& g = *e_.graph;
+  for (size_t i = 0; i < inputs.size(); ++i) p.slots[g.inputs()[i]->id()] = *inputs[i];
+  // Clears the per-run slots on all paths out: the caller's tensors are not held.
+  struct Clear {
+    CpuPlan& p;
+    ~Clear() {
+      for (size_t id = 0; id < p.per_run.size(); ++id)
+        if (p.per_run[id]) p.slots[id] = Tensor();
+    }
+  } clear{p};
+  for (const Value* o : g.outputs())
+    if (o->producer && p.per_run[o->id()]) {
+      KILN_ASSIGN_OR_RETURN(p.slots[o->id()],
+                            allocate(p.desc[o->id()], "output '" + o->name + "'"));
+    }
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const Node& node = *e_.order[k];
+    CpuStep& s = p.steps[k];
+    if (s.dynamic) {
+      for (size_t i = 0; i < node.inputs.size(); ++i)
+        s.in_desc[i] =
+            s.in[i] ? TensorDesc{s.in[i]->dtype(), s.in[i]->shape(), s.in[i]} : TensorDesc{};
+      s.out_desc.assign(node.outputs.size(), TensorDesc{});
+      if (const OpDef* def = OpRegistry::find(node.op)) {
+        KILN_RETURN_IF_ERROR(
+            infer_node(*def, node, s.in_desc, s.out_desc).with_context(node.describe()));
+        for (size_t i = 0; i < node.outputs.size(); ++i)
+          if (node.outputs[i] && (s.out_desc[i].dtype != s.planned_out[i].dtype ||
+                                  s.out_desc[i].shape != s.planned_out[i].shape)) {
+            *fits = false;
+            return Status::ok();
+          }
+        s.out_desc.assign(node.outputs.size(), TensorDesc{});
+      }
+      KILN_RETURN_IF_ERROR(s.kernel->prepare(s.in_desc, s.out_desc));
+    }
+    KILN_RETURN_IF_ERROR(execute(node, k, *s.kernel, s.in, s.out, hooks));
+  }
+  outputs.clear();
+  for (const Value* o : g.outputs()) outputs.push_back(p.slots[o->id()]);
+  ++stats_.plan_runs;
+  return Status::ok();
+}
+
+Status CpuPlanCache::build(const std::string& key, const std::vector<const Tensor*>& inputs,
+                           std::vector<Tensor>& outputs, const CpuRunHooks& hooks) {
+  const Graph& g = *e_.graph;
+  const size_t nv = g.value_id_limit();
+  auto plan = std::make_unique<CpuPlan>();
+  CpuPlan& p = *plan;
+  p.desc.assign(nv, TensorDesc{});
+  p.offset.assign(nv, -1);
+  p.slots.assign(nv, Tensor());
+  p.per_run.assign(nv, false);
+  // Whether a value's shape, and its contents, follow from the plan's key alone.
+  std::vector<bool> fixed_shape(nv, true), fixed_value(nv, true);
+  std::vector<Tensor> values(nv);  // the build run's tensors
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const size_t id = g.inputs()[i]->id();
+    values[id] = *inputs[i];
+    p.per_run[id] = true;
+    fixed_value[id] = inputs[i]->numel() <= kKeyedInputElements;
+  }
+  for (const auto& v : g.values())
+    if (v->is_constant()) values[v->id()] = p.slots[v->id()] = v->constant;
+
+  std::vector<TensorDesc> in_desc, out_desc;
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> out;
+  for (size_t k = 0; k < e_.order.size(); ++k) {
+    const Node& node = *e_.order[k];
+    CpuStep step;
+    auto made = e_.node_backend[k]->create_kernel(node);
+    KILN_CHECK(made.is_ok());  // supports() was checked at build; a failure is a backend bug
+    step.kernel = std::move(made).value();
+    in.assign(node.inputs.size(), nullptr);
+    in_desc.assign(node.inputs.size(), TensorDesc{});
+    bool reads_data = false, all_fixed = true;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const Value* v = node.inputs[i];
+      if (!v) continue;
+      const Tensor& t = values[v->id()];
+      if (!t.defined())
+        return internal_error(node.describe() + ": input '" + v->name + "' was not computed");
+      in[i] = &t;
+      in_desc[i] = {t.dtype(), t.shape(), &t};
+      all_fixed = all_fixed && fixed_value[v->id()];
+      if (!fixed_shape[v->id()] || (!fixed_value[v->id()] && (t.numel() <= kKeyedInputElements ||
+                                                              !dtype_is_float(t.dtype()))))
+        reads_data = true;
+    }
+    step.dynamic = reads_data;
+    out_desc.assign(node.outputs.size(), TensorDesc{});
+    // The outputs' sizes are checked from the shape rule before the kernel prepares: a
+    // library kernel may allocate for them (oneDNN's scratchpads, timing buffers) first.
+    if (const OpDef* def = OpRegistry::find(node.op)) {
+      KILN_RETURN_IF_ERROR(infer_node(*def, node, in_desc, out_desc).with_context(node.describe()));
+      for (size_t i = 0; i < node.outputs.size(); ++i)
+        if (node.outputs[i] && out_desc[i].present())
+          KILN_RETURN_IF_ERROR_CTX(
+              check_tensor_size(out_desc[i].dtype, out_desc[i].shape, e_.options.max_tensor_bytes),
+              node.describe() + ": output '" + node.outputs[i]->name + "'");
+      out_desc.assign(node.outputs.size(), TensorDesc{});
+    }
+    KILN_RETURN_IF_ERROR(step.kernel->prepare(in_desc, out_desc));
+    out.assign(node.outputs.size(), nullptr);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const Value* v = node.outputs[i];
+      if (!v) continue;
+      if (!out_desc[i].present())
+        return internal_error(node.describe() + ": no type for output " + std::to_string(i));
+      for (int64_t d : out_desc[i].shape)
+        if (d < 0)
+          return invalid_argument(node.describe() + ": output '" + v->name + "' would have shape " +
+                                  shape_str(out_desc[i].shape));
+      p.desc[v->id()] = {out_desc[i].dtype, out_desc[i].shape, nullptr};
+      fixed_shape[v->id()] = !step.dynamic;
+      fixed_value[v->id()] = all_fixed || (node.op == OpKind::Shape && !step.dynamic);
+      KILN_ASSIGN_OR_RETURN(values[v->id()],
+                            allocate(out_desc[i], node.describe() + ": output '" + v->name + "'"));
+      out[i] = &values[v->id()];
+    }
+    KILN_RETURN_IF_ERROR(execute(node, k, *step.kernel, in, out, hooks));
+    step.planned_out = out_desc;
+    for (TensorDesc& d : step.planned_out) d.value = nullptr;
+    step.in_desc.resize(node.inputs.size());
+    step.out_desc.resize(node.outputs.size());
+    // Free what no later node reads (the build run's memory stays at the live peak).
+    for (const Value* v : node.inputs)
+      if (v && e_.last_use[v->id()] == static_cast<int>(k) && !e_.is_graph_output[v->id()] &&
+          !v->is_constant() && !p.per_run[v->id()])
+        values[v->id()] = Tensor();
+    p.steps.push_back(std::move(step));
+  }
+  outputs.clear();
+  for (const Value* o : g.outputs()) {
+    const Tensor& t = values[o->id()];
+    if (!t.defined()) return internal_error("output '" + o->name + "' was not computed");
+    outputs.push_back(t);
+  }
+
+  // The arena: every node output that is not a graph output, live from its producer to its
+  // last reader.
+  std::vector<BufferUse> uses;
+  std::vector<size_t> ids;
+  for (size_t k = 0; k < e_.order.size(); ++k)
+    for (const Value* v : e_.order[k]->outputs) {
+      if (!v) continue;
+      if (e_.is_graph_output[v->id()]) {
+        p.per_run[v->id()] = true;
+        continue;
+      }
+      const int last = std::max(static_cast<int>(k), e_.last_use[v->id()]);
+      const TensorDesc& d = p.desc[v->id()];
+      uses.push_back({static_cast<int64_t>(shape_numel(d.shape) * dtype_size(d.dtype)),
+                      static_cast<int>(k), last});
+      ids.push_back(v->id());
+    }
+  const ArenaPlan arena = plan_arena(uses, kArenaAlignment);
+  for (size_t b = 0; b < ids.size(); ++b) p.offset[ids[b]] = arena.offsets[b];
+  p.arena_bytes = arena.total_bytes;
+  // Wire each step to the slots (a vector not resized again, so the pointers stay valid).
+  for (size_t k = 0; k < e_.order.size(); ++k) {
+    const Node& node = *e_.order[k];
+    CpuStep& s = p.steps[k];
+    s.in.assign(node.inputs.size(), nullptr);
+    s.out.assign(node.outputs.size(), nullptr);
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (node.inputs[i]) s.in[i] = &p.slots[node.inputs[i]->id()];
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      if (node.outputs[i]) s.out[i] = &p.slots[node.outputs[i]->id()];
+  }
+
+  ++stats_.plan_builds;
+  const size_t limit = static_cast<size_t>(std::max(1, e_.options.max_cached_plans));
+  while (plans_.size() >= limit) plans_.pop_back();
+  auto entry = std::make_unique<Entry>();
+  entry->key = key;
+  entry->plan = std::move(plan);
+  plans_.insert(plans_.begin(), std::move(entry));
+  stats_.plans_cached = static_cast<int64_t>(plans_.size());
+  KILN_RETURN_IF_ERROR(reserve_arena(p.arena_bytes));
+  p.bind(arena_);
+  return Status::ok();
+}
+
+}  // namespace kiln

@@ -1,0 +1,216 @@
+// The CPU plan cache (runtime/cpu_plan.h): one Context alternating batch sizes builds one plan
+// per size and then runs them without building or allocating again, with the results of a
+// fresh Context; the cache keeps at most max_cached_plans; small inputs are part of the key;
+// a shape computed from the data itself rebuilds where it changes; a failed run leaves the
+// Context usable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "backends/dnnl_test_net.h"
+
+namespace kiln::test {
+namespace {
+
+// x[N,3,12,12] → conv 16 → conv 32 + residual-free → maxpool → conv 16 → GlobalAveragePool:
+// a symbolic batch through oneDNN and reference kernels.
+std::shared_ptr<Engine> conv_net(EngineOptions o = EngineOptions()) {
+  Net n;
+  Value* x = n.input("x", {1, 3, 12, 12});
+  x->dims[0] = Dim{-1, "N"};
+  Value* a = n.conv(x, 16, 3, {1, 16, 12, 12});
+  Value* b = n.conv(a, 32, 3, {1, 32, 12, 12});
+  Value* p = n.pool(OpKind::MaxPool, b, {1, 32, 6, 6}, pool_attrs(2, 2, 0));
+  Value* c = n.conv(p, 16, 3, {1, 16, 6, 6}, true, nullptr);
+  Value* y = n.pool(OpKind::GlobalAveragePool, c, {1, 16, 1, 1}, {});
+  n.g->outputs() = {y};
+  o.optimize = false;
+  o.threads = 2;
+  auto e = build_engine(std::move(n.g), o);
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? std::move(e).value() : nullptr;
+}
+
+// z = Reshape(y, shape) as the graph's output, built unoptimized: the context of the tests
+// whose shapes come from values.
+std::unique_ptr<Context> reshape_context(std::unique_ptr<Graph> g, Value* y, Value* shape,
+                                         std::shared_ptr<Engine>& keep) {
+  Value* z = g->add_value("z");
+  z->dtype = DataType::kFloat32;
+  g->add_node(OpKind::Reshape, "reshape", {y, shape}, {z});
+  g->outputs() = {z};
+  EngineOptions o;
+  o.optimize = false;
+  auto engine = build_engine(std::move(g), o);
+  EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+  if (!engine.is_ok()) return nullptr;
+  keep = std::move(engine).value();
+  return keep->create_context();
+}
+
+std::map<std::string, Tensor> input_of(int64_t batch) {
+  return {{"x", random_tensor({batch, 3, 12, 12}, 11 + static_cast<uint32_t>(batch))}};
+}
+
+TEST(CpuPlanCache, AlternatingBatchesBuildOncePerShapeAndAllocateNothingAfter) {
+  auto engine = conv_net();
+  ASSERT_NE(engine, nullptr);
+  auto ctx = engine->create_context();
+  const std::vector<int64_t> batches{1, 8, 32};
+  std::map<int64_t, std::vector<double>> ms;
+  std::map<int64_t, Tensor> first;
+  ContextStats after_builds;
+  for (int round = 0; round < 4; ++round)
+    for (int64_t b : batches) {
+      const auto in = input_of(b);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto out = ctx->run(in);
+      const double t =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      const Tensor& y = out->begin()->second;
+      ASSERT_EQ(y.shape(), (Shape{b, 16, 1, 1}));
+      if (round == 0) {
+        first[b] = y;
+      } else {
+        // The same plan gives the same bits; the output is the caller's own tensor, not
+        // overwritten by the runs after it.
+        ASSERT_EQ(std::memcmp(y.raw(), first[b].raw(), y.nbytes()), 0) << "batch " << b;
+        ms[b].push_back(t);
+      }
+    }
+  after_builds = ctx->stats();
+  EXPECT_EQ(after_builds.plan_builds, 3);
+  EXPECT_EQ(after_builds.plans_cached, 3);
+  EXPECT_EQ(after_builds.plan_runs, 9);
+  // Grown for 1, then 8, then 32, never after: one arena sized for the largest.
+  EXPECT_EQ(after_builds.arena_allocations, 3);
+  EXPECT_GT(after_builds.arena_bytes, 0);
+  for (const auto& [b, t] : first) {
+    // What the first runs returned stays intact, and equals a fresh Context's result.
+    auto fresh = engine->create_context()->run(input_of(b));
+    ASSERT_TRUE(fresh.is_ok());
+    const Tensor& y = fresh->begin()->second;
+    EXPECT_EQ(std::memcmp(y.raw(), t.raw(), y.nbytes()), 0) << "batch " << b;
+  }
+  // Against the reference backend (a different summation order).
+  EngineOptions ref;
+  ref.backend = "reference";
+  auto ref_engine = conv_net(ref);
+  ASSERT_NE(ref_engine, nullptr);
+  auto ref_ctx = ref_engine->create_context();
+  for (int64_t b : batches) {
+    auto want = ref_ctx->run(input_of(b));
+    ASSERT_TRUE(want.is_ok());
+    expect_near(first[b], want->begin()->second, 1e-4, 1e-4);
+  }
+  // Run times of each cached plan after switching, reported, not asserted (timed tests do not
+  // assert speed).
+  for (auto& [b, t] : ms) {
+    std::sort(t.begin(), t.end());
+    std::printf("[ timing   ] batch %2lld: median %.3f ms over %zu cached runs (min %.3f)\n",
+                static_cast<long long>(b), t[t.size() / 2], t.size(), t.front());
+  }
+}
+
+TEST(CpuPlanCache, KeepsAtMostMaxCachedPlans) {
+  EngineOptions o;
+  o.max_cached_plans = 2;
+  auto engine = conv_net(o);
+  ASSERT_NE(engine, nullptr);
+  auto ctx = engine->create_context();
+  for (int round = 0; round < 2; ++round)
+    for (int64_t b : {1, 2, 3}) ASSERT_TRUE(ctx->run(input_of(b)).is_ok());
+  // Least recently used first out: 1, 2, 3 cycling through two places never hits.
+  EXPECT_EQ(ctx->stats().plan_builds, 6);
+  EXPECT_EQ(ctx->stats().plans_cached, 2);
+  ASSERT_TRUE(ctx->run(input_of(3)).is_ok());
+  EXPECT_EQ(ctx->stats().plan_builds, 6);
+  EXPECT_EQ(ctx->stats().plan_runs, 1);
+}
+
+// y[4,6] reshaped to a shape read from x's first two elements (cast to int64): the same input
+// shapes with other data give another output shape. The dynamic Reshape notices and the plan
+// is built again; the same data again runs the cached plan.
+TEST(CpuPlanCache, ShapesFromTheDataRebuildWhereTheyChange) {
+  auto g = std::make_unique<Graph>();
+  Value* x = f32_value(*g, "x", {1, 32});
+  Value* y = f32_value(*g, "y", {4, 6});
+  g->inputs() = {x, y};
+  auto i64 = [&](const std::vector<int64_t>& v) {
+    return g->add_constant("c", Tensor::from_int64s({static_cast<int64_t>(v.size())}, v));
+  };
+  Value* s = f32_value(*g, "s", {1, 2});
+  g->add_node(OpKind::Slice, "slice", {x, i64({0}), i64({2}), i64({1})}, {s});
+  Value* si = g->add_value("si");
+  si->dtype = DataType::kInt64;
+  Attributes to;
+  to.set("to", int64_t{7});  // INT64
+  g->add_node(OpKind::Cast, "cast", {s}, {si}, to);
+  Value* flat = g->add_value("flat");
+  flat->dtype = DataType::kInt64;
+  g->add_node(OpKind::Reshape, "flat", {si, i64({2})}, {flat});
+  std::shared_ptr<Engine> engine;
+  auto ctx = reshape_context(std::move(g), y, flat, engine);
+  ASSERT_NE(ctx, nullptr);
+  const Tensor yt = random_tensor({4, 6}, 3);
+  auto run = [&](float a, float b) -> Shape {
+    Tensor xt = random_tensor({1, 32}, 4);
+    xt.data<float>()[0] = a;
+    xt.data<float>()[1] = b;
+    auto out = ctx->run({{"x", xt}, {"y", yt}});
+    EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+    if (!out.is_ok()) return {};
+    const Tensor& r = out->at("z");
+    EXPECT_EQ(std::memcmp(r.raw(), yt.raw(), yt.nbytes()), 0);
+    return r.shape();
+  };
+  EXPECT_EQ(run(3, 8), (Shape{3, 8}));
+  EXPECT_EQ(run(6, 4), (Shape{6, 4}));
+  EXPECT_EQ(ctx->stats().plan_builds, 2);
+  EXPECT_EQ(run(6, 4), (Shape{6, 4}));
+  EXPECT_EQ(run(2, 12), (Shape{2, 12}));
+  EXPECT_EQ(ctx->stats().plan_builds, 3);
+  EXPECT_EQ(ctx->stats().plan_runs, 1);
+  // A shape the data makes impossible fails that run with the shape rule's error, and the
+  // Context goes on.
+  Tensor bad = random_tensor({1, 32}, 5);
+  bad.data<float>()[0] = 5;
+  bad.data<float>()[1] = 5;
+  auto r = ctx->run({{"x", bad}, {"y", yt}});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("reshape"), std::string::npos) << r.status().to_string();
+  EXPECT_EQ(run(2, 12), (Shape{2, 12}));
+}
+
+// Inputs of at most 16 elements are part of the key: a shape input given by the caller
+// selects its own plan.
+TEST(CpuPlanCache, SmallInputsArePartOfTheKey) {
+  auto g = std::make_unique<Graph>();
+  Value* y = f32_value(*g, "y", {4, 6});
+  Value* shape = g->add_value("shape");
+  shape->dtype = DataType::kInt64;
+  shape->has_shape = true;
+  shape->dims = {Dim{2, ""}};
+  g->inputs() = {y, shape};
+  std::shared_ptr<Engine> engine;
+  auto ctx = reshape_context(std::move(g), y, shape, engine);
+  ASSERT_NE(ctx, nullptr);
+  const Tensor yt = random_tensor({4, 6}, 3);
+  for (int round = 0; round < 2; ++round)
+    for (const auto& s : std::vector<std::vector<int64_t>>{{3, 8}, {12, 2}}) {
+      auto out = ctx->run({{"y", yt}, {"shape", Tensor::from_int64s({2}, s)}});
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      EXPECT_EQ(out->at("z").shape(), (Shape{s[0], s[1]}));
+    }
+  EXPECT_EQ(ctx->stats().plan_builds, 2);
+  EXPECT_EQ(ctx->stats().plan_runs, 2);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -79,15 +79,16 @@ struct DeviceMemoryInfo {
   int64_t device_total() const { return arena + workspace + weights; }
 };
 
-// What a Context's runtime has done (CPU engines; a CUDA engine's context reports zeros for
-// now). A run whose input shapes (and small inputs' values) a cached plan was built for
-// neither builds nor allocates anything but its outputs.
+// What a Context's runtime has done. A run whose input shapes (and, on the CPU, small inputs'
+// values) a cached plan was built for neither builds nor allocates anything but its outputs.
+// CPU plans share one arena sized for the largest; each CUDA plan holds its own arena (and
+// CUDA graph), so arena_bytes is their sum there.
 struct ContextStats {
   int64_t plan_builds = 0;        // plans built: a new input shape, or a plan its data refused
   int64_t plan_runs = 0;          // runs through a cached plan
   int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
-  int64_t arena_allocations = 0;  // times the activation arena was allocated or grown
-  int64_t arena_bytes = 0;        // its size now
+  int64_t arena_allocations = 0;  // times an activation arena was allocated or grown
+  int64_t arena_bytes = 0;        // the arenas' size now
 };
 
 class Engine {

@@ -149,6 +149,8 @@ Result<std::vector<ValueStats>> Context::value_stats(const std::map<std::string,
 
 bool Context::uses_cuda_graph() const { return cuda_uses_graph(impl_->cuda.get()); }
 
-ContextStats Context::stats() const { return impl_->cpu ? impl_->cpu->stats() : ContextStats{}; }
+ContextStats Context::stats() const {
+  return impl_->cpu ? impl_->cpu->stats() : cuda_stats(impl_->cuda.get());
+}
 
 }  // namespace kiln

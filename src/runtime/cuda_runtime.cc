@@ -23,7 +23,10 @@ struct CudaEngineState {
 
 struct CudaContextState {
   std::unique_ptr<CudaStreamHandles> handles;
-  std::unique_ptr<CudaPlan> plan;  // declared after `handles`: destroyed before them
+  // One plan per input shape, most recently used first, at most
+  // EngineOptions::max_cached_plans; declared after `handles`: destroyed before them.
+  std::vector<std::unique_ptr<CudaPlan>> plans;
+  ContextStats stats;
 };
 
 Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
@@ -57,24 +60,43 @@ Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& c
     ctx = std::make_shared<CudaContextState>();
     KILN_ASSIGN_OR_RETURN(ctx->handles, CudaStreamHandles::create());
   }
-  bool same = ctx->plan && ctx->plan->input_shapes().size() == inputs.size();
-  for (size_t i = 0; same && i < inputs.size(); ++i)
-    same = ctx->plan->input_shapes()[i] == inputs[i].shape();
-  if (!same) {
-    ctx->plan.reset();  // free the old arena before allocating the new one
+  auto fits = [&](const std::unique_ptr<CudaPlan>& p) {
+    if (p->input_shapes().size() != inputs.size()) return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (p->input_shapes()[i] != inputs[i].shape()) return false;
+    return true;
+  };
+  auto& plans = ctx->plans;
+  auto it = std::find_if(plans.begin(), plans.end(), fits);
+  if (it != plans.end()) {
+    std::rotate(plans.begin(), it, it + 1);  // most recently used first
+    ++ctx->stats.plan_runs;
+  } else {
+    // Make room first, so the dropped plans' device memory is free for the new one.
+    const size_t limit = static_cast<size_t>(std::max(1, engine.options.max_cached_plans));
+    while (plans.size() >= limit) plans.pop_back();
     size_t cached = es.tactics.size();
     KILN_ASSIGN_OR_RETURN(
-        ctx->plan, CudaPlan::build(*engine.graph, engine.order, inputs, es.plan_options, es.weights,
+        auto plan, CudaPlan::build(*engine.graph, engine.order, inputs, es.plan_options, es.weights,
                                    es.tactics, *ctx->handles));
+    plans.insert(plans.begin(), std::move(plan));
+    ++ctx->stats.plan_builds;
+    ++ctx->stats.arena_allocations;  // each plan holds its own arena
     if (!es.timing_cache.empty() && es.tactics.size() != cached)
       KILN_RETURN_IF_ERROR(es.tactics.save(es.timing_cache, es.device_tag));
   }
-  return ctx->plan->run(inputs, outputs);
+  ctx->stats.plans_cached = static_cast<int64_t>(plans.size());
+  ctx->stats.arena_bytes = 0;
+  for (const auto& p : plans) ctx->stats.arena_bytes += p->memory().arena_bytes;
+  return plans.front()->run(inputs, outputs);
 }
 
+ContextStats cuda_stats(const CudaContextState* ctx) { return ctx ? ctx->stats : ContextStats{}; }
+
+// The plan of the last run.
 static Result<CudaPlan*> plan_of(const CudaContextState* ctx) {
-  if (!ctx || !ctx->plan) return invalid_argument("no CUDA run yet on this context");
-  return ctx->plan.get();
+  if (!ctx || ctx->plans.empty()) return invalid_argument("no CUDA run yet on this context");
+  return ctx->plans.front().get();
 }
 
 Result<DeviceTiming> cuda_last_timing(const CudaContextState* ctx) {
@@ -102,8 +124,8 @@ Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState* ctx, int
 Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState& e, const CudaContextState* ctx) {
   DeviceMemoryInfo m;
   m.weights = static_cast<int64_t>(e.weights.total_bytes());
-  if (ctx && ctx->plan) {
-    const CudaMemoryReport& r = ctx->plan->memory();
+  if (ctx && !ctx->plans.empty()) {
+    const CudaMemoryReport& r = ctx->plans.front()->memory();
     m.arena = r.arena_bytes;
     m.arena_lower_bound = r.arena_lower_bound;
     m.workspace = r.workspace_bytes;
@@ -113,7 +135,7 @@ Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState& e, const Cuda
 }
 
 bool cuda_uses_graph(const CudaContextState* ctx) {
-  return ctx && ctx->plan && ctx->plan->uses_cuda_graph();
+  return ctx && !ctx->plans.empty() && ctx->plans.front()->uses_cuda_graph();
 }
 
 Result<std::string> cuda_current_device_tag() { return cuda_device_tag(0); }
@@ -150,6 +172,7 @@ Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState&, const CudaCo
   return no_cuda();
 }
 bool cuda_uses_graph(const CudaContextState*) { return false; }
+ContextStats cuda_stats(const CudaContextState*) { return {}; }
 Result<std::string> cuda_current_device_tag() { return no_cuda(); }
 std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState&) {
   return {};

@@ -22,8 +22,9 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
     const EngineOptions& options,
     const std::vector<std::pair<std::string, std::string>>& tactics = {});
 
-// Runs the context's plan for these inputs (graph order), building it first when the
-// input shapes changed.
+// Runs the context's plan for these inputs' shapes (graph order), building and caching it
+// first when no cached plan has them (at most EngineOptions::max_cached_plans per context,
+// least recently used dropped first; each plan holds its own arena and CUDA graph).
 Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
                 const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
@@ -32,6 +33,7 @@ Result<std::vector<double>> cuda_time_compute(CudaContextState* ctx, int iterati
 Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState* ctx, int iterations);
 Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState& e, const CudaContextState* ctx);
 bool cuda_uses_graph(const CudaContextState* ctx);
+ContextStats cuda_stats(const CudaContextState* ctx);
 
 // For plan files: the device tag (GPU, compute capability, library versions) and the
 // timing cache's entries.

@@ -1,4 +1,4 @@
-#include "kiln/cli_common.h"
+#include "cli_common.h"
 
 #include <spdlog/spdlog.h>
 

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "kiln/cli_common.h"
+#include "cli_common.h"
 
 namespace kiln::cli {
 

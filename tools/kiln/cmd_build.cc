@@ -3,7 +3,7 @@
 // a plan file that `kiln run` / `kiln bench` load without timing anything again.
 #include <cstdio>
 
-#include "kiln/cli_common.h"
+#include "cli_common.h"
 
 namespace kiln::cli {
 

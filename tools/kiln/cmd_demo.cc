@@ -14,7 +14,7 @@
 #include <optional>
 #include <sstream>
 
-#include "kiln/cli_common.h"
+#include "cli_common.h"
 
 namespace kiln::cli {
 

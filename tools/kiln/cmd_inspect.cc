@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "cli_common.h"
 #include "ir/graph.h"  // print_graph: the IR dump is what --graph promises
-#include "kiln/cli_common.h"
 #include "onnx/importer.h"
 #include "passes/pass.h"
 

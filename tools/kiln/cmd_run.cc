@@ -16,10 +16,10 @@
 #include <set>
 #include <sstream>
 
+#include "cli_common.h"
 #include "core/npy.h"
-#include "kiln/cli_common.h"
+#include "image.h"
 #include "kiln/fp16_range.h"
-#include "kiln/image.h"
 #include "onnx/tensor_proto.h"
 
 namespace kiln::cli {

@@ -3,7 +3,7 @@
 // float16's range are named (kiln/fp16_range.h).
 #include <cstdio>
 
-#include "kiln/cli_common.h"
+#include "cli_common.h"
 #include "kiln/fp16_range.h"
 
 namespace kiln::cli {

@@ -1,4 +1,4 @@
-#include "kiln/image.h"
+#include "image.h"
 
 #include <turbojpeg.h>
 

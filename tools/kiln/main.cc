@@ -10,7 +10,7 @@
 #include <exception>
 #include <vector>
 
-#include "kiln/cli_common.h"
+#include "cli_common.h"
 
 namespace {
 

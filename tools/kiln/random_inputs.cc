@@ -1,7 +1,7 @@
 // Random inputs of the right shapes for `kiln bench` and `kiln build`.
 #include <random>
 
-#include "kiln/cli_common.h"
+#include "cli_common.h"
 
 namespace kiln::cli {
 

@@ -233,3 +233,44 @@ TEST(CudaPlanShapes, BuildTimeValuesOfTwoBatchesInOneEngine) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// One Context alternating batch sizes keeps a plan per size: three builds, then every run
+// replays its cached plan (CUDA graph included) and still matches the reference.
+TEST(CudaPlanShapes, AlternatingBatchesBuildOncePerShape) {
+  const ModelBuilder b = channel_shuffle_model();
+  EngineOptions ref;
+  ref.backend = "reference";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.time_tactics = false;
+  o.cuda_graph = true;
+  o.poison_memory = true;
+  auto want_engine = Engine::from_bytes(b.bytes(), ref);
+  auto engine = Engine::from_bytes(b.bytes(), o);
+  ASSERT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();
+  auto want_ctx = (*want_engine)->create_context();
+  auto ctx = (*engine)->create_context();
+  for (int round = 0; round < 3; ++round)
+    for (int64_t n : {1, 4, 2}) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", batch " + std::to_string(n));
+      const Shape s{n, 8, 10, 6};
+      Tensor x = Tensor::from_floats(s, random_floats(shape_numel(s), 50 + n));
+      auto want = want_ctx->run({{"x", x}});
+      auto got = ctx->run({{"x", x}});
+      ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+      ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+      EXPECT_LE(relative_l2(got->at("y"), want->at("y")), 5e-3);
+    }
+  const ContextStats st = ctx->stats();
+  EXPECT_EQ(st.plan_builds, 3);
+  EXPECT_EQ(st.plan_runs, 6);
+  EXPECT_EQ(st.plans_cached, 3);
+  EXPECT_EQ(st.arena_allocations, 3);
+}
+
+}  // namespace
+}  // namespace kiln::test

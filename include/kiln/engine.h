@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "kiln/options.h"
+#include "kiln/report.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
 
-class Graph;
 class Context;
 
 // A graph input or output as the model declares it. A dimension of -1 is symbolic
@@ -32,63 +32,6 @@ struct TensorInfo {
   std::vector<int64_t> dims;
   std::vector<std::string> dim_params;
   bool has_shape = false;
-};
-
-struct ModelStats {
-  std::map<std::string, int64_t> op_counts;
-  int64_t num_nodes = 0;
-  int64_t num_parameters = 0;  // elements in initializers
-  int64_t parameter_bytes = 0;
-  double flops_per_image = 0;  // multiply-add = 2 FLOPs; symbolic batch taken as 1
-};
-
-// GPU times of one run, from CUDA events: host->device copies, the device compute, and
-// device->host copies.
-struct DeviceTiming {
-  double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
-};
-
-// One step of a device plan and its mean time in a profile.
-struct LayerProfile {
-  std::string name;    // the node's name (or what a conversion converts)
-  std::string op;      // op kind; "CPU:<op>" for a node that fell back to the CPU
-  std::string tactic;  // the chosen implementation (on the CPU: the backend's name)
-  bool on_cpu = false;
-  double ms = 0;
-};
-
-// What one run put in one float value (a node's output), for range checks and calibration.
-struct ValueStats {
-  std::string value;  // the value's name
-  std::string node;   // its producer
-  std::string op;
-  int64_t count = 0;              // elements
-  int64_t nonzero = 0;            // elements that are not 0
-  int64_t below_fp16_normal = 0;  // non-zero elements with |x| < 2^-14 (fp16's smallest normal)
-  int64_t nonfinite = 0;          // inf or NaN
-  double max_abs = 0;             // over the finite elements
-};
-
-// Device memory a Context's current plan holds (bytes).
-struct DeviceMemoryInfo {
-  int64_t arena = 0;              // every activation, one reused allocation
-  int64_t arena_lower_bound = 0;  // peak of live activation bytes: no arena can be smaller
-  int64_t workspace = 0;          // library scratch, shared by the layers
-  int64_t weights = 0;            // the engine's uploaded constants, shared by its contexts
-  int64_t pinned_host = 0;        // host staging for inputs and outputs
-  int64_t device_total() const { return arena + workspace + weights; }
-};
-
-// What a Context's runtime has done. A run whose input shapes (and, on the CPU, small inputs'
-// values) a cached plan was built for neither builds nor allocates anything but its outputs.
-// CPU plans share one arena sized for the largest; each CUDA plan holds its own arena (and
-// CUDA graph), so arena_bytes is their sum there.
-struct ContextStats {
-  int64_t plan_builds = 0;        // plans built: a new input shape, or a plan its data refused
-  int64_t plan_runs = 0;          // runs through a cached plan
-  int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
-  int64_t arena_allocations = 0;  // times an activation arena was allocated or grown
-  int64_t arena_bytes = 0;        // the arenas' size now
 };
 
 class Engine {
@@ -106,7 +49,11 @@ class Engine {
   ModelStats stats() const;
   // The model's metadata_props (key → value).
   const std::map<std::string, std::string>& metadata() const;
-  const Graph& graph() const;
+  // What the build did: the model as imported, the optimizer's passes (see report.h).
+  const EngineReport& report() const;
+  // The graph the engine runs (after the optimizer, when it ran) in kiln's IR text, one node a
+  // line; with EngineOptions::optimize off, the model as imported.
+  std::string graph_text() const;
 
   std::unique_ptr<Context> create_context() const;
 
@@ -115,11 +62,11 @@ class Engine {
   // CUDA engines only.
   Status save_plan(const std::string& path) const;
 
-  struct Impl;
+  struct Impl;  // the runtime's (src/runtime/engine_impl.h)
   explicit Engine(std::unique_ptr<Impl> impl);
-  const Impl& impl() const { return *impl_; }
 
  private:
+  friend const Impl& engine_impl(const Engine& e);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,4 +1,4 @@
-#include "core/npy.h"
+#include "kiln/tensor_io.h"
 
 #include <cstring>
 #include <fstream>

@@ -5,6 +5,7 @@
 
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "kiln/tensor_io.h"  // read_tensor_pb
 
 namespace onnx {
 class TensorProto;
@@ -18,8 +19,5 @@ namespace kiln {
 // caller discards afterwards), the bytes are moved into the Tensor instead of copied.
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& proto, const std::string& base_dir,
                                  std::string* take_raw = nullptr);
-
-// Reads a serialized TensorProto file (the ONNX test-data `.pb` format).
-Result<Tensor> read_tensor_pb(const std::string& path);
 
 }  // namespace kiln

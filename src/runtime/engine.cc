@@ -36,7 +36,8 @@ Engine::~Engine() = default;
 const std::vector<TensorInfo>& Engine::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Engine::outputs() const { return impl_->outputs; }
 const EngineOptions& Engine::options() const { return impl_->options; }
-const Graph& Engine::graph() const { return *impl_->graph; }
+const EngineReport& Engine::report() const { return impl_->report; }
+std::string Engine::graph_text() const { return print_graph(*impl_->graph); }
 const std::map<std::string, std::string>& Engine::metadata() const { return impl_->metadata; }
 
 Result<std::shared_ptr<Engine>> build_engine(
@@ -51,14 +52,28 @@ Result<std::shared_ptr<Engine>> build_engine(
   if (!cuda && options.precision != Precision::kFp32)
     return unsupported(std::string("precision ") + precision_name(options.precision) +
                        " needs a CUDA engine (--device cuda): the CPU engine computes in fp32");
-  if (options.optimize) KILN_RETURN_IF_ERROR(optimize_graph(*graph));
-  if (options.optimize && cuda) KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph).status());
+  EngineReport report;
+  report.graph_name = graph->name;
+  report.opset = graph->opset;
+  report.imported = model_stats(*graph);
+  if (options.optimize) {
+    PassReport passes;
+    KILN_RETURN_IF_ERROR(optimize_graph(*graph, &passes));
+    for (const auto& step : passes.steps) report.passes.push_back({step.pass, step.nodes_after});
+    report.fused_groups = std::move(passes.fused_groups);
+  }
+  if (options.optimize && cuda) {
+    KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph).status());
+    report.passes.push_back(
+        {"fuse_channel_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
+  }
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));
 
   auto impl = std::make_unique<Engine::Impl>();
   impl->options = options;
+  impl->report = std::move(report);
   for (const Value* v : graph->inputs()) impl->inputs.push_back(info_of(*v));
   for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
   impl->metadata = graph->metadata;

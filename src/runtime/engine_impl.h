@@ -18,6 +18,7 @@ class CpuPlanCache;
 
 struct Engine::Impl {
   std::unique_ptr<Graph> graph;
+  EngineReport report;
   EngineOptions options;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
@@ -44,6 +45,11 @@ struct Context::Impl {
   std::vector<double>* node_seconds = nullptr;
   std::vector<ValueStats>* value_stats = nullptr;  // while value_stats() runs
 };
+
+inline const Engine::Impl& engine_impl(const Engine& e) { return *e.impl_; }
+
+// Op counts, parameters and FLOPs per image of `g` (Engine::stats of its graph).
+ModelStats model_stats(const Graph& g);
 
 // Builds the engine's execution state from an imported graph (choose a backend per node,
 // compute value lifetimes). Used by Engine::load and the tests.

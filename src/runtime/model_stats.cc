@@ -68,8 +68,9 @@ double node_flops(const Node& n) {
 
 }  // namespace
 
-ModelStats Engine::stats() const {
-  const Graph& g = *impl_->graph;
+ModelStats Engine::stats() const { return model_stats(*impl_->graph); }
+
+ModelStats model_stats(const Graph& g) {
   ModelStats s;
   for (const auto& n : g.nodes()) {
     ++s.op_counts[op_name(n->op)];

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/half.h"
-#include "core/npy.h"
+#include "kiln/tensor_io.h"
 
 namespace kiln {
 namespace {

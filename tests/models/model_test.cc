@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/npy.h"
+#include "kiln/tensor_io.h"
 #include "kiln/engine.h"
 #include "models/idx_reader.h"
 

@@ -15,7 +15,7 @@
 #include <random>
 #include <sstream>
 
-#include "core/npy.h"
+#include "kiln/tensor_io.h"
 #include "kiln/tensor.h"
 
 namespace kiln::test {

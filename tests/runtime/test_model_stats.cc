@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -161,6 +162,49 @@ TEST(ModelStats, FashionMnistMatchesTheTrainersCount) {
   auto e = Engine::load(path, {});
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   EXPECT_DOUBLE_EQ((*e)->stats().flops_per_image, std::stod(recorded));
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The report of a build keeps the model as imported (before the passes) and every pass's node
+// count: Conv → BatchNormalization → Relu becomes one fused Conv.
+TEST(EngineReport, ImportedStatsAndPasses) {
+  auto g = std::make_unique<Graph>();
+  g->name = "tiny";
+  g->opset = 17;
+  Value* x = typed(*g, "x", {1, 3, 6, 6});
+  g->inputs().push_back(x);
+  Value* c = typed(*g, "c", {1, 4, 4, 4});
+  g->add_node(OpKind::Conv, "conv", {x, g->add_constant("w", random_weights({4, 3, 3, 3}, 1))},
+              {c});
+  Value* b = typed(*g, "b", {1, 4, 4, 4});
+  std::vector<Value*> bn_in{c};
+  for (const char* p : {"scale", "bias", "mean"})
+    bn_in.push_back(g->add_constant(p, random_weights({4}, 2)));
+  Tensor var = random_weights({4}, 3);
+  for (int64_t i = 0; i < 4; ++i) var.data<float>()[i] = 1.f + std::abs(var.data<float>()[i]);
+  bn_in.push_back(g->add_constant("var", var));
+  g->add_node(OpKind::BatchNormalization, "bn", bn_in, {b});
+  Value* y = typed(*g, "y", {1, 4, 4, 4});
+  g->add_node(OpKind::Relu, "relu", {b}, {y});
+  g->outputs().push_back(y);
+  auto e = build_engine(std::move(g), EngineOptions());
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  const EngineReport& r = (*e)->report();
+  EXPECT_EQ(r.graph_name, "tiny");
+  EXPECT_EQ(r.opset, 17);
+  EXPECT_EQ(r.imported.num_nodes, 3);
+  EXPECT_EQ(r.imported.op_counts.at("BatchNormalization"), 1);
+  EXPECT_EQ((*e)->stats().num_nodes, 1);  // the engine's graph: one fused Conv
+  ASSERT_FALSE(r.passes.empty());
+  EXPECT_EQ(r.passes.back().nodes_after, 1);
+  ASSERT_EQ(r.fused_groups.size(), 1u);
+  EXPECT_NE(r.fused_groups[0].find("conv + bn + relu"), std::string::npos) << r.fused_groups[0];
+  EXPECT_NE((*e)->graph_text().find("Conv("), std::string::npos) << (*e)->graph_text();
 }
 
 }  // namespace

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/npy.h"
+#include "kiln/tensor_io.h"
 #include "kiln/engine.h"
 #include "kiln/fp16_range.h"
 

@@ -1,14 +1,12 @@
 // `kiln inspect MODEL [--graph] [--passes]`: what a model takes and gives, what it is made
 // of and how much it costs (op counts, parameters, FLOPs per image), with --graph the kiln
 // IR, with --passes what the graph optimizer does to it. The description is of the model
-// as imported (optimize off), so it matches the .onnx file the user knows.
+// as imported (the engine's report keeps it from before the passes), so it matches the .onnx
+// file the user knows; --graph prints the imported graph too.
 #include <cstdio>
 #include <vector>
 
 #include "cli_common.h"
-#include "ir/graph.h"  // print_graph: the IR dump is what --graph promises
-#include "onnx/importer.h"
-#include "passes/pass.h"
 
 namespace kiln::cli {
 
@@ -56,21 +54,15 @@ void print_tensors(const char* title, const std::vector<TensorInfo>& infos) {
                 declared_shape(i).c_str());
 }
 
-// Node counts after each pass and the fused groups, on a fresh import of the model.
-int print_passes(const std::string& model) {
-  auto graph = import_onnx_file(model);
-  if (!graph.is_ok()) return fail(graph.status());
-  PassReport report;
-  Status s = optimize_graph(**graph, &report);
-  if (!s.is_ok()) return fail(s.with_context(model));
+// Node counts after each pass and the fused groups, from the engine's report.
+void print_passes(const EngineReport& report) {
   std::printf("\npasses\n  %-22s %lld nodes\n", "imported",
-              static_cast<long long>(report.nodes_before));
-  for (const auto& step : report.steps)
+              static_cast<long long>(report.imported.num_nodes));
+  for (const PassStep& step : report.passes)
     std::printf("  %-22s %lld nodes\n", step.pass.c_str(),
                 static_cast<long long>(step.nodes_after));
   std::printf("fused groups (%zu)\n", report.fused_groups.size());
   for (const std::string& line : report.fused_groups) std::printf("  %s\n", line.c_str());
-  return kExitOk;
 }
 
 // CUDA: the plan for one input shape: every step with its kernel or algorithm, the nodes
@@ -114,18 +106,17 @@ int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g) {
 
 int run(const InspectOptions& o, const GlobalOptions& g) {
   EngineOptions opts = engine_options(g);
-  opts.device = Device::kCpu;         // the model as imported; the CUDA plan is printed below
+  opts.device = Device::kCpu;         // the CUDA plan is printed below
   opts.precision = Precision::kFp32;  // --precision: the CUDA plan's, and the fp16 range check
-  opts.optimize = false;
   auto engine_or = Engine::load(o.model, opts);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
-  const Graph& graph = e.graph();
-  ModelStats s = e.stats();
+  const EngineReport& report = e.report();
+  const ModelStats& s = report.imported;
 
   std::printf("model       %s\n", o.model.c_str());
-  if (!graph.name.empty()) std::printf("graph       %s\n", graph.name.c_str());
-  std::printf("opset       %lld\n", static_cast<long long>(graph.opset));
+  if (!report.graph_name.empty()) std::printf("graph       %s\n", report.graph_name.c_str());
+  std::printf("opset       %lld\n", static_cast<long long>(report.opset));
   print_tensors("inputs", e.inputs());
   print_tensors("outputs", e.outputs());
   std::printf("nodes       %lld\n", static_cast<long long>(s.num_nodes));
@@ -144,11 +135,14 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     std::printf("metadata\n");
     for (const auto& [k, v] : e.metadata()) std::printf("  %s = %s\n", k.c_str(), v.c_str());
   }
-  if (o.graph) std::printf("\n%s", print_graph(graph).c_str());
-  if (o.passes) {
-    int rc = print_passes(o.model);
-    if (rc != kExitOk) return rc;
+  if (o.graph) {
+    // The graph as imported: an engine built without the optimizer.
+    opts.optimize = false;
+    auto imported = Engine::load(o.model, opts);
+    if (!imported.is_ok()) return fail(imported.status());
+    std::printf("\n%s", (*imported)->graph_text().c_str());
   }
+  if (o.passes) print_passes(report);
   if (g.precision == Precision::kFp16) {
     std::printf("\n");
     print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);

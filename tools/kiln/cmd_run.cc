@@ -17,10 +17,9 @@
 #include <sstream>
 
 #include "cli_common.h"
-#include "core/npy.h"
 #include "image.h"
 #include "kiln/fp16_range.h"
-#include "onnx/tensor_proto.h"
+#include "kiln/tensor_io.h"
 
 namespace kiln::cli {
 

@@ -1,0 +1,87 @@
+// What kiln reports about an engine and its runs: the model's statistics, the optimizer's
+// passes, per-layer profiles, device timings and memory, value statistics, a Context's plan
+// cache. Plain data; the tools print from it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct ModelStats {
+  std::map<std::string, int64_t> op_counts;
+  int64_t num_nodes = 0;
+  int64_t num_parameters = 0;  // elements in initializers
+  int64_t parameter_bytes = 0;
+  double flops_per_image = 0;  // multiply-add = 2 FLOPs; symbolic batch taken as 1
+};
+
+// GPU times of one run, from CUDA events: host->device copies, the device compute, and
+// device->host copies.
+struct DeviceTiming {
+  double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
+};
+
+// One step of a device plan and its mean time in a profile.
+struct LayerProfile {
+  std::string name;    // the node's name (or what a conversion converts)
+  std::string op;      // op kind; "CPU:<op>" for a node that fell back to the CPU
+  std::string tactic;  // the chosen implementation (on the CPU: the backend's name)
+  bool on_cpu = false;
+  double ms = 0;
+};
+
+// What one run put in one float value (a node's output), for range checks and calibration.
+struct ValueStats {
+  std::string value;  // the value's name
+  std::string node;   // its producer
+  std::string op;
+  int64_t count = 0;              // elements
+  int64_t nonzero = 0;            // elements that are not 0
+  int64_t below_fp16_normal = 0;  // non-zero elements with |x| < 2^-14 (fp16's smallest normal)
+  int64_t nonfinite = 0;          // inf or NaN
+  double max_abs = 0;             // over the finite elements
+};
+
+// Device memory a Context's current plan holds (bytes).
+struct DeviceMemoryInfo {
+  int64_t arena = 0;              // every activation, one reused allocation
+  int64_t arena_lower_bound = 0;  // peak of live activation bytes: no arena can be smaller
+  int64_t workspace = 0;          // library scratch, shared by the layers
+  int64_t weights = 0;            // the engine's uploaded constants, shared by its contexts
+  int64_t pinned_host = 0;        // host staging for inputs and outputs
+  int64_t device_total() const { return arena + workspace + weights; }
+};
+
+// What a Context's runtime has done. A run whose input shapes (and, on the CPU, small inputs'
+// values) a cached plan was built for neither builds nor allocates anything but its outputs.
+// CPU plans share one arena sized for the largest; each CUDA plan holds its own arena (and
+// CUDA graph), so arena_bytes is their sum there.
+struct ContextStats {
+  int64_t plan_builds = 0;        // plans built: a new input shape, or a plan its data refused
+  int64_t plan_runs = 0;          // runs through a cached plan
+  int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
+  int64_t arena_allocations = 0;  // times an activation arena was allocated or grown
+  int64_t arena_bytes = 0;        // the arenas' size now
+};
+
+// One optimizer pass of an engine's build: its name and the node count after it.
+struct PassStep {
+  std::string pass;
+  int64_t nodes_after = 0;
+};
+
+// What an Engine's build did.
+struct EngineReport {
+  std::string graph_name;  // the ONNX graph's name
+  int64_t opset = 0;       // the default domain's opset
+  ModelStats imported;     // the model as imported, before any pass
+  // The optimizer's passes in order (empty with EngineOptions::optimize off), and one line
+  // per fused group ("conv1 + bn1 + relu1 → Conv[+ residual → Relu]").
+  std::vector<PassStep> passes;
+  std::vector<std::string> fused_groups;
+};
+
+}  // namespace kiln

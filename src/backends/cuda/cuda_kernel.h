@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/tactic_cache.h"
 #include "ir/graph.h"
 #include "kiln/options.h"
 #include "kiln/status.h"
@@ -79,25 +80,6 @@ class WeightStore {
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::pair<void*, size_t>> buffers_;
-};
-
-// Tactic choices by key (e.g. "conv|fp16|nhwc|n1c64h56w56|k64r3s3|p1s1d1g1|relu+res"),
-// shared by an Engine's contexts and saved to a timing cache file so that a second build
-// of the same model skips the timing. Thread-safe.
-class TacticCache {
- public:
-  bool get(const std::string& key, std::string* value) const;
-  void put(const std::string& key, const std::string& value);
-  size_t size() const;
-  std::map<std::string, std::string> entries() const;
-  // Text file: a header line naming the device and library versions, then key<TAB>value.
-  // load() ignores (returns false for) a file written for another device or version.
-  bool load(const std::string& path, const std::string& device_tag);
-  Status save(const std::string& path, const std::string& device_tag) const;
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> entries_;
 };
 
 // What prepare() may use.

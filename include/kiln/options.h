@@ -78,6 +78,10 @@ struct EngineOptions {
   CpuLayout cpu_layout = CpuLayout::kAuto;
 
   // CUDA engines (device = kCuda):
+  // Which GPU, as CUDA numbers them (after CUDA_VISIBLE_DEVICES): 0 to the count - 1. The
+  // engine's weights, its contexts' streams and plans live there; every call made through
+  // them selects it on the calling thread first.
+  int device_index = 0;
   // The cuDNN API the convolutions may use, and the stem convs' space-to-depth rewrite.
   CudnnConvPath cudnn_conv_path = CudnnConvPath::kAuto;
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;

@@ -14,6 +14,7 @@ namespace kiln {
 #if KILN_HAVE_CUDA
 
 struct CudaEngineState {
+  int device = 0;  // EngineOptions::device_index
   CudaPlanOptions plan_options;
   WeightStore weights;
   TacticCache tactics;
@@ -22,6 +23,7 @@ struct CudaEngineState {
 };
 
 struct CudaContextState {
+  int device = 0;  // the engine's
   std::unique_ptr<CudaStreamHandles> handles;
   // One plan per input shape, most recently used first, at most
   // EngineOptions::max_cached_plans; declared after `handles`: destroyed before them.
@@ -36,7 +38,14 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   if (e != cudaSuccess || count == 0)
     return unsupported(std::string("--device cuda: no CUDA device is available (") +
                        (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) + ")");
+  if (options.device_index < 0 || options.device_index >= count)
+    return invalid_argument("GPU " + std::to_string(options.device_index) +
+                            " does not exist: CUDA shows " + std::to_string(count) + " device" +
+                            (count == 1 ? " (0)" : "s (0 to " + std::to_string(count - 1) + ")") +
+                            "; CUDA_VISIBLE_DEVICES selects which GPUs those are");
+  KILN_CUDA(cudaSetDevice(options.device_index));
   auto st = std::make_shared<CudaEngineState>();
+  st->device = options.device_index;
   st->plan_options.precision = options.precision;
   st->plan_options.conv_path = options.cudnn_conv_path;
   st->plan_options.space_to_depth = options.space_to_depth;
@@ -46,7 +55,7 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   st->plan_options.max_tensor_bytes = options.max_tensor_bytes;
   st->plan_options.poison_memory = options.poison_memory;
   st->plan_options.max_tactics = static_cast<size_t>(std::max(0, options.max_tactics));
-  KILN_ASSIGN_OR_RETURN(st->device_tag, cuda_device_tag(0));
+  KILN_ASSIGN_OR_RETURN(st->device_tag, cuda_device_tag(st->device));
   st->timing_cache = options.timing_cache;
   if (!st->timing_cache.empty()) st->tactics.load(st->timing_cache, st->device_tag);
   for (const auto& [k, v] : tactics) st->tactics.put(k, v);
@@ -56,8 +65,10 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
 Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
                 const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   CudaEngineState& es = *engine.cuda;
+  KILN_CUDA(cudaSetDevice(es.device));  // the calling thread's current GPU may be another
   if (!ctx) {
     ctx = std::make_shared<CudaContextState>();
+    ctx->device = es.device;
     KILN_ASSIGN_OR_RETURN(ctx->handles, CudaStreamHandles::create());
   }
   auto fits = [&](const std::unique_ptr<CudaPlan>& p) {
@@ -107,11 +118,13 @@ Result<DeviceTiming> cuda_last_timing(const CudaContextState* ctx) {
 
 Result<std::vector<double>> cuda_time_compute(CudaContextState* ctx, int iterations) {
   KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
+  KILN_CUDA(cudaSetDevice(ctx->device));
   return p->time_compute(iterations);
 }
 
 Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState* ctx, int iterations) {
   KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
+  KILN_CUDA(cudaSetDevice(ctx->device));
   KILN_ASSIGN_OR_RETURN(std::vector<double> ms, p->profile_steps(iterations));
   std::vector<LayerProfile> r;
   for (size_t i = 0; i < ms.size(); ++i) {
@@ -138,7 +151,12 @@ bool cuda_uses_graph(const CudaContextState* ctx) {
   return ctx && !ctx->plans.empty() && ctx->plans.front()->uses_cuda_graph();
 }
 
-Result<std::string> cuda_current_device_tag() { return cuda_device_tag(0); }
+Result<std::string> cuda_current_device_tag(int device_index) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || device_index < 0 || device_index >= count)
+    return invalid_argument("GPU " + std::to_string(device_index) + " does not exist");
+  return cuda_device_tag(device_index);
+}
 
 std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState& e) {
   std::vector<std::pair<std::string, std::string>> r;
@@ -173,7 +191,7 @@ Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState&, const CudaCo
 }
 bool cuda_uses_graph(const CudaContextState*) { return false; }
 ContextStats cuda_stats(const CudaContextState*) { return {}; }
-Result<std::string> cuda_current_device_tag() { return no_cuda(); }
+Result<std::string> cuda_current_device_tag(int) { return no_cuda(); }
 std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState&) {
   return {};
 }

@@ -37,7 +37,7 @@ ContextStats cuda_stats(const CudaContextState* ctx);
 
 // For plan files: the device tag (GPU, compute capability, library versions) and the
 // timing cache's entries.
-Result<std::string> cuda_current_device_tag();
+Result<std::string> cuda_current_device_tag(int device_index);
 std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState& e);
 
 }  // namespace kiln

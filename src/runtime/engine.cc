@@ -128,7 +128,7 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   KILN_ASSIGN_OR_RETURN(PlanFile plan, parse_plan(bytes, path));
   if (opts.device != Device::kCuda)
     return invalid_argument("'" + path + "' is a CUDA plan file; run it with --device cuda");
-  KILN_ASSIGN_OR_RETURN(std::string tag, cuda_current_device_tag());
+  KILN_ASSIGN_OR_RETURN(std::string tag, cuda_current_device_tag(opts.device_index));
   if (tag != plan.device_tag)
     return invalid_argument("plan file '" + path + "' was built for " + plan.device_tag +
                             "; this machine has " + tag + ": rebuild it with `kiln build`");
@@ -162,7 +162,7 @@ Status Engine::save_plan(const std::string& path) const {
     return invalid_argument("this engine has no model bytes to save (load it from a file)");
   PlanFile plan;
   plan.kiln_version = kiln_version();
-  KILN_ASSIGN_OR_RETURN(plan.device_tag, cuda_current_device_tag());
+  KILN_ASSIGN_OR_RETURN(plan.device_tag, cuda_current_device_tag(impl_->options.device_index));
   plan.options = impl_->options;
   plan.tactics = cuda_tactic_entries(*impl_->cuda);
   plan.onnx_bytes = impl_->model_bytes;

@@ -31,6 +31,7 @@ struct GlobalOptions {
   CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
   CpuLayout cpu_layout = CpuLayout::kAuto;
   // CUDA engines (see EngineOptions).
+  int gpu = 0;
   CudnnConvPath cudnn_conv_path = CudnnConvPath::kAuto;
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
   bool cuda_graph = false;

@@ -57,6 +57,8 @@ int run_main(int argc, char** argv) {
                  "CUDA stride-2 stem convs as space-to-depth: auto (timed), on or off")
       ->transform(CLI::CheckedTransformer(names_of(kiln::space_to_depth_name, 3)))
       ->default_str("auto");
+  app.add_option("--gpu", global.gpu, "CUDA: which GPU (0, 1...; after CUDA_VISIBLE_DEVICES)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--cuda-graph", global.cuda_graph,
                "CUDA: capture each run in a CUDA graph once and replay it");
   app.add_flag("--no-tactics", global.no_tactics,

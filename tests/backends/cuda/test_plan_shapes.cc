@@ -274,3 +274,26 @@ TEST(CudaPlanShapes, AlternatingBatchesBuildOncePerShape) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// A GPU index CUDA does not show is a clear error naming it and the devices there are.
+TEST(CudaDevices, MissingGpuIndexIsAClearError) {
+  const ModelBuilder b = channel_shuffle_model();
+  for (int index : {-1, 99}) {
+    EngineOptions o;
+    o.device = Device::kCuda;
+    o.device_index = index;
+    auto e = Engine::from_bytes(b.bytes(), o);
+    ASSERT_FALSE(e.is_ok());
+    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(e.status().message().find("GPU " + std::to_string(index) + " does not exist"),
+              std::string::npos)
+        << e.status().to_string();
+    EXPECT_NE(e.status().message().find("CUDA shows"), std::string::npos) << e.status().to_string();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

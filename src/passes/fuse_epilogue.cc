@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "ops/activation_attrs.h"
 #include "passes/pass.h"
 
 namespace kiln {
@@ -74,12 +75,12 @@ bool activation_of(const Node& n, Epilogue* e) {
     case OpKind::HardSwish: e->act = Activation::kHardSwish; return true;
     case OpKind::LeakyRelu:
       e->act = Activation::kLeakyRelu;
-      e->alpha = n.attrs.get_float("alpha", 0.01f);
+      e->alpha = leaky_relu_attrs(n).alpha;
       return true;
     case OpKind::HardSigmoid:
       e->act = Activation::kHardSigmoid;
-      e->alpha = n.attrs.get_float("alpha", 0.2f);
-      e->beta = n.attrs.get_float("beta", 0.5f);
+      e->alpha = hard_sigmoid_attrs(n).alpha;
+      e->beta = hard_sigmoid_attrs(n).beta;
       return true;
     case OpKind::Clip: {
       float lo = -std::numeric_limits<float>::infinity();

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "backends/cpu/dnnl_common.h"
+#include "ops/activation_attrs.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -27,14 +28,13 @@ struct Step {
 
 // The eltwise steps of `node` (empty: oneDNN cannot express it); `in` gives Clip's bounds.
 std::vector<Step> steps_of(const Node& node, const std::vector<TensorDesc>& in) {
-  const Attributes& a = node.attrs;
   switch (node.op) {
     case OpKind::Relu: return {{alg::eltwise_relu}};
-    case OpKind::LeakyRelu: return {{alg::eltwise_relu, a.get_float("alpha", 0.01f)}};
+    case OpKind::LeakyRelu: return {{alg::eltwise_relu, leaky_relu_attrs(node).alpha}};
     case OpKind::Sigmoid: return {{alg::eltwise_logistic}};
     case OpKind::Tanh: return {{alg::eltwise_tanh}};
     case OpKind::HardSigmoid:
-      return {{alg::eltwise_linear, a.get_float("alpha", 0.2f), a.get_float("beta", 0.5f)},
+      return {{alg::eltwise_linear, hard_sigmoid_attrs(node).alpha, hard_sigmoid_attrs(node).beta},
               {alg::eltwise_clip, 0.f, 1.f}};
     case OpKind::HardSwish: return {{alg::eltwise_hardswish}};
     case OpKind::Softplus: return {{alg::eltwise_soft_relu}};

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/cuda/kernels/unary.cuh"
+#include "ops/activation_attrs.h"
 
 namespace kiln {
 
@@ -33,8 +34,7 @@ Result<std::unique_ptr<CudaKernel>> make_relu(const Node& node, Precision) {
   return make_act<Activation::kRelu>(node, "Relu", 0.f, 0.f);
 }
 Result<std::unique_ptr<CudaKernel>> make_leaky_relu(const Node& node, Precision) {
-  return make_act<Activation::kLeakyRelu>(node, "LeakyRelu", node.attrs.get_float("alpha", 0.01f),
-                                          0.f);
+  return make_act<Activation::kLeakyRelu>(node, "LeakyRelu", leaky_relu_attrs(node).alpha, 0.f);
 }
 Result<std::unique_ptr<CudaKernel>> make_sigmoid(const Node& node, Precision) {
   return make_act<Activation::kSigmoid>(node, "Sigmoid", 0.f, 0.f);
@@ -43,8 +43,8 @@ Result<std::unique_ptr<CudaKernel>> make_tanh(const Node& node, Precision) {
   return make_act<Activation::kTanh>(node, "Tanh", 0.f, 0.f);
 }
 Result<std::unique_ptr<CudaKernel>> make_hard_sigmoid(const Node& node, Precision) {
-  return make_act<Activation::kHardSigmoid>(
-      node, "HardSigmoid", node.attrs.get_float("alpha", 0.2f), node.attrs.get_float("beta", 0.5f));
+  const HardSigmoidAttrs a = hard_sigmoid_attrs(node);
+  return make_act<Activation::kHardSigmoid>(node, "HardSigmoid", a.alpha, a.beta);
 }
 Result<std::unique_ptr<CudaKernel>> make_hard_swish(const Node& node, Precision) {
   return make_act<Activation::kHardSwish>(node, "HardSwish", 0.f, 0.f);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_kernel.h"
+#include "core/thread_pool.h"
 #include "ir/graph.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
@@ -41,6 +42,8 @@ struct CudaStreamHandles {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
+  // Threads for the staging copies of large inputs, started once per Context.
+  std::unique_ptr<ThreadPool> copy_pool;
   static Result<std::unique_ptr<CudaStreamHandles>> create();
   ~CudaStreamHandles();
 };

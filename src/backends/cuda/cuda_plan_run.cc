@@ -24,27 +24,23 @@ Status record(cudaEvent_t e, cudaStream_t s, bool capturing) {
   return Status::ok();
 }
 
-// Copies into pinned staging on several threads when the tensor is large: one thread's
-// memcpy moves only ~6 GB/s, so a batch of 256 fp32 images (154 MB) took longer to stage
-// than to send over PCIe (55 GB/s) and to run.
-void staging_copy(void* dst, const void* src, size_t n) {
+// Copies into pinned staging on the context's copy threads when the tensor is large: one
+// thread's memcpy moves only ~6 GB/s, so a batch of 256 fp32 images (154 MB) took longer to
+// stage than to send over PCIe (55 GB/s) and to run.
+void staging_copy(ThreadPool& pool, void* dst, const void* src, size_t n) {
   constexpr size_t kChunk = size_t{8} << 20;
-  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  size_t threads = std::min<size_t>({n / kChunk, hw, 16});
-  if (threads <= 1) {
+  const size_t parts = std::min<size_t>(n / kChunk, static_cast<size_t>(pool.workers()) + 1);
+  if (parts <= 1) {
     std::memcpy(dst, src, n);
     return;
   }
-  std::vector<std::thread> pool;
-  size_t per = (n + threads - 1) / threads;
-  for (size_t t = 0; t < threads; ++t) {
-    size_t begin = t * per, len = std::min(per, n - std::min(n, begin));
-    if (len == 0) break;
-    pool.emplace_back([=] {
+  const size_t per = (n + parts - 1) / parts;
+  auto copy = [&](size_t t) {
+    const size_t begin = t * per, len = std::min(per, n - std::min(n, begin));
+    if (len)
       std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, len);
-    });
-  }
-  for (std::thread& th : pool) th.join();
+  };
+  pool.parallel_for(parts, copy);
 }
 
 // Ends the capture begun on `stream` and instantiates what it recorded into `*exec`.
@@ -159,7 +155,8 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
     if (inputs[i].shape() != d.shape || inputs[i].dtype() != d.dtype)
       return internal_error("plan built for input shape " + shape_str(d.shape) + ", given " +
                             shape_str(inputs[i].shape()));
-    if (d.nbytes()) staging_copy(p.in_staging[i], inputs[i].raw(), d.nbytes());
+    if (d.nbytes())
+      staging_copy(*p.handles->copy_pool, p.in_staging[i], inputs[i].raw(), d.nbytes());
   }
   // Poisoned before the graph or the steps, in stream order (never part of a capture).
   if (p.options.poison_memory && p.memory.arena_bytes > 0)
@@ -256,6 +253,8 @@ Result<std::unique_ptr<CudaStreamHandles>> CudaStreamHandles::create() {
   KILN_CUDNN(cudnnSetStream(h->cudnn, h->stream));
   KILN_RETURN_IF_ERROR(load_cublaslt());
   KILN_CUBLAS(cublasLtCreate(&h->cublaslt));
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  h->copy_pool = std::make_unique<ThreadPool>(static_cast<int>(std::min(hw, 16u)) - 1);
   return h;
 }
 

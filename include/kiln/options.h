@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "kiln/status.h"
 
@@ -63,6 +65,18 @@ struct EngineOptions {
   // (a corrupted pad, an absurd batch) fails with kResourceExhausted instead of exhausting
   // the host's memory.
   int64_t max_tensor_bytes = int64_t{8} << 30;
+  // The input shapes the engine is built for ("shape profiles"): each maps input names to a
+  // shape; an input left out takes its declared shape, which must then be fully known. The
+  // build runs the model once per profile on zeros, so layers are timed (CUDA) and layouts
+  // chosen (CPU) then, and every Context builds these plans when it is created: no request
+  // pays for them. A bad profile (an unknown input, a shape that contradicts the declared one)
+  // fails the build.
+  std::vector<std::map<std::string, std::vector<int64_t>>> shape_profiles;
+  // With shape_profiles: refuse a run whose input shapes are none of them (an error naming
+  // the shapes given and the profiles), instead of building a plan for it on first use (that
+  // first run goes node by node, and on CUDA times its layers unless the timing cache holds
+  // them; later runs of the shape are as fast as a profile's).
+  bool only_profile_shapes = false;
   // The plans one Context keeps, one per input shape (and small inputs' values), the least
   // recently used dropped first; they share one activation arena sized for the largest. A
   // run of a cached shape builds, prepares and allocates nothing but its outputs. At least 1.

@@ -50,7 +50,61 @@ Status check_input(const TensorInfo& info, const Tensor& t) {
   return Status::ok();
 }
 
+// The profile's shape of each graph input (the declared one for inputs it leaves out).
+Result<std::vector<Shape>> profile_shapes(const Engine::Impl& e, size_t k) {
+  const auto& profile = e.options.shape_profiles[k];
+  const std::string what = "shape profile " + std::to_string(k + 1);
+  for (const auto& [name, shape] : profile) {
+    bool known = false;
+    for (const auto& info : e.inputs) known |= info.name == name;
+    if (!known)
+      return invalid_argument(what + ": unknown input '" + name +
+                              "' (the model's inputs: " + names_of(e.inputs) + ")");
+  }
+  std::vector<Shape> shapes;
+  for (const TensorInfo& info : e.inputs) {
+    auto it = profile.find(info.name);
+    if (it != profile.end()) {
+      for (int64_t d : it->second)
+        if (d < 0)
+          return invalid_argument(what + ": input '" + info.name + "' has shape " +
+                                  shape_str(it->second));
+      shapes.push_back(it->second);
+      continue;
+    }
+    Shape s(info.dims.begin(), info.dims.end());
+    if (!info.has_shape || std::find(s.begin(), s.end(), -1) != s.end())
+      return invalid_argument(what + ": input '" + info.name + "' has the symbolic shape " +
+                              declared_shape(info) + ": give it a shape");
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
+std::string profiles_text(const Engine::Impl& e) {
+  std::string r;
+  for (size_t k = 0; k < e.options.shape_profiles.size(); ++k) {
+    auto shapes = profile_shapes(e, k);
+    if (!shapes.is_ok()) continue;
+    r += k ? "; " : "";
+    for (size_t i = 0; i < shapes->size(); ++i)
+      r += (i ? " " : "") + e.inputs[i].name + "=" + shape_str((*shapes)[i]);
+  }
+  return r;
+}
+
 }  // namespace
+
+Result<std::map<std::string, Tensor>> profile_inputs(const Engine::Impl& e, size_t k) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Shape> shapes, profile_shapes(e, k));
+  std::map<std::string, Tensor> inputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Tensor t = Tensor::zeros(e.inputs[i].dtype, shapes[i]);
+    KILN_RETURN_IF_ERROR_CTX(check_input(e.inputs[i], t), "shape profile " + std::to_string(k + 1));
+    inputs[e.inputs[i].name] = std::move(t);
+  }
+  return inputs;
+}
 
 Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Context::~Context() = default;
@@ -73,6 +127,22 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
                               "' (the model's inputs: " + names_of(e.inputs) + ")");
     KILN_RETURN_IF_ERROR(check_input(e.inputs[i], it->second));
     in[i] = &it->second;
+  }
+  if (e.options.only_profile_shapes && !e.options.shape_profiles.empty()) {
+    bool listed = false;
+    for (size_t k = 0; k < e.options.shape_profiles.size() && !listed; ++k) {
+      auto shapes = profile_shapes(e, k);
+      listed = shapes.is_ok();
+      for (size_t i = 0; listed && i < in.size(); ++i) listed = (*shapes)[i] == in[i]->shape();
+    }
+    if (!listed) {
+      std::string given;
+      for (size_t i = 0; i < in.size(); ++i)
+        given += (i ? " " : "") + e.inputs[i].name + "=" + shape_str(in[i]->shape());
+      return invalid_argument("input shapes " + given +
+                              " are none of the engine's shape profiles (" + profiles_text(e) +
+                              "), and only those may run (only_profile_shapes)");
+    }
   }
   std::vector<Tensor> out;
   if (e.cuda) {

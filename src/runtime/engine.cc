@@ -16,6 +16,16 @@ namespace kiln {
 
 namespace {
 
+// Runs every shape profile of `e` on `ctx` once (its plans are then built and cached).
+Status warm_profiles(const Engine& e, Context& ctx) {
+  const Engine::Impl& impl = engine_impl(e);
+  for (size_t k = 0; k < impl.options.shape_profiles.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(auto inputs, profile_inputs(impl, k));
+    KILN_RETURN_IF_ERROR_CTX(ctx.run(inputs).status(), "shape profile " + std::to_string(k + 1));
+  }
+  return Status::ok();
+}
+
 TensorInfo info_of(const Value& v) {
   TensorInfo t;
   t.name = v.name;
@@ -103,7 +113,13 @@ Result<std::shared_ptr<Engine>> build_engine(
   impl->graph = std::move(graph);
   impl->cuda = std::move(cuda);
   if (impl->cuda) impl->model_bytes = std::move(model_bytes);
-  return std::make_shared<Engine>(std::move(impl));
+  auto engine = std::make_shared<Engine>(std::move(impl));
+  // Each profile once, at build: the layers are timed and the layouts chosen now.
+  if (!engine_impl(*engine).options.shape_profiles.empty()) {
+    auto ctx = engine->create_context();
+    KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx));
+  }
+  return engine;
 }
 
 namespace {
@@ -190,7 +206,11 @@ std::unique_ptr<Context> Engine::create_context() const {
   auto impl = std::make_unique<Context::Impl>();
   impl->engine = impl_.get();
   if (!impl_->cuda) impl->cpu = std::make_shared<CpuPlanCache>(*impl_);
-  return std::make_unique<Context>(std::move(impl));
+  auto ctx = std::make_unique<Context>(std::move(impl));
+  // The profiles' plans now, so no request builds them. They ran at the engine's build, so
+  // this does not fail but for lack of memory, which the first run of that shape reports.
+  (void)warm_profiles(*this, *ctx);
+  return ctx;
 }
 
 }  // namespace kiln

@@ -48,6 +48,10 @@ struct Context::Impl {
 
 inline const Engine::Impl& engine_impl(const Engine& e) { return *e.impl_; }
 
+// Zero inputs of the engine's shape profile `k` (EngineOptions::shape_profiles); an error
+// names the profile and what is wrong with it.
+Result<std::map<std::string, Tensor>> profile_inputs(const Engine::Impl& e, size_t k);
+
 // Op counts, parameters and FLOPs per image of `g` (Engine::stats of its graph).
 ModelStats model_stats(const Graph& g);
 

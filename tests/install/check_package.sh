@@ -17,9 +17,11 @@ ls "$work/prefix"/lib*/cmake/kiln/kilnConfig.cmake > /dev/null
 cmake -S "$src/examples" -B "$work/examples" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/examples" > "$work/build.log"
-# The example links the installed library, not the build tree's.
-ldd "$work/examples/classify" | grep -q "$work/prefix/.*libkiln.so" ||
-  { echo "classify does not load the installed libkiln:"; ldd "$work/examples/classify"; exit 1; }
+# The example links the installed library, not the build tree's. (ldd's output is taken whole
+# first: `ldd | grep -q` fails under pipefail when grep stops reading early.)
+libs=$(ldd "$work/examples/classify")
+grep -q "$work/prefix/.*libkiln.so" <<< "$libs" ||
+  { echo "classify does not load the installed libkiln:"; echo "$libs"; exit 1; }
 
 # A 28×28 grey PNG of a bright diagonal band (standard library only).
 python3 - "$work/band.png" <<'PY'

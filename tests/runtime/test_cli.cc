@@ -135,6 +135,10 @@ TEST_F(Cli, BadInputsAreOneLineErrors) {
       {"run " + model + " -i " + x + " --precision fp8", 2, "fp8"},
       {"run " + model + " -i " + x + " --cpu-layout nchw", 2, "nchw"},
       {"run " + model + " -i " + x + " --cudnn-conv-path both", 2, "both"},
+      {"bench " + model + " --shapes x", 1, "--shapes 'x': expected NAME=DIMS"},
+      {"bench " + model + " --shapes x=3x4x5,a", 1, "'a' is not a shape"},
+      {"bench " + model + " --shapes nope=3x4x5", 1, "unknown input 'nope'"},
+      {"bench " + model + " --shapes x=1x3", 1, "shape profile 1: input 'x': expected shape"},
       {"inspect " + path("garbage.bin").string(), 1, "garbage.bin"},
       {"bench " + model + " --duration -1", 2, "duration"},
   };
@@ -142,6 +146,9 @@ TEST_F(Cli, BadInputsAreOneLineErrors) {
     SCOPED_TRACE(c.args);
     expect_error(kiln(c.args), c.code, c.says);
   }
+  // A good profile builds and runs.
+  auto r = kiln("bench " + model + " --shapes x=3x4x5 --only-shapes --warmup 0.02 --duration 0.05");
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST_F(Cli, InspectDescribesTheModel) {

@@ -212,5 +212,62 @@ TEST(CpuPlanCache, SmallInputsArePartOfTheKey) {
   EXPECT_EQ(ctx->stats().plan_runs, 2);
 }
 
+// Shape profiles: the build runs each once; every Context is created with their plans, so
+// running them builds nothing; only_profile_shapes refuses any other shape, naming the
+// profiles; a bad profile fails the build, saying which and why.
+TEST(ShapeProfiles, ContextsStartWithTheProfilesPlans) {
+  EngineOptions o;
+  o.shape_profiles = {{{"x", {1, 3, 12, 12}}}, {{"x", {8, 3, 12, 12}}}};
+  auto engine = conv_net(o);
+  ASSERT_NE(engine, nullptr);
+  auto ctx = engine->create_context();
+  EXPECT_EQ(ctx->stats().plan_builds, 2);
+  for (int64_t b : {8, 1, 8}) ASSERT_TRUE(ctx->run(input_of(b)).is_ok());
+  EXPECT_EQ(ctx->stats().plan_builds, 2);
+  EXPECT_EQ(ctx->stats().plan_runs, 3);
+  // Not listed: built on first use, then cached like the others.
+  ASSERT_TRUE(ctx->run(input_of(3)).is_ok());
+  EXPECT_EQ(ctx->stats().plan_builds, 3);
+
+  o.only_profile_shapes = true;
+  auto strict = conv_net(o);
+  ASSERT_NE(strict, nullptr);
+  auto sctx = strict->create_context();
+  auto r = sctx->run(input_of(3));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  const std::string msg = r.status().message();
+  for (const char* want : {"x=[3,3,12,12]", "x=[1,3,12,12]; x=[8,3,12,12]", "only_profile_shapes"})
+    EXPECT_NE(msg.find(want), std::string::npos) << msg;
+  EXPECT_TRUE(sctx->run(input_of(8)).is_ok());
+  EXPECT_EQ(sctx->stats().plan_builds, 2);
+}
+
+TEST(ShapeProfiles, BadProfilesFailTheBuild) {
+  struct Case {
+    std::map<std::string, std::vector<int64_t>> profile;
+    const char* says;
+  };
+  const Case cases[] = {
+      {{{"y", {1, 3, 12, 12}}}, "shape profile 1: unknown input 'y'"},
+      {{{"x", {1, 4, 12, 12}}}, "expected shape [N,3,12,12]"},
+      {{{"x", {1, 3, 12}}}, "expected shape"},
+      {{}, "input 'x' has the symbolic shape [N,3,12,12]: give it a shape"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.says);
+    Net n;
+    Value* x = n.input("x", {1, 3, 12, 12});
+    x->dims[0] = Dim{-1, "N"};
+    n.g->outputs() = {n.conv(x, 4, 3, {1, 4, 12, 12})};
+    EngineOptions o;
+    o.optimize = false;
+    o.shape_profiles = {c.profile};
+    auto e = build_engine(std::move(n.g), o);
+    ASSERT_FALSE(e.is_ok());
+    EXPECT_NE(e.status().message().find(c.says), std::string::npos) << e.status().to_string();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <thread>
 
 namespace kiln::cli {
@@ -50,9 +51,41 @@ int resolved_threads(const GlobalOptions& global) {
   return n ? static_cast<int>(n) : 1;
 }
 
+Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_profiles(
+    const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, std::vector<Shape>>> per_input;
+  size_t count = 1;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      return invalid_argument("--shapes '" + spec + "': expected NAME=DIMS[,DIMS...]");
+    std::vector<Shape> shapes;
+    std::stringstream list(spec.substr(eq + 1));
+    for (std::string item; std::getline(list, item, ',');) {
+      if (item.find_first_not_of("0123456789x") != std::string::npos || item.empty())
+        return invalid_argument("--shapes '" + spec + "': '" + item +
+                                "' is not a shape like 1x3x224x224");
+      KILN_ASSIGN_OR_RETURN(Shape s, parse_dims(item));
+      shapes.push_back(std::move(s));
+    }
+    if (shapes.size() > 1 && count > 1 && shapes.size() != count)
+      return invalid_argument("--shapes: every input needs the same number of shapes (or one)");
+    count = std::max(count, shapes.size());
+    per_input.emplace_back(spec.substr(0, eq), std::move(shapes));
+  }
+  std::vector<std::map<std::string, std::vector<int64_t>>> profiles(specs.empty() ? 0 : count);
+  for (size_t k = 0; k < profiles.size(); ++k)
+    for (const auto& [name, shapes] : per_input)
+      profiles[k][name] = shapes.size() == 1 ? shapes[0] : shapes[k];
+  return profiles;
+}
+
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global) {
   double t0 = now_seconds();
-  auto engine = Engine::load(path, engine_options(global));
+  EngineOptions options = engine_options(global);
+  KILN_ASSIGN_OR_RETURN(options.shape_profiles, parse_shape_profiles(global.shapes));
+  options.only_profile_shapes = global.only_shapes;
+  auto engine = Engine::load(path, options);
   if (engine.is_ok())
     spdlog::info("loaded {} in {:.1f} ms ({} nodes)", path, (now_seconds() - t0) * 1e3,
                  (*engine)->stats().num_nodes);

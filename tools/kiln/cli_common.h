@@ -39,6 +39,10 @@ struct GlobalOptions {
   int max_tactics = 0;
   std::string timing_cache;
   int64_t workspace_mib = -1;  // by precision (EngineOptions::workspace_limit)
+  // --shapes NAME=DIMS[,DIMS...], one per input: the engine's shape profiles (the k-th DIMS
+  // of every input form profile k; an input with one DIMS has it in every profile).
+  std::vector<std::string> shapes;
+  bool only_shapes = false;  // EngineOptions::only_profile_shapes
 };
 
 // A registered subcommand: its CLI11 app and what to run once parsing succeeded.
@@ -62,6 +66,9 @@ int fail(const Status& status);
 int usage_error(const std::string& message);
 
 EngineOptions engine_options(const GlobalOptions& global);
+// The profiles --shapes gives; an error names the bad spec.
+Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_profiles(
+    const std::vector<std::string>& specs);
 // The thread count the engine runs with (the option, or the core count when 0).
 int resolved_threads(const GlobalOptions& global);
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global);

@@ -57,6 +57,13 @@ int run_main(int argc, char** argv) {
                  "CUDA stride-2 stem convs as space-to-depth: auto (timed), on or off")
       ->transform(CLI::CheckedTransformer(names_of(kiln::space_to_depth_name, 3)))
       ->default_str("auto");
+  app.add_option("--shapes", global.shapes,
+                 "NAME=DIMS[,DIMS...]: the input shapes to build for (shape profiles), timed and "
+                 "planned at load; one per input, the k-th DIMS of each forming profile k")
+      ->type_name("NAME=1x3x224x224,8x3x224x224");
+  app.add_flag("--only-shapes", global.only_shapes,
+               "with --shapes: refuse inputs of any other shape instead of planning them on "
+               "first use");
   app.add_option("--gpu", global.gpu, "CUDA: which GPU (0, 1...; after CUDA_VISIBLE_DEVICES)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--cuda-graph", global.cuda_graph,

@@ -26,6 +26,14 @@ Status warm_profiles(const Engine& e, Context& ctx) {
   return Status::ok();
 }
 
+// A Context of `e` with no plan yet.
+std::unique_ptr<Context> bare_context(const Engine& e) {
+  auto impl = std::make_unique<Context::Impl>();
+  impl->engine = &engine_impl(e);
+  if (!impl->engine->cuda) impl->cpu = std::make_shared<CpuPlanCache>(*impl->engine);
+  return std::make_unique<Context>(std::move(impl));
+}
+
 TensorInfo info_of(const Value& v) {
   TensorInfo t;
   t.name = v.name;
@@ -116,7 +124,7 @@ Result<std::shared_ptr<Engine>> build_engine(
   auto engine = std::make_shared<Engine>(std::move(impl));
   // Each profile once, at build: the layers are timed and the layouts chosen now.
   if (!engine_impl(*engine).options.shape_profiles.empty()) {
-    auto ctx = engine->create_context();
+    auto ctx = bare_context(*engine);
     KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx));
   }
   return engine;
@@ -203,10 +211,7 @@ Result<std::shared_ptr<Engine>> Engine::from_bytes(const std::string& bytes,
 }
 
 std::unique_ptr<Context> Engine::create_context() const {
-  auto impl = std::make_unique<Context::Impl>();
-  impl->engine = impl_.get();
-  if (!impl_->cuda) impl->cpu = std::make_shared<CpuPlanCache>(*impl_);
-  auto ctx = std::make_unique<Context>(std::move(impl));
+  auto ctx = bare_context(*this);
   // The profiles' plans now, so no request builds them. They ran at the engine's build, so
   // this does not fail but for lack of memory, which the first run of that shape reports.
   (void)warm_profiles(*this, *ctx);

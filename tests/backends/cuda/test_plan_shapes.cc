@@ -167,6 +167,32 @@ void expect_gpu_matches(const ModelBuilder& b, const Shape& x_shape) {
   }
 }
 
+// Runs `shapes` in order through one reference Context and one Context of an engine built
+// from `b` with `o` (inputs of seed `seed` + batch), expecting each result within `tol` of the
+// reference; returns the second Context's stats.
+ContextStats expect_runs_match(const ModelBuilder& b, const EngineOptions& o,
+                               const std::vector<Shape>& shapes, uint32_t seed, double tol) {
+  EngineOptions ref;
+  ref.backend = "reference";
+  auto want_engine = Engine::from_bytes(b.bytes(), ref);
+  auto engine = Engine::from_bytes(b.bytes(), o);
+  EXPECT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();
+  if (!want_engine.is_ok() || !engine.is_ok()) return {};
+  auto want_ctx = (*want_engine)->create_context();
+  auto ctx = (*engine)->create_context();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    SCOPED_TRACE("run " + std::to_string(i) + ", input " + shape_str(s));
+    Tensor x = Tensor::from_floats(s, random_floats(shape_numel(s), seed + s[0]));
+    auto want = want_ctx->run({{"x", x}});
+    auto got = ctx->run({{"x", x}});
+    EXPECT_TRUE(want.is_ok()) << want.status().to_string();
+    EXPECT_TRUE(got.is_ok()) << got.status().to_string();
+    if (want.is_ok() && got.is_ok()) EXPECT_LE(relative_l2(got->at("y"), want->at("y")), tol);
+  }
+  return ctx->stats();
+}
+
 TEST(CudaPlanShapes, ChannelShuffleResolvesShapesAtBuild) {
   expect_gpu_matches(channel_shuffle_model(), {3, 8, 10, 6});
   expect_gpu_matches(channel_shuffle_model(), {1, 8, 7, 9});
@@ -209,26 +235,11 @@ TEST(CudaPlanShapes, BuildTimeValuesOfTwoBatchesInOneEngine) {
   b.node("Expand", {"cls", "s2"}, {"tok"}, "expand");
   b.node("Add", {"x", "tok"}, {"y"}, "add");
   b.output("y", kFloat, {"N", 4});
-  EngineOptions ref;
-  ref.backend = "reference";
   EngineOptions o;
   o.device = Device::kCuda;
   o.time_tactics = false;
   o.poison_memory = true;
-  auto want_engine = Engine::from_bytes(b.bytes(), ref);
-  auto engine = Engine::from_bytes(b.bytes(), o);
-  ASSERT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();
-  auto want_ctx = (*want_engine)->create_context();
-  auto ctx = (*engine)->create_context();
-  for (int64_t n : {1, 3, 1}) {
-    SCOPED_TRACE("batch " + std::to_string(n));
-    Tensor x = Tensor::from_floats({n, 4}, random_floats(4 * n, 30 + n));
-    auto want = want_ctx->run({{"x", x}});
-    auto got = ctx->run({{"x", x}});
-    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
-    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
-    EXPECT_LE(relative_l2(got->at("y"), want->at("y")), 1e-6);
-  }
+  expect_runs_match(b, o, {{1, 4}, {3, 4}, {1, 4}}, 30, 1e-6);
 }
 
 }  // namespace
@@ -241,31 +252,16 @@ namespace {
 // replays its cached plan (CUDA graph included) and still matches the reference.
 TEST(CudaPlanShapes, AlternatingBatchesBuildOncePerShape) {
   const ModelBuilder b = channel_shuffle_model();
-  EngineOptions ref;
-  ref.backend = "reference";
   EngineOptions o;
   o.device = Device::kCuda;
   o.precision = Precision::kFp16;
   o.time_tactics = false;
   o.cuda_graph = true;
   o.poison_memory = true;
-  auto want_engine = Engine::from_bytes(b.bytes(), ref);
-  auto engine = Engine::from_bytes(b.bytes(), o);
-  ASSERT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();
-  auto want_ctx = (*want_engine)->create_context();
-  auto ctx = (*engine)->create_context();
+  std::vector<Shape> shapes;
   for (int round = 0; round < 3; ++round)
-    for (int64_t n : {1, 4, 2}) {
-      SCOPED_TRACE("round " + std::to_string(round) + ", batch " + std::to_string(n));
-      const Shape s{n, 8, 10, 6};
-      Tensor x = Tensor::from_floats(s, random_floats(shape_numel(s), 50 + n));
-      auto want = want_ctx->run({{"x", x}});
-      auto got = ctx->run({{"x", x}});
-      ASSERT_TRUE(want.is_ok()) << want.status().to_string();
-      ASSERT_TRUE(got.is_ok()) << got.status().to_string();
-      EXPECT_LE(relative_l2(got->at("y"), want->at("y")), 5e-3);
-    }
-  const ContextStats st = ctx->stats();
+    for (int64_t n : {1, 4, 2}) shapes.push_back({n, 8, 10, 6});
+  const ContextStats st = expect_runs_match(b, o, shapes, 50, 5e-3);
   EXPECT_EQ(st.plan_builds, 3);
   EXPECT_EQ(st.plan_runs, 6);
   EXPECT_EQ(st.plans_cached, 3);

@@ -65,6 +65,9 @@ struct ContextStats {
   int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
   int64_t arena_allocations = 0;  // times an activation arena was allocated or grown
   int64_t arena_bytes = 0;        // the arenas' size now
+  // What the builds changed that affects results, once each: on CUDA in fp16, constants
+  // saturated to fp16's range ("fp16: constant 'eps': 1 of 1 values outside fp16's range...").
+  std::vector<std::string> notes;
 };
 
 // One optimizer pass of an engine's build: its name and the node count after it.

@@ -1,6 +1,7 @@
 #include "core/half.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace kiln {
 
@@ -35,13 +36,13 @@ uint16_t float_to_half_bits(float f) {
   std::memcpy(&u, &f, 4);
   uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;  // NaN
+  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // ≥ 65520 rounds to inf
   if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
     // value * 2^24 rounded to nearest even gives the subnormal mantissa.
     float a;
     std::memcpy(&a, &abs, 4);
-    float scaled = a * 16777216.0f;  // exact: power of two
+    float scaled = a * 16777216.0f;    // exact: power of two
     float r = std::nearbyint(scaled);  // default rounding mode: nearest even
     return sign | static_cast<uint16_t>(r);
   }
@@ -51,6 +52,31 @@ uint16_t float_to_half_bits(float f) {
   uint32_t rest = mant & 0x1fffu;
   if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // carries into exp: fine
   return sign | static_cast<uint16_t>(half);
+}
+
+uint16_t float_to_half_bits_saturated(float f, bool* changed) {
+  uint16_t h = float_to_half_bits(f);
+  *changed = false;
+  if (!std::isfinite(f)) return h;
+  const uint16_t sign = h & 0x8000u, abs = h & 0x7fffu;
+  if (abs == 0x7c00u) {
+    *changed = true;
+    return sign | 0x7bffu;  // 65504
+  }
+  if (abs == 0 && f != 0.f) {
+    *changed = true;
+    return sign | 0x0001u;  // 2^-24
+  }
+  return h;
+}
+
+std::string Fp16Saturation::note(const std::string& what) const {
+  if (!changed) return "";
+  char ex[32];
+  std::snprintf(ex, sizeof ex, "%g", example);
+  return "fp16: " + what + ": " + std::to_string(changed) + " of " + std::to_string(total) +
+         " values outside fp16's range (such as " + ex + ") saturated to " +
+         (std::fabs(example) > 1.f ? "±65504" : "±2^-24");
 }
 
 uint16_t float_to_bf16_bits(float f) {

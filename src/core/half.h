@@ -5,11 +5,34 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace kiln {
 
 float half_bits_to_float(uint16_t h);
 uint16_t float_to_half_bits(float f);  // round to nearest even; overflow → inf; NaN kept
+// As float_to_half_bits, but a finite value beyond fp16's range becomes ±65504 and a nonzero
+// one that would round to zero becomes ±2^-24 (the smallest subnormal); *changed says whether
+// either happened. For constants: an epsilon of 1e-12 must not become 0, nor a mask's -1e9
+// become -inf.
+uint16_t float_to_half_bits_saturated(float f, bool* changed);
+
+// Converts the values of one constant with float_to_half_bits_saturated and tells how many
+// were saturated, for a note naming the constant.
+struct Fp16Saturation {
+  int64_t changed = 0, total = 0;
+  float example = 0.f;  // the first value saturated
+  uint16_t convert(float f) {
+    bool c = false;
+    const uint16_t h = float_to_half_bits_saturated(f, &c);
+    ++total;
+    if (c && changed++ == 0) example = f;
+    return h;
+  }
+  // "fp16: constant 'eps': 1 of 1 values outside fp16's range (such as 1e-12) saturated to
+  // ±2^-24", or "" when none was.
+  std::string note(const std::string& what) const;
+};
 
 inline float bf16_bits_to_float(uint16_t b) {
   uint32_t u = static_cast<uint32_t>(b) << 16;
@@ -22,14 +45,14 @@ uint16_t float_to_bf16_bits(float f);  // round to nearest even; NaN kept
 struct Half {
   uint16_t bits = 0;
   Half() = default;
-  Half(float f) : bits(float_to_half_bits(f)) {}  // NOLINT
+  Half(float f) : bits(float_to_half_bits(f)) {}               // NOLINT
   operator float() const { return half_bits_to_float(bits); }  // NOLINT
 };
 
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
-  BFloat16(float f) : bits(float_to_bf16_bits(f)) {}  // NOLINT
+  BFloat16(float f) : bits(float_to_bf16_bits(f)) {}           // NOLINT
   operator float() const { return bf16_bits_to_float(bits); }  // NOLINT
 };
 

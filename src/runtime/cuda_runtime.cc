@@ -102,7 +102,14 @@ Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& c
   return plans.front()->run(inputs, outputs);
 }
 
-ContextStats cuda_stats(const CudaContextState* ctx) { return ctx ? ctx->stats : ContextStats{}; }
+ContextStats cuda_stats(const CudaContextState* ctx) {
+  if (!ctx) return ContextStats{};
+  ContextStats s = ctx->stats;
+  for (const auto& p : ctx->plans)
+    for (const std::string& n : p->notes())
+      if (std::find(s.notes.begin(), s.notes.end(), n) == s.notes.end()) s.notes.push_back(n);
+  return s;
+}
 
 // The plan of the last run.
 static Result<CudaPlan*> plan_of(const CudaContextState* ctx) {

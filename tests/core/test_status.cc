@@ -46,6 +46,32 @@ TEST(Half, RoundTripsAndRoundsToNearestEven) {
   EXPECT_EQ(bf16_bits_to_float(0x4049), 3.140625f);
 }
 
+TEST(Half, SaturatedConversionKeepsValuesInRange) {
+  bool c = true;
+  EXPECT_EQ(float_to_half_bits_saturated(1.f, &c), 0x3c00);
+  EXPECT_FALSE(c);
+  EXPECT_EQ(float_to_half_bits_saturated(0.f, &c), 0x0000);
+  EXPECT_FALSE(c);
+  EXPECT_EQ(float_to_half_bits_saturated(1e-12f, &c), 0x0001);  // not 0
+  EXPECT_TRUE(c);
+  EXPECT_EQ(float_to_half_bits_saturated(-1e-12f, &c), 0x8001);
+  EXPECT_TRUE(c);
+  EXPECT_EQ(float_to_half_bits_saturated(-1e9f, &c), 0xfbff);  // -65504, not -inf
+  EXPECT_TRUE(c);
+  EXPECT_EQ(float_to_half_bits_saturated(INFINITY, &c), 0x7c00);  // inf stays inf
+  EXPECT_FALSE(c);
+  EXPECT_EQ(float_to_half_bits_saturated(5.9604645e-08f, &c), 0x0001);
+  EXPECT_FALSE(c);
+  Fp16Saturation s;
+  for (float f : {1.f, 1e-12f, 2.f, -1e9f}) s.convert(f);
+  EXPECT_EQ(s.changed, 2);
+  EXPECT_EQ(s.total, 4);
+  EXPECT_EQ(s.note("constant 'eps'"),
+            "fp16: constant 'eps': 2 of 4 values outside fp16's range (such as 1e-12) saturated "
+            "to ±2^-24");
+  EXPECT_EQ(Fp16Saturation{}.note("x"), "");
+}
+
 TEST(Tensor, ShallowCopyDeepClone) {
   Tensor a = Tensor::from_floats({2, 2}, {1, 2, 3, 4});
   Tensor b = a;

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "kiln/tensor_io.h"
 #include "kiln/engine.h"
 #include "kiln/fp16_range.h"
+#include "kiln/tensor_io.h"
 
 namespace {
 
@@ -158,6 +158,8 @@ int main(int argc, char** argv) {
       }
       std::printf("case %s %s: ok %.3f s, steps %d, cpu %d\n", precision.c_str(), stem.c_str(),
                   run_s, steps, cpu);
+      for (const std::string& note : ctx->stats().notes)
+        std::printf("note %s %s: %s\n", precision.c_str(), stem.c_str(), note.c_str());
       std::fflush(stdout);
     }
   }

@@ -112,6 +112,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     ++warmup_runs;
   }
   spdlog::info("warmup: {} runs in {:.2f} s", warmup_runs, now_seconds() - start);
+  for (const std::string& note : ctx->stats().notes) spdlog::warn("{}", note);
 
   std::vector<double> lat_ms;
   DeviceFigures dev;

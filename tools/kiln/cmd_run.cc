@@ -223,6 +223,7 @@ int run(RunOptions& o, const GlobalOptions& g) {
   auto outputs = ctx->run(feeds);
   if (!outputs.is_ok()) return fail(outputs.status());
   spdlog::info("ran in {:.2f} ms", (now_seconds() - t0) * 1e3);
+  for (const std::string& note : ctx->stats().notes) spdlog::warn("{}", note);
   if (e.options().device == Device::kCuda && g.precision == Precision::kFp16)
     warn_fp16_nonfinite(o, g, feeds, *outputs);
   // The plan's shape at a glance (-v): how many steps, and how many fell back to the CPU.

@@ -24,8 +24,12 @@ Result<void*> WeightStore::upload(const std::string& key, const void* host, size
   }
   void* d = nullptr;
   KILN_CUDA(cudaMalloc(&d, bytes == 0 ? 1 : bytes));
+  // From pageable memory cudaMemcpy returns before its DMA lands, and the plans' non-blocking
+  // streams do not wait for the default stream it ran on: wait for the copy here.
   Status copied =
       cuda_status(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), "uploading weight");
+  if (copied.is_ok())
+    copied = cuda_status(cudaStreamSynchronize(nullptr), "waiting for a weight upload");
   if (!copied.is_ok()) {
     cudaFree(d);
     return copied.with_context(key);

@@ -99,6 +99,9 @@ struct CudaBuildContext {
   }
   WeightStore* weights = nullptr;  // never null
   TacticCache* tactics = nullptr;  // never null
+  // The plan's notes (CudaPlan::notes), for what a kernel changed that a user should know
+  // of; never null.
+  std::vector<std::string>* notes = nullptr;
   DataType act_dtype() const {
     return precision == Precision::kFp16 ? DataType::kFloat16 : DataType::kFloat32;
   }

@@ -102,7 +102,21 @@ class Builder {
 
 Result<int> Builder::constant_slot(const Value* v, const Tensor& t) {
   DataType dt = device_dtype(t.dtype(), p_.options.precision);
-  std::vector<uint8_t> bytes = host_bytes_as(t, dt);
+  std::vector<uint8_t> bytes;
+  if (dt == DataType::kFloat16 && t.dtype() == DataType::kFloat32) {
+    // Saturated, as fp16 engines do: a value fp16 cannot hold is pulled into its range rather
+    // than flushed to 0 or inf (F.normalize's eps of 1e-12 as 0 makes 0/0).
+    std::vector<float> f = t.to_floats();
+    bytes.resize(f.size() * 2);
+    Fp16Saturation sat;
+    for (size_t i = 0; i < f.size(); ++i) {
+      const uint16_t h = sat.convert(f[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+    if (sat.changed) p_.notes.push_back(sat.note("constant '" + v->name + "'"));
+  } else {
+    bytes = host_bytes_as(t, dt);
+  }
   std::string key = "const:" + v->name + ":" + dtype_name(dt);
   // A value computed at build time (ViT's class token expanded to the batch) differs between
   // the plans of one engine: its key names the shape and the bytes, so that the plan for
@@ -384,6 +398,7 @@ Status Builder::build(const std::vector<const Node*>& order, const std::vector<T
   bctx_.max_tactics = p_.options.max_tactics;
   bctx_.weights = &weights_;
   bctx_.tactics = &tactics_;
+  bctx_.notes = &p_.notes;
   host_.assign(g_.value_id_limit(), TensorDesc{});
   reps_.assign(g_.value_id_limit(), {});
   for (const auto& v : g_.values())
@@ -539,6 +554,7 @@ CudaPlan::Impl::~Impl() {
 
 const CudaTiming& CudaPlan::last_timing() const { return impl_->timing; }
 const std::vector<CudaStepInfo>& CudaPlan::steps() const { return impl_->infos; }
+const std::vector<std::string>& CudaPlan::notes() const { return impl_->notes; }
 const CudaMemoryReport& CudaPlan::memory() const { return impl_->memory; }
 bool CudaPlan::uses_cuda_graph() const { return impl_->graph_exec != nullptr; }
 bool CudaPlan::has_cpu_steps() const { return impl_->has_cpu_steps; }

@@ -90,6 +90,8 @@ class CudaPlan {
   Result<std::vector<double>> profile_steps(int iterations);
 
   const std::vector<CudaStepInfo>& steps() const;
+  // What the build changed that a user should know of: constants saturated to fp16's range.
+  const std::vector<std::string>& notes() const;
   const CudaMemoryReport& memory() const;
   bool uses_cuda_graph() const;
   bool has_cpu_steps() const;

@@ -56,6 +56,7 @@ struct CudaPlan::Impl {
   std::deque<Value> resolved_values;
   std::deque<Node> resolved_nodes;
   std::vector<CudaStepInfo> infos;
+  std::vector<std::string> notes;  // CudaPlan::notes()
   CudaMemoryReport memory;
   CudaTiming timing;
   bool has_cpu_steps = false;

@@ -108,11 +108,21 @@ Status CudaPlan::Impl::enqueue_step(size_t k) {
     return st.kernel->enqueue(ip, op, run).with_context(st.node->describe());
   }
   // A CPU step: bring the inputs to the host, run the reference kernel, send the outputs
-  // back. Synchronous (so a plan with CPU steps is never captured in a CUDA graph).
+  // back. Synchronous (so a plan with CPU steps is never captured in a CUDA graph). Every copy
+  // is ordered on the plan's own stream: a plain cudaMemcpy runs on the default stream, which
+  // the plan's non-blocking stream does not wait for, and from pageable memory it returns
+  // before its DMA has landed, so the next kernel could read the output half written.
   const Node& n = *st.node;
-  KILN_CUDA(cudaStreamSynchronize(stream));
   std::vector<Tensor> host_in(st.in.size());
   std::vector<const Tensor*> ins(st.in.size(), nullptr);
+  std::vector<std::vector<uint8_t>> down(st.in.size());
+  for (size_t i = 0; i < st.in.size(); ++i) {
+    if (st.host_in[i] || st.in[i] < 0) continue;
+    down[i].resize(slots[st.in[i]].desc.nbytes());
+    KILN_CUDA(cudaMemcpyAsync(down[i].data(), data(st.in[i]), down[i].size(),
+                              cudaMemcpyDeviceToHost, stream));
+  }
+  KILN_CUDA(cudaStreamSynchronize(stream));
   for (size_t i = 0; i < st.in.size(); ++i) {
     if (st.host_in[i]) {
       ins[i] = st.host_in[i];
@@ -120,23 +130,25 @@ Status CudaPlan::Impl::enqueue_step(size_t k) {
     }
     if (st.in[i] < 0) continue;
     const DevDesc& d = slots[st.in[i]].desc;
-    std::vector<uint8_t> bytes(d.nbytes());
-    KILN_CUDA(cudaMemcpy(bytes.data(), data(st.in[i]), bytes.size(), cudaMemcpyDeviceToHost));
-    host_in[i] = tensor_from_bytes(bytes.data(), d.dtype, d.shape, st.host_in_dtypes[i]);
+    host_in[i] = tensor_from_bytes(down[i].data(), d.dtype, d.shape, st.host_in_dtypes[i]);
     ins[i] = &host_in[i];
   }
   std::vector<Tensor> outs;
   KILN_RETURN_IF_ERROR(run_reference(n, ins, outs));
+  std::vector<std::vector<uint8_t>> up(st.out.size());
   for (size_t i = 0; i < st.out.size(); ++i) {
     if (st.out[i] < 0) continue;
     const DevDesc& d = slots[st.out[i]].desc;
-    std::vector<uint8_t> bytes = host_bytes_as(outs[i], d.dtype);
-    if (bytes.size() != d.nbytes())
+    up[i] = host_bytes_as(outs[i], d.dtype);
+    if (up[i].size() != d.nbytes())
       return internal_error(n.describe() + ": CPU output " + std::to_string(i) + " has " +
-                            std::to_string(bytes.size()) + " bytes, the plan expects " +
+                            std::to_string(up[i].size()) + " bytes, the plan expects " +
                             std::to_string(d.nbytes()));
-    KILN_CUDA(cudaMemcpy(data(st.out[i]), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    KILN_CUDA(cudaMemcpyAsync(data(st.out[i]), up[i].data(), up[i].size(), cudaMemcpyHostToDevice,
+                              stream));
   }
+  // The host buffers must outlive their copies.
+  KILN_CUDA(cudaStreamSynchronize(stream));
   return Status::ok();
 }
 

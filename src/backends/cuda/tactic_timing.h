@@ -57,6 +57,8 @@ class ScratchBuffer {
       KILN_CUDA(cudaMemcpy(static_cast<uint8_t*>(p_) + off * esize, host.data(), n * esize,
                            cudaMemcpyHostToDevice));
     }
+    // The copies ran on the default stream, which the timing stream does not wait for.
+    KILN_CUDA(cudaStreamSynchronize(nullptr));
     return Status::ok();
   }
   void* get() const { return p_; }

@@ -4,11 +4,13 @@
 //
 // Clip's min and max (inputs 1 and 2, optional) must be constants; they are read at
 // prepare. A computed bound sends the node to the CPU.
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
 
 #include "backends/cuda/kernels/unary.cuh"
+#include "core/half.h"
 #include "ops/activation_attrs.h"
 
 namespace kiln {
@@ -50,6 +52,22 @@ Result<std::unique_ptr<CudaKernel>> make_hard_swish(const Node& node, Precision)
   return make_act<Activation::kHardSwish>(node, "HardSwish", 0.f, 0.f);
 }
 
+// The fp16 value nearest `b` that is ≥ b (a lower bound) or ≤ b (an upper bound), within
+// ±65504; ±inf and NaN as they are.
+float fp16_bound(float b, bool lower) {
+  if (!std::isfinite(b)) return b;
+  bool saturated = false;
+  uint16_t h = float_to_half_bits_saturated(b, &saturated);  // nonzero stays nonzero
+  const float r = half_bits_to_float(h);
+  if (lower ? r >= b : r <= b) return r;
+  // One fp16 step toward the bound's side: the magnitude grows for a lower bound above zero
+  // or an upper bound below it, and shrinks otherwise.
+  const bool neg = (h & 0x8000u) != 0;
+  h = static_cast<uint16_t>(lower != neg ? h + 1 : h - 1);
+  if ((h & 0x7fffu) >= 0x7c00u) h = static_cast<uint16_t>((h & 0x8000u) | 0x7bffu);
+  return half_bits_to_float(h);
+}
+
 // Clip: alpha = min, beta = max; an omitted bound is ±inf.
 class ClipKernel final : public UnaryKernel<ActOp<Activation::kClip>> {
  public:
@@ -67,6 +85,12 @@ class ClipKernel final : public UnaryKernel<ActOp<Activation::kClip>> {
         return invalid_argument(std::string("Clip ") + what + " must be a scalar, got shape " +
                                 shape_str(in[i].value->shape()));
       (i == 1 ? f_.alpha : f_.beta) = static_cast<float>(in[i].value->at_double(0));
+    }
+    // In fp16 a bound is rounded to a value fp16 holds on the side that keeps its meaning: a
+    // min of 1e-12 (F.normalize's eps) would otherwise give 0 and then 0/0.
+    if (in[0].dtype == DataType::kFloat16) {
+      f_.alpha = fp16_bound(f_.alpha, true);
+      f_.beta = fp16_bound(f_.beta, false);
     }
     return Status::ok();
   }

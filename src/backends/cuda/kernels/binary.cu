@@ -152,15 +152,18 @@ Status BinaryKernel::upload_constant(int i, const DevDesc& d, Layout layout,
   }
   if (is_float(dtype_)) {
     const std::vector<float> v = t.to_floats();
+    Fp16Saturation sat;  // an eps of 1e-12 must not become 0, nor a mask's -1e9 become -inf
     for (int64_t k = 0; k < t.numel(); ++k) {
       const float f = v[order[k]];
       if (dtype_ == DataType::kFloat16) {
-        const uint16_t h = float_to_half_bits(f);
+        const uint16_t h = sat.convert(f);
         std::memcpy(&bytes[k * 2], &h, 2);
       } else {
         std::memcpy(&bytes[k * 4], &f, 4);
       }
     }
+    if (sat.changed && ctx.notes)
+      ctx.notes->push_back(sat.note(name_ + "'s input " + std::to_string(i)));
   } else {
     const std::vector<int64_t> v = t.to_int64s();
     for (int64_t k = 0; k < t.numel(); ++k) {

@@ -47,6 +47,7 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   auto st = std::make_shared<CudaEngineState>();
   st->device = options.device_index;
   st->plan_options.precision = options.precision;
+  st->plan_options.precision_overrides = options.precision_overrides;
   st->plan_options.conv_path = options.cudnn_conv_path;
   st->plan_options.space_to_depth = options.space_to_depth;
   st->plan_options.cuda_graph = options.cuda_graph;

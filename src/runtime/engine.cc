@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "backends/cpu/dnnl_backend.h"
@@ -58,6 +59,26 @@ const EngineReport& Engine::report() const { return impl_->report; }
 std::string Engine::graph_text() const { return print_graph(*impl_->graph); }
 const std::map<std::string, std::string>& Engine::metadata() const { return impl_->metadata; }
 
+// Every precision override must name a node of the optimized graph: one the optimizer merged
+// away (an activation fused into its Conv, a folded BatchNorm) is an error saying so.
+static Status check_overrides(const Graph& g, const std::set<std::string>& imported,
+                              const std::map<std::string, Precision>& overrides) {
+  std::set<std::string> names;
+  for (const auto& n : g.nodes()) names.insert(n->name);
+  for (const auto& [node, p] : overrides) {
+    if (node.find('\n') != std::string::npos)
+      return invalid_argument("precision override: a node name with a line break");
+    if (names.count(node)) continue;
+    if (imported.count(node))
+      return invalid_argument("precision override: node '" + node +
+                              "' is not in the optimized graph (the optimizer fused or "
+                              "folded it into another node; `kiln inspect --graph` lists the "
+                              "nodes that remain)");
+    return invalid_argument("precision override: the model has no node '" + node + "'");
+  }
+  return Status::ok();
+}
+
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
     const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes) {
@@ -70,6 +91,12 @@ Result<std::shared_ptr<Engine>> build_engine(
   if (!cuda && options.precision != Precision::kFp32)
     return unsupported(std::string("precision ") + precision_name(options.precision) +
                        " needs a CUDA engine (--device cuda): the CPU engine computes in fp32");
+  for (const auto& [node, p] : options.precision_overrides)
+    if (!cuda && p != Precision::kFp32)
+      return unsupported("precision override " + node + "=" + precision_name(p) +
+                         " needs a CUDA engine (--device cuda): the CPU engine computes in fp32");
+  std::set<std::string> imported_names;
+  for (const auto& n : graph->nodes()) imported_names.insert(n->name);
   EngineReport report;
   report.graph_name = graph->name;
   report.opset = graph->opset;
@@ -85,6 +112,7 @@ Result<std::shared_ptr<Engine>> build_engine(
     report.passes.push_back(
         {"fuse_channel_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
   }
+  KILN_RETURN_IF_ERROR(check_overrides(*graph, imported_names, options.precision_overrides));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));
@@ -158,6 +186,7 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
                             "; this machine has " + tag + ": rebuild it with `kiln build`");
   EngineOptions o = opts;
   o.precision = plan.options.precision;
+  o.precision_overrides = plan.options.precision_overrides;
   o.cudnn_conv_path = plan.options.cudnn_conv_path;
   o.space_to_depth = plan.options.space_to_depth;
   o.cuda_graph = opts.cuda_graph || plan.options.cuda_graph;

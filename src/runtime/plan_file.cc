@@ -40,6 +40,9 @@ std::string options_text(const EngineOptions& o) {
     << "cuda_graph=" << (o.cuda_graph ? 1 : 0) << "\n"
     << "optimize=" << (o.optimize ? 1 : 0) << "\n"
     << "workspace_limit=" << o.workspace_limit << "\n";
+  // precision_override=<precision>:<node name> (the name last: it may hold ':' or '=')
+  for (const auto& [node, p] : o.precision_overrides)
+    s << "precision_override=" << precision_name(p) << ":" << node << "\n";
   return s.str();
 }
 
@@ -63,7 +66,13 @@ Status parse_options(const std::string& text, EngineOptions& o) {
         o.optimize = v == "1";
       else if (k == "workspace_limit")
         o.workspace_limit = std::stoll(v);
-      else
+      else if (k == "precision_override") {
+        const size_t colon = v.find(':');
+        if (colon == std::string::npos)
+          return invalid_argument("bad precision_override '" + v + "'");
+        KILN_ASSIGN_OR_RETURN(Precision p, parse_precision(v.substr(0, colon)));
+        o.precision_overrides[v.substr(colon + 1)] = p;
+      } else
         return invalid_argument("unknown option '" + k + "'");
     } catch (const std::exception&) {
       return invalid_argument("bad value for option '" + k + "'");

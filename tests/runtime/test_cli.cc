@@ -141,6 +141,10 @@ TEST_F(Cli, BadInputsAreOneLineErrors) {
       {"bench " + model + " --shapes x=1x3", 1, "shape profile 1: input 'x': expected shape"},
       {"inspect " + path("garbage.bin").string(), 1, "garbage.bin"},
       {"bench " + model + " --duration -1", 2, "duration"},
+      {"bench " + model + " --precision-overrides relu", 1, "expected NODE=PRECISION"},
+      {"bench " + model + " --precision-overrides a=fp99", 1, "fp99"},
+      {"bench " + model + " --precision-overrides nope=fp32", 1, "the model has no node 'nope'"},
+      {"bench " + model + " --precision-overrides nope=fp16", 2, "needs a CUDA engine"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args);

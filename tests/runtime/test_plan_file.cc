@@ -16,6 +16,8 @@ PlanFile sample() {
   p.options.space_to_depth = SpaceToDepth::kOn;
   p.options.cuda_graph = true;
   p.options.workspace_limit = 123456;
+  p.options.precision_overrides = {{"/stem/Conv", Precision::kFp32},
+                                   {"odd:name=with=signs", Precision::kTf32}};
   p.tactics = {{"conv|a", "7"}, {"gemm|b", "3 0.01"}};
   p.onnx_bytes = std::string("\x08\x07\x12\x00onnx\tbytes\n", 16);
   return p;
@@ -32,6 +34,7 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_EQ(back->options.space_to_depth, SpaceToDepth::kOn);
   EXPECT_TRUE(back->options.cuda_graph);
   EXPECT_EQ(back->options.workspace_limit, 123456);
+  EXPECT_EQ(back->options.precision_overrides, p.options.precision_overrides);
   EXPECT_EQ(back->tactics, p.tactics);
   EXPECT_EQ(back->onnx_bytes, p.onnx_bytes);
 }

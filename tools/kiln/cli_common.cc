@@ -80,10 +80,30 @@ Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_pro
   return profiles;
 }
 
+Result<std::map<std::string, Precision>> parse_precision_overrides(
+    const std::vector<std::string>& specs) {
+  std::map<std::string, Precision> r;
+  for (const std::string& spec : specs) {
+    std::stringstream list(spec);
+    for (std::string item; std::getline(list, item, ',');) {
+      const size_t eq = item.rfind('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+        return invalid_argument("--precision-overrides '" + item +
+                                "': expected NODE=PRECISION (such as conv1=fp32)");
+      Result<Precision> p = parse_precision(item.substr(eq + 1));
+      if (!p.is_ok()) return p.status().with_context("--precision-overrides '" + item + "'");
+      r[item.substr(0, eq)] = *p;
+    }
+  }
+  return r;
+}
+
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global) {
   double t0 = now_seconds();
   EngineOptions options = engine_options(global);
   KILN_ASSIGN_OR_RETURN(options.shape_profiles, parse_shape_profiles(global.shapes));
+  KILN_ASSIGN_OR_RETURN(options.precision_overrides,
+                        parse_precision_overrides(global.precision_overrides));
   options.only_profile_shapes = global.only_shapes;
   auto engine = Engine::load(path, options);
   if (engine.is_ok())

@@ -43,6 +43,9 @@ struct GlobalOptions {
   // of every input form profile k; an input with one DIMS has it in every profile).
   std::vector<std::string> shapes;
   bool only_shapes = false;  // EngineOptions::only_profile_shapes
+  // --precision-overrides NODE=PRECISION[,NODE=PRECISION...] (EngineOptions::
+  // precision_overrides), as given; parse_precision_overrides reads them.
+  std::vector<std::string> precision_overrides;
 };
 
 // A registered subcommand: its CLI11 app and what to run once parsing succeeded.
@@ -68,6 +71,10 @@ int usage_error(const std::string& message);
 EngineOptions engine_options(const GlobalOptions& global);
 // The profiles --shapes gives; an error names the bad spec.
 Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_profiles(
+    const std::vector<std::string>& specs);
+// The per-node precisions --precision-overrides gives ("conv1=fp32,/stem/Conv=fp32"; the
+// last '=' of each item splits the name from the precision); an error names the bad item.
+Result<std::map<std::string, Precision>> parse_precision_overrides(
     const std::vector<std::string>& specs);
 // The thread count the engine runs with (the option, or the core count when 0).
 int resolved_threads(const GlobalOptions& global);

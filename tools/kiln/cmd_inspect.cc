@@ -68,7 +68,7 @@ void print_passes(const EngineReport& report) {
 // CUDA: the plan for one input shape: every step with its kernel or algorithm, the nodes
 // that fall back to the CPU (with copies), conversions, and the device memory.
 int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g) {
-  auto engine_or = Engine::load(o.model, engine_options(g));
+  auto engine_or = load_engine(o.model, g);  // with --shapes and --precision-overrides
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
   auto feeds = random_inputs(e, o.batch, {}, 1);
@@ -101,6 +101,7 @@ int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g) {
       human_bytes(mem->arena).c_str(), human_bytes(mem->arena_lower_bound).c_str(),
       human_bytes(mem->workspace).c_str(), human_bytes(mem->weights).c_str(),
       human_bytes(mem->pinned_host).c_str());
+  for (const std::string& note : ctx->stats().notes) std::printf("note: %s\n", note.c_str());
   return kExitOk;
 }
 

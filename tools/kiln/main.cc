@@ -24,6 +24,25 @@ std::map<std::string, E> names_of(const char* (*name)(E), int count) {
   return m;
 }
 
+// Its spellings as the help's type: "{fp32,tf32,fp16}" (CLI11's own description of the map
+// would print the enum values as characters).
+template <typename E>
+std::string choices_of(const char* (*name)(E), int count) {
+  std::string s = "{";
+  for (int i = 0; i < count; ++i) s += std::string(i ? "," : "") + name(static_cast<E>(i));
+  return s + "}";
+}
+
+// An option taking one of an enum's spellings, with its choices in the help.
+template <typename E>
+CLI::Option* add_enum(CLI::App& app, const std::string& flag, E& value, const std::string& help,
+                      const char* (*name)(E), int count, const char* default_value) {
+  return app.add_option(flag, value, help)
+      ->transform(CLI::CheckedTransformer(names_of(name, count)).description(""))
+      ->type_name(choices_of(name, count))
+      ->default_str(default_value);
+}
+
 int run_main(int argc, char** argv) {
   GlobalOptions global;
   CLI::App app{"kiln: an ONNX inference engine for vision models", "kiln"};
@@ -36,27 +55,27 @@ int run_main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-v,--verbose", global.verbose, "log more (-vv, -vvv for even more)");
-  app.add_option("--precision", global.precision, "fp32 (CPU and CUDA), tf32 or fp16 (CUDA)")
-      ->transform(CLI::CheckedTransformer(names_of(kiln::precision_name, 3)))
-      ->default_str("fp32");
-  app.add_option("--cpu-conv-algo", global.cpu_conv_algo,
-                 "CPU 3x3 convs: direct (exact fp32 rounding), auto (time Winograd too) or "
-                 "winograd")
-      ->transform(CLI::CheckedTransformer(names_of(kiln::cpu_conv_algo_name, 3)))
-      ->default_str("direct");
-  app.add_option("--cpu-layout", global.cpu_layout,
-                 "CPU activation layouts between oneDNN kernels: auto (timed per group), nhwc, "
-                 "blocked, value (timed per value) or alternate (for tests)")
-      ->transform(CLI::CheckedTransformer(names_of(kiln::cpu_layout_name, 5)))
-      ->default_str("auto");
-  app.add_option("--cudnn-conv-path", global.cudnn_conv_path,
-                 "CUDA convs: auto (time both cuDNN APIs), legacy or graph")
-      ->transform(CLI::CheckedTransformer(names_of(kiln::cudnn_conv_path_name, 3)))
-      ->default_str("auto");
-  app.add_option("--space-to-depth", global.space_to_depth,
-                 "CUDA stride-2 stem convs as space-to-depth: auto (timed), on or off")
-      ->transform(CLI::CheckedTransformer(names_of(kiln::space_to_depth_name, 3)))
-      ->default_str("auto");
+  add_enum(app, "--precision", global.precision, "fp32 (CPU and CUDA), tf32 or fp16 (CUDA)",
+           kiln::precision_name, 3, "fp32");
+  app.add_option("--precision-overrides", global.precision_overrides,
+                 "CUDA: NODE=PRECISION[,...]: nodes of the optimized graph (kiln inspect "
+                 "--graph) computed in their own precision, e.g. one layer in fp32 in an fp16 "
+                 "engine")
+      ->type_name("NODE=fp32,...");
+  add_enum(app, "--cpu-conv-algo", global.cpu_conv_algo,
+           "CPU 3x3 convs: direct (exact fp32 rounding), auto (time Winograd too) or "
+           "winograd",
+           kiln::cpu_conv_algo_name, 3, "direct");
+  add_enum(app, "--cpu-layout", global.cpu_layout,
+           "CPU activation layouts between oneDNN kernels: auto (timed per group), nhwc, "
+           "blocked, value (timed per value) or alternate (for tests)",
+           kiln::cpu_layout_name, 5, "auto");
+  add_enum(app, "--cudnn-conv-path", global.cudnn_conv_path,
+           "CUDA convs: auto (time both cuDNN APIs), legacy or graph", kiln::cudnn_conv_path_name,
+           3, "auto");
+  add_enum(app, "--space-to-depth", global.space_to_depth,
+           "CUDA stride-2 stem convs as space-to-depth: auto (timed), on or off",
+           kiln::space_to_depth_name, 3, "auto");
   app.add_option("--shapes", global.shapes,
                  "NAME=DIMS[,DIMS...]: the input shapes to build for (shape profiles), timed and "
                  "planned at load; one per input, the k-th DIMS of each forming profile k")

@@ -84,7 +84,13 @@ class Builder {
   }
   // The slot holding value `v` in `layout` and `dtype`, adding a conversion step if needed.
   Result<int> slot_for(const Value* v, Layout layout, DataType dtype);
-  Result<int> constant_slot(const Value* v, const Tensor& t);
+  // A constant uploaded as `dt` (float constants in the asking node's precision).
+  Result<int> constant_slot(const Value* v, const Tensor& t, DataType dt);
+  // The node's compute precision: its override, else the plan's.
+  Precision precision_of(const Node& n) const {
+    auto it = p_.options.precision_overrides.find(n.name);
+    return it == p_.options.precision_overrides.end() ? p_.options.precision : it->second;
+  }
   Status add_node(const Node& n);
   const Node& resolved(const Node& n);
   Status add_cpu_step(const Node& n, const std::string& why);
@@ -100,8 +106,8 @@ class Builder {
   std::vector<std::vector<int>> reps_;  // per value id: its slots (layouts/dtypes)
 };
 
-Result<int> Builder::constant_slot(const Value* v, const Tensor& t) {
-  DataType dt = device_dtype(t.dtype(), p_.options.precision);
+Result<int> Builder::constant_slot(const Value* v, const Tensor& t, DataType dt) {
+  if (!is_float(t.dtype())) dt = t.dtype();
   std::vector<uint8_t> bytes;
   if (dt == DataType::kFloat16 && t.dtype() == DataType::kFloat32) {
     // Saturated, as fp16 engines do: a value fp16 cannot hold is pulled into its range rather
@@ -140,7 +146,7 @@ Result<int> Builder::slot_for(const Value* v, Layout layout, DataType dtype) {
   if (reps.empty()) {
     const Tensor* known = host_[v->id()].value;
     if (!known) return internal_error("value '" + v->name + "' has no producer in the plan");
-    KILN_RETURN_IF_ERROR(constant_slot(v, *known).status());
+    KILN_RETURN_IF_ERROR(constant_slot(v, *known, dtype).status());
   }
   for (int s : reps)
     if (p_.slots[s].desc.layout == layout && p_.slots[s].desc.dtype == dtype) return s;
@@ -256,7 +262,8 @@ Status Builder::add_node(const Node& n) {
   CudaKernelFactory factory = CudaKernelRegistry::find(n.op);
   if (!factory) return add_cpu_step(n, "no CUDA kernel for " + std::string(op_name(n.op)));
   const Node& kn = resolved(n);
-  auto made = factory(kn, p_.options.precision);
+  const Precision prec = precision_of(n);
+  auto made = factory(kn, prec);
   if (!made.is_ok()) {
     if (made.status().code() == StatusCode::kUnsupported)
       return add_cpu_step(n, made.status().message());
@@ -272,7 +279,7 @@ Status Builder::add_node(const Node& n) {
     const Value* v = n.inputs[i];
     if (!v) continue;
     const TensorDesc& h = host_[v->id()];
-    DataType dt = device_dtype(h.dtype, p_.options.precision);
+    DataType dt = device_dtype(h.dtype, prec);
     if (h.value && kernel->reads_on_host(static_cast<int>(i))) {
       in[i] = DevDesc{dt, h.shape, Layout::kPlain, h.value};
       continue;
@@ -296,7 +303,9 @@ Status Builder::add_node(const Node& n) {
     in[i].value = h.value;
   }
   std::vector<DevDesc> out(n.outputs.size());
+  bctx_.precision = prec;  // what the kernel sees as the plan's precision
   Status prepared = kernel->prepare(in, out, bctx_);
+  bctx_.precision = p_.options.precision;
   // A kernel may find out only from the shapes that it cannot run the node: the CPU then
   // runs it (conversions already added for it are harmless).
   if (prepared.code() == StatusCode::kUnsupported) return add_cpu_step(n, prepared.message());
@@ -339,6 +348,8 @@ Status Builder::add_node(const Node& n) {
   // Decided in plan_memory(), which knows the last readers; remember the candidate.
   step.kind = StepKind::kKernel;
   step.info = {n.name, op_name(n.op), kernel->tactic(), false};
+  if (prec != p_.options.precision)
+    step.info.tactic += std::string(" [") + precision_name(prec) + ", overridden]";
   p_.workspace_bytes = std::max(p_.workspace_bytes, kernel->workspace_bytes());
   step.kernel = std::move(kernel);
   p_.steps.push_back(std::move(step));

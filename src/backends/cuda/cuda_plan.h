@@ -27,8 +27,9 @@ namespace kiln {
 
 struct CudaPlanOptions {
   Precision precision = Precision::kFp32;
-  CudnnConvPath conv_path = CudnnConvPath::kAuto;     // EngineOptions::cudnn_conv_path
-  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // EngineOptions::space_to_depth
+  std::map<std::string, Precision> precision_overrides;  // by node name
+  CudnnConvPath conv_path = CudnnConvPath::kAuto;        // EngineOptions::cudnn_conv_path
+  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;     // EngineOptions::space_to_depth
   bool cuda_graph = false;
   bool time_tactics = true;
   size_t workspace_limit = size_t{256} << 20;

@@ -15,17 +15,10 @@ namespace {
 
 // x [1,4,6,6] → Conv "conv1" → Relu "relu1" (fused into conv1) → Conv "conv2" → y.
 ModelBuilder two_convs() {
-  std::mt19937 gen(3);
-  std::normal_distribution<float> d(0.f, 0.3f);
-  auto rnd = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float& f : v) f = d(gen);
-    return v;
-  };
   ModelBuilder b(17);
   b.input("x", kFloat, {1, 4, 6, 6});
-  b.initializer("w1", {4, 4, 3, 3}, rnd(144));
-  b.initializer("w2", {2, 4, 1, 1}, rnd(8));
+  b.initializer("w1", {4, 4, 3, 3}, random_tensor({4, 4, 3, 3}, 11, -0.3f, 0.3f).to_floats());
+  b.initializer("w2", {2, 4, 1, 1}, random_tensor({2, 4, 1, 1}, 12, -0.3f, 0.3f).to_floats());
   add_attr(b.node("Conv", {"x", "w1"}, {"c1"}, "conv1"), "pads", std::vector<int64_t>{1, 1, 1, 1});
   b.node("Relu", {"c1"}, {"r1"}, "relu1");
   b.node("Conv", {"r1", "w2"}, {"y"}, "conv2");

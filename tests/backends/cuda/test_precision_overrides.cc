@@ -16,18 +16,11 @@ namespace {
 // x [N,8,10,10] → Conv "conv1" + Relu → Conv "conv2" (1x1) → Add x "add" → y: the overridden
 // node sits inside the graph (conv2) or ends it (add).
 ModelBuilder small_net() {
-  std::mt19937 gen(5);
-  std::normal_distribution<float> d(0.f, 0.2f);
-  auto rnd = [&](size_t n) {
-    std::vector<float> v(n);
-    for (float& f : v) f = d(gen);
-    return v;
-  };
   ModelBuilder b(17);
   b.input("x", kFloat, {"N", 8, 10, 10});
-  b.initializer("w1", {8, 8, 3, 3}, rnd(576));
-  b.initializer("b1", {8}, rnd(8));
-  b.initializer("w2", {8, 8, 1, 1}, rnd(64));
+  b.initializer("w1", {8, 8, 3, 3}, random_tensor({8, 8, 3, 3}, 11, -0.3f, 0.3f).to_floats());
+  b.initializer("b1", {8}, random_tensor({8}, 12, -0.3f, 0.3f).to_floats());
+  b.initializer("w2", {8, 8, 1, 1}, random_tensor({8, 8, 1, 1}, 13, -0.3f, 0.3f).to_floats());
   add_attr(b.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1"), "pads",
            std::vector<int64_t>{1, 1, 1, 1});
   b.node("Relu", {"c1"}, {"r1"}, "relu1");

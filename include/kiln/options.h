@@ -54,6 +54,13 @@ inline constexpr int64_t kWorkspaceLimit = int64_t{256} << 20;
 inline constexpr int64_t kFp32WorkspaceLimit = int64_t{1} << 30;
 const char* device_name(Device d);
 
+// The shapes one input may take, as TensorRT's optimization profiles give them: every
+// dimension between min and max, and opt the shape the engine is planned (and on CUDA timed)
+// for at build (EngineOptions::shape_ranges).
+struct ShapeRange {
+  std::vector<int64_t> min, opt, max;
+};
+
 struct EngineOptions {
   Device device = Device::kCpu;
   // CPU worker threads; 0 means the number of cores.
@@ -77,6 +84,13 @@ struct EngineOptions {
   // first run goes node by node, and on CUDA times its layers unless the timing cache holds
   // them; later runs of the shape are as fast as a profile's).
   bool only_profile_shapes = false;
+  // Ranges of input shapes (kiln --shape-range NAME=MIN:OPT:MAX). Their opt shapes form one
+  // more shape profile, built at load like the others (inputs without a range take their
+  // declared shape there). A shape inside the ranges that no profile lists builds its plan on
+  // first use, then is cached; with only_profile_shapes, shapes inside the ranges run and
+  // others are refused. A bad range (min > opt, a rank or fixed dimension that contradicts
+  // the model) fails the build.
+  std::map<std::string, ShapeRange> shape_ranges;
   // The plans one Context keeps, one per input shape (and small inputs' values), the least
   // recently used dropped first; they share one activation arena sized for the largest. A
   // run of a cached shape builds, prepares and allocates nothing but its outputs. At least 1.

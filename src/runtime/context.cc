@@ -50,10 +50,16 @@ Status check_input(const TensorInfo& info, const Tensor& t) {
   return Status::ok();
 }
 
+// "shape profile 2", or "the shape ranges' opt" for the profile the ranges add.
+std::string profile_name(const Engine::Impl& e, size_t k) {
+  if (k >= e.options.shape_profiles.size()) return "the shape ranges' opt";
+  return "shape profile " + std::to_string(k + 1);
+}
+
 // The profile's shape of each graph input (the declared one for inputs it leaves out).
 Result<std::vector<Shape>> profile_shapes(const Engine::Impl& e, size_t k) {
-  const auto& profile = e.options.shape_profiles[k];
-  const std::string what = "shape profile " + std::to_string(k + 1);
+  const auto& profile = e.profiles[k];
+  const std::string what = profile_name(e, k);
   for (const auto& [name, shape] : profile) {
     bool known = false;
     for (const auto& info : e.inputs) known |= info.name == name;
@@ -90,7 +96,31 @@ std::string profiles_text(const Engine::Impl& e) {
     for (size_t i = 0; i < shapes->size(); ++i)
       r += (i ? " " : "") + e.inputs[i].name + "=" + shape_str((*shapes)[i]);
   }
+  for (const auto& [name, range] : e.options.shape_ranges)
+    r += (r.empty() ? "" : "; ") + name + " from " + shape_str(range.min) + " to " +
+         shape_str(range.max);
   return r;
+}
+
+// Whether `in` lies inside the engine's shape ranges: each ranged input within its min and
+// max, every other input at its shape in the ranges' opt profile.
+bool inside_ranges(const Engine::Impl& e, const std::vector<const Tensor*>& in) {
+  if (e.options.shape_ranges.empty()) return false;
+  auto opt = profile_shapes(e, e.profiles.size() - 1);
+  if (!opt.is_ok()) return false;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i]->shape();
+    auto it = e.options.shape_ranges.find(e.inputs[i].name);
+    if (it == e.options.shape_ranges.end()) {
+      if (s != (*opt)[i]) return false;
+      continue;
+    }
+    const ShapeRange& r = it->second;
+    if (s.size() != r.min.size()) return false;
+    for (size_t d = 0; d < s.size(); ++d)
+      if (s[d] < r.min[d] || s[d] > r.max[d]) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -100,7 +130,7 @@ Result<std::map<std::string, Tensor>> profile_inputs(const Engine::Impl& e, size
   std::map<std::string, Tensor> inputs;
   for (size_t i = 0; i < shapes.size(); ++i) {
     Tensor t = Tensor::zeros(e.inputs[i].dtype, shapes[i]);
-    KILN_RETURN_IF_ERROR_CTX(check_input(e.inputs[i], t), "shape profile " + std::to_string(k + 1));
+    KILN_RETURN_IF_ERROR_CTX(check_input(e.inputs[i], t), profile_name(e, k));
     inputs[e.inputs[i].name] = std::move(t);
   }
   return inputs;
@@ -128,9 +158,9 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
     KILN_RETURN_IF_ERROR(check_input(e.inputs[i], it->second));
     in[i] = &it->second;
   }
-  if (e.options.only_profile_shapes && !e.options.shape_profiles.empty()) {
-    bool listed = false;
-    for (size_t k = 0; k < e.options.shape_profiles.size() && !listed; ++k) {
+  if (e.options.only_profile_shapes && !e.profiles.empty()) {
+    bool listed = inside_ranges(e, in);
+    for (size_t k = 0; k < e.profiles.size() && !listed; ++k) {
       auto shapes = profile_shapes(e, k);
       listed = shapes.is_ok();
       for (size_t i = 0; listed && i < in.size(); ++i) listed = (*shapes)[i] == in[i]->shape();
@@ -140,8 +170,8 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
       for (size_t i = 0; i < in.size(); ++i)
         given += (i ? " " : "") + e.inputs[i].name + "=" + shape_str(in[i]->shape());
       return invalid_argument("input shapes " + given +
-                              " are none of the engine's shape profiles (" + profiles_text(e) +
-                              "), and only those may run (only_profile_shapes)");
+                              " are none of the engine's shape profiles or ranges (" +
+                              profiles_text(e) + "), and only those may run (only_profile_shapes)");
     }
   }
   std::vector<Tensor> out;

@@ -20,9 +20,12 @@ namespace {
 // Runs every shape profile of `e` on `ctx` once (its plans are then built and cached).
 Status warm_profiles(const Engine& e, Context& ctx) {
   const Engine::Impl& impl = engine_impl(e);
-  for (size_t k = 0; k < impl.options.shape_profiles.size(); ++k) {
+  for (size_t k = 0; k < impl.profiles.size(); ++k) {
     KILN_ASSIGN_OR_RETURN(auto inputs, profile_inputs(impl, k));
-    KILN_RETURN_IF_ERROR_CTX(ctx.run(inputs).status(), "shape profile " + std::to_string(k + 1));
+    KILN_RETURN_IF_ERROR_CTX(ctx.run(inputs).status(),
+                             k < impl.options.shape_profiles.size()
+                                 ? "shape profile " + std::to_string(k + 1)
+                                 : std::string("the shape ranges' opt"));
   }
   return Status::ok();
 }
@@ -58,6 +61,41 @@ const EngineOptions& Engine::options() const { return impl_->options; }
 const EngineReport& Engine::report() const { return impl_->report; }
 std::string Engine::graph_text() const { return print_graph(*impl_->graph); }
 const std::map<std::string, std::string>& Engine::metadata() const { return impl_->metadata; }
+
+// Each shape range names an input, has three shapes of its rank with min <= opt <= max and
+// min >= 0, and keeps the input's fixed dimensions.
+static Status check_ranges(const std::vector<TensorInfo>& inputs,
+                           const std::map<std::string, ShapeRange>& ranges) {
+  for (const auto& [name, r] : ranges) {
+    const std::string what = "shape range for '" + name + "'";
+    const TensorInfo* info = nullptr;
+    for (const TensorInfo& t : inputs)
+      if (t.name == name) info = &t;
+    if (!info) {
+      std::string names;
+      for (const TensorInfo& t : inputs) names += (names.empty() ? "'" : ", '") + t.name + "'";
+      return invalid_argument(what + ": the model has no such input (its inputs: " + names + ")");
+    }
+    if (r.min.size() != r.opt.size() || r.max.size() != r.opt.size())
+      return invalid_argument(what + ": min " + shape_str(r.min) + ", opt " + shape_str(r.opt) +
+                              " and max " + shape_str(r.max) + " differ in rank");
+    if (info->has_shape && info->dims.size() != r.opt.size())
+      return invalid_argument(what + ": rank " + std::to_string(r.opt.size()) +
+                              ", the input has rank " + std::to_string(info->dims.size()));
+    for (size_t d = 0; d < r.opt.size(); ++d) {
+      if (r.min[d] < 0 || r.min[d] > r.opt[d] || r.opt[d] > r.max[d])
+        return invalid_argument(what + ": dimension " + std::to_string(d) + " needs 0 <= min <= " +
+                                "opt <= max, got " + std::to_string(r.min[d]) + ", " +
+                                std::to_string(r.opt[d]) + ", " + std::to_string(r.max[d]));
+      const int64_t fixed = info->has_shape ? info->dims[d] : -1;
+      if (fixed >= 0 && (r.min[d] != fixed || r.max[d] != fixed))
+        return invalid_argument(what + ": dimension " + std::to_string(d) + " of the input is " +
+                                std::to_string(fixed) + ", the range gives " +
+                                std::to_string(r.min[d]) + " to " + std::to_string(r.max[d]));
+    }
+  }
+  return Status::ok();
+}
 
 // Every precision override must name a node of the optimized graph: one the optimizer merged
 // away (an activation fused into its Conv, a folded BatchNorm) is an error saying so.
@@ -123,6 +161,13 @@ Result<std::shared_ptr<Engine>> build_engine(
   for (const Value* v : graph->inputs()) impl->inputs.push_back(info_of(*v));
   for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
   impl->metadata = graph->metadata;
+  KILN_RETURN_IF_ERROR(check_ranges(impl->inputs, options.shape_ranges));
+  impl->profiles = options.shape_profiles;
+  if (!options.shape_ranges.empty()) {
+    std::map<std::string, std::vector<int64_t>> opt;
+    for (const auto& [name, r] : options.shape_ranges) opt[name] = r.opt;
+    impl->profiles.push_back(std::move(opt));
+  }
 
   for (Value* o : graph->outputs()) o->is_graph_output = true;
   const Backend& ref = reference_backend();
@@ -151,7 +196,7 @@ Result<std::shared_ptr<Engine>> build_engine(
   if (impl->cuda) impl->model_bytes = std::move(model_bytes);
   auto engine = std::make_shared<Engine>(std::move(impl));
   // Each profile once, at build: the layers are timed and the layouts chosen now.
-  if (!engine_impl(*engine).options.shape_profiles.empty()) {
+  if (!engine_impl(*engine).profiles.empty()) {
     auto ctx = bare_context(*engine);
     KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx));
   }

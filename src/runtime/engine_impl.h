@@ -23,8 +23,11 @@ struct Engine::Impl {
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   std::map<std::string, std::string> metadata;  // the model's metadata_props
-  std::vector<const Node*> order;               // execution order
-  std::vector<const Backend*> node_backend;     // per node in `order`
+  // The shape profiles planned at build: options.shape_profiles, then the opt shapes of
+  // options.shape_ranges as one more.
+  std::vector<std::map<std::string, std::vector<int64_t>>> profiles;
+  std::vector<const Node*> order;            // execution order
+  std::vector<const Backend*> node_backend;  // per node in `order`
   // CPU engines: the oneDNN backend, its caches (layouts, conv choices) this engine's alone.
   std::unique_ptr<Backend> onednn;
   // For each value id: index in `order` of its last reader, or -1 (never read by a node).
@@ -48,8 +51,8 @@ struct Context::Impl {
 
 inline const Engine::Impl& engine_impl(const Engine& e) { return *e.impl_; }
 
-// Zero inputs of the engine's shape profile `k` (EngineOptions::shape_profiles); an error
-// names the profile and what is wrong with it.
+// Zero inputs of the engine's shape profile `k` (Engine::Impl::profiles); an error names the
+// profile and what is wrong with it.
 Result<std::map<std::string, Tensor>> profile_inputs(const Engine::Impl& e, size_t k);
 
 // Op counts, parameters and FLOPs per image of `g` (Engine::stats of its graph).

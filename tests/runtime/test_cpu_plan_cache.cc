@@ -269,5 +269,61 @@ TEST(ShapeProfiles, BadProfilesFailTheBuild) {
   }
 }
 
+// Shape ranges: opt is planned at build; a shape inside the range builds on first use and is
+// cached; with only_profile_shapes shapes inside run and others are refused, naming the range;
+// a bad range fails the build saying what is wrong.
+TEST(ShapeRanges, OptIsPlannedAtBuildAndTheRangeBoundsStrictRuns) {
+  EngineOptions o;
+  o.shape_ranges = {{"x", ShapeRange{{1, 3, 12, 12}, {4, 3, 12, 12}, {8, 3, 12, 12}}}};
+  auto engine = conv_net(o);
+  ASSERT_NE(engine, nullptr);
+  auto ctx = engine->create_context();
+  EXPECT_EQ(ctx->stats().plan_builds, 1);
+  ASSERT_TRUE(ctx->run(input_of(4)).is_ok());
+  EXPECT_EQ(ctx->stats().plan_builds, 1);
+  ASSERT_TRUE(ctx->run(input_of(2)).is_ok());
+  ASSERT_TRUE(ctx->run(input_of(16)).is_ok());  // outside: planned like any other shape
+  EXPECT_EQ(ctx->stats().plan_builds, 3);
+
+  o.only_profile_shapes = true;
+  auto strict = conv_net(o);
+  ASSERT_NE(strict, nullptr);
+  auto sctx = strict->create_context();
+  for (int64_t b : {1, 5, 8}) EXPECT_TRUE(sctx->run(input_of(b)).is_ok()) << b;
+  auto r = sctx->run(input_of(9));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("x from [1,3,12,12] to [8,3,12,12]"), std::string::npos)
+      << r.status().to_string();
+}
+
+TEST(ShapeRanges, BadRangesFailTheBuild) {
+  struct Case {
+    std::string input;
+    ShapeRange range;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"y", {{1, 3, 12, 12}, {1, 3, 12, 12}, {1, 3, 12, 12}}, "the model has no such input"},
+      {"x", {{4, 3, 12, 12}, {2, 3, 12, 12}, {8, 3, 12, 12}}, "dimension 0 needs 0 <= min <="},
+      {"x", {{1, 3, 12}, {1, 3, 12, 12}, {1, 3, 12, 12}}, "differ in rank"},
+      {"x", {{1, 3, 12}, {1, 3, 12}, {1, 3, 12}}, "rank 3, the input has rank 4"},
+      {"x", {{1, 2, 12, 12}, {1, 3, 12, 12}, {1, 3, 12, 12}}, "dimension 1 of the input is 3"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.says);
+    EngineOptions o;
+    o.shape_ranges = {{c.input, c.range}};
+    Net n;
+    Value* x = n.input("x", {1, 3, 12, 12});
+    x->dims[0] = Dim{-1, "N"};
+    n.g->outputs() = {n.conv(x, 4, 3, {1, 4, 12, 12})};
+    o.optimize = false;
+    auto e = build_engine(std::move(n.g), o);
+    ASSERT_FALSE(e.is_ok());
+    EXPECT_NE(e.status().message().find(c.says), std::string::npos) << e.status().to_string();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::test

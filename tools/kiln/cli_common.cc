@@ -80,6 +80,31 @@ Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_pro
   return profiles;
 }
 
+Result<std::map<std::string, ShapeRange>> parse_shape_ranges(
+    const std::vector<std::string>& specs) {
+  std::map<std::string, ShapeRange> r;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    auto bad = [&](const std::string& why) {
+      return invalid_argument("--shape-range '" + spec + "': " + why);
+    };
+    if (eq == std::string::npos || eq == 0) return bad("expected NAME=MIN:OPT:MAX");
+    std::vector<Shape> shapes;
+    std::stringstream list(spec.substr(eq + 1));
+    for (std::string item; std::getline(list, item, ':');) {
+      if (item.empty() || item.find_first_not_of("0123456789x") != std::string::npos)
+        return bad("'" + item + "' is not a shape like 1x3x224x224");
+      KILN_ASSIGN_OR_RETURN(Shape s, parse_dims(item));
+      shapes.push_back(std::move(s));
+    }
+    if (shapes.size() != 3) return bad("expected NAME=MIN:OPT:MAX (three shapes)");
+    const std::string name = spec.substr(0, eq);
+    if (r.count(name)) return bad("input '" + name + "' has a range already");
+    r[name] = ShapeRange{shapes[0], shapes[1], shapes[2]};
+  }
+  return r;
+}
+
 Result<std::map<std::string, Precision>> parse_precision_overrides(
     const std::vector<std::string>& specs) {
   std::map<std::string, Precision> r;
@@ -104,6 +129,7 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
   KILN_ASSIGN_OR_RETURN(options.shape_profiles, parse_shape_profiles(global.shapes));
   KILN_ASSIGN_OR_RETURN(options.precision_overrides,
                         parse_precision_overrides(global.precision_overrides));
+  KILN_ASSIGN_OR_RETURN(options.shape_ranges, parse_shape_ranges(global.shape_ranges));
   options.only_profile_shapes = global.only_shapes;
   auto engine = Engine::load(path, options);
   if (engine.is_ok())

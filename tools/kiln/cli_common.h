@@ -43,6 +43,8 @@ struct GlobalOptions {
   // of every input form profile k; an input with one DIMS has it in every profile).
   std::vector<std::string> shapes;
   bool only_shapes = false;  // EngineOptions::only_profile_shapes
+  // --shape-range NAME=MIN:OPT:MAX, one per input (EngineOptions::shape_ranges).
+  std::vector<std::string> shape_ranges;
   // --precision-overrides NODE=PRECISION[,NODE=PRECISION...] (EngineOptions::
   // precision_overrides), as given; parse_precision_overrides reads them.
   std::vector<std::string> precision_overrides;
@@ -72,6 +74,9 @@ EngineOptions engine_options(const GlobalOptions& global);
 // The profiles --shapes gives; an error names the bad spec.
 Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_profiles(
     const std::vector<std::string>& specs);
+// The ranges --shape-range gives ("x=1x3x224x224:8x3x224x224:32x3x224x224"); an error names
+// the bad spec.
+Result<std::map<std::string, ShapeRange>> parse_shape_ranges(const std::vector<std::string>& specs);
 // The per-node precisions --precision-overrides gives ("conv1=fp32,/stem/Conv=fp32"; the
 // last '=' of each item splits the name from the precision); an error names the bad item.
 Result<std::map<std::string, Precision>> parse_precision_overrides(

@@ -80,9 +80,13 @@ int run_main(int argc, char** argv) {
                  "NAME=DIMS[,DIMS...]: the input shapes to build for (shape profiles), timed and "
                  "planned at load; one per input, the k-th DIMS of each forming profile k")
       ->type_name("NAME=1x3x224x224,8x3x224x224");
+  app.add_option("--shape-range", global.shape_ranges,
+                 "NAME=MIN:OPT:MAX: the shapes an input may take (as TensorRT's optimization "
+                 "profiles); OPT is planned and timed at load, the others on first use")
+      ->type_name("NAME=1x3x224x224:8x3x224x224:32x3x224x224");
   app.add_flag("--only-shapes", global.only_shapes,
-               "with --shapes: refuse inputs of any other shape instead of planning them on "
-               "first use");
+               "with --shapes or --shape-range: refuse inputs outside them instead of planning "
+               "them on first use");
   app.add_option("--gpu", global.gpu, "CUDA: which GPU (0, 1...; after CUDA_VISIBLE_DEVICES)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--cuda-graph", global.cuda_graph,

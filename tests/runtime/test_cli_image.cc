@@ -80,6 +80,32 @@ TEST_F(Cli, JpegInputIsDecodedAndResized) {
   expect_error(kiln("run " + model + " -i " + path("cut.jpg").string()), 1, "cut.jpg: bad JPEG");
 }
 
+// A JPEG cut short after its header decodes with libjpeg's warning only, the missing rows
+// grey: it is refused as truncated. A file named .png or .jpg that is not one says so.
+TEST_F(Cli, TruncatedAndMisnamedImagesAreRefused) {
+  const int h = 64, w = 64;
+  auto px = random_pixels(h * w * 3, 5);
+  ASSERT_TRUE(stbi_write_jpg(path("img.jpg").c_str(), w, h, 3, px.data(), 90));
+  const std::string jpg = slurp(path("img.jpg"));
+  ASSERT_GT(jpg.size(), 2000u);
+  std::ofstream(path("half.jpg"), std::ios::binary) << jpg.substr(0, jpg.size() / 2);
+  std::ofstream(path("padded.jpg"), std::ios::binary) << jpg << std::string(16, '\0');
+  std::string model = identity_model(3, h, w);
+  expect_error(kiln("run " + model + " -i " + path("half.jpg").string()), 1,
+               "half.jpg: truncated JPEG");
+  auto r =
+      kiln("run " + model + " -i " + path("padded.jpg").string() + " -o " + path("o").string());
+  EXPECT_EQ(r.code, 0) << r.err;  // whole, with zero padding after the end marker
+
+  std::ofstream(path("fake.png")) << "GIF89a, not a PNG";
+  expect_error(kiln("run " + model + " -i " + path("fake.png").string()), 1,
+               "fake.png: not a PNG image: it does not start with the PNG signature");
+  std::ofstream(path("empty.JPG")).flush();
+  expect_error(kiln("run " + model + " -i " + path("empty.JPG").string()), 1,
+               "not a JPEG image: it does not start with the JPEG start marker (ff d8 ff) (the "
+               "file is empty)");
+}
+
 TEST_F(Cli, ModelMetadataSetsTheNormalization) {
   const int h = 3, w = 3;
   auto px = random_pixels(h * w * 3, 9);

@@ -109,6 +109,7 @@ Result<Preprocess> image_preprocess(const Engine& e, const TensorInfo& info, con
 Result<Tensor> load_input(const Engine& e, const std::string& name, const std::string& path,
                           const RunOptions& o, bool* was_image) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  KILN_RETURN_IF_ERROR(check_image_name(path, bytes));
   if (bytes.rfind("\x93NUMPY", 0) == 0) return parse_npy(bytes, path);
   if (!looks_like_image(bytes)) return read_tensor_pb(path);
   *was_image = true;

@@ -3,7 +3,9 @@
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -38,6 +40,15 @@ bool is_png(const std::string& b) {
   return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
 }
 
+// Whether the JPEG ends with its EOI marker (FF D9), trailing zero padding aside. A file cut
+// short does not; libjpeg only warns about it and fills the rest of the image with grey.
+bool ends_with_eoi(const std::string& b) {
+  size_t n = b.size();
+  while (n > 0 && b[n - 1] == '\0') --n;
+  return n >= 2 && static_cast<unsigned char>(b[n - 2]) == 0xFF &&
+         static_cast<unsigned char>(b[n - 1]) == 0xD9;
+}
+
 Result<Image> decode_jpeg(const std::string& bytes, const std::string& what) {
   std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitDecompress(), tjDestroy);
   if (!tj) return internal_error(what + ": cannot initialize the JPEG decoder");
@@ -54,9 +65,15 @@ Result<Image> decode_jpeg(const std::string& bytes, const std::string& what) {
   img.height = h;
   img.channels = 3;
   img.pixels.resize(static_cast<size_t>(w) * h * 3);
-  if (tjDecompress2(tj.get(), data, bytes.size(), img.pixels.data(), w, 0, h, TJPF_RGB, 0) != 0 &&
-      tjGetErrorCode(tj.get()) == TJERR_FATAL)
-    return invalid_argument(what + ": bad JPEG: " + tjGetErrorStr2(tj.get()));
+  if (tjDecompress2(tj.get(), data, bytes.size(), img.pixels.data(), w, 0, h, TJPF_RGB, 0) != 0) {
+    // A warning alone (extraneous bytes before a marker, common and harmless) is accepted when
+    // the file is whole; a file without its end marker is truncated, its image part grey.
+    if (tjGetErrorCode(tj.get()) == TJERR_FATAL)
+      return invalid_argument(what + ": bad JPEG: " + tjGetErrorStr2(tj.get()));
+    if (!ends_with_eoi(bytes))
+      return invalid_argument(what + ": truncated JPEG (" + std::to_string(bytes.size()) +
+                              " bytes, no end-of-image marker): " + tjGetErrorStr2(tj.get()));
+  }
   return img;
 }
 
@@ -84,6 +101,26 @@ Result<Image> decode_png(const std::string& bytes, const std::string& what) {
 }  // namespace
 
 bool looks_like_image(const std::string& bytes) { return is_jpeg(bytes) || is_png(bytes); }
+
+Status check_image_name(const std::string& path, const std::string& bytes) {
+  std::string ext = path.substr(std::min(path.size(), path.find_last_of('.')));
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool says_png = ext == ".png", says_jpeg = ext == ".jpg" || ext == ".jpeg";
+  if ((says_png && !is_png(bytes)) || (says_jpeg && !is_jpeg(bytes))) {
+    std::string head;
+    for (size_t i = 0; i < std::min<size_t>(bytes.size(), 8); ++i) {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(bytes[i]));
+      head += (i ? " " : "") + std::string(hex);
+    }
+    return invalid_argument(
+        path + ": not a " + (says_png ? "PNG" : "JPEG") + " image: it does not start with the " +
+        (says_png ? "PNG signature (89 50 4e 47 0d 0a 1a 0a)" : "JPEG start marker (ff d8 ff)") +
+        (bytes.empty() ? std::string(" (the file is empty)") : "; its first bytes are " + head));
+  }
+  return Status::ok();
+}
 
 Result<Image> decode_image(const std::string& bytes, const std::string& what) {
   if (is_jpeg(bytes)) return decode_jpeg(bytes, what);

@@ -28,6 +28,9 @@ struct Image {
 
 // Whether `bytes` start like a JPEG or a PNG file.
 bool looks_like_image(const std::string& bytes);
+// An error when the file's extension (.png, .jpg, .jpeg) names an image format its bytes are
+// not, naming the format and the first bytes; ok for other names.
+Status check_image_name(const std::string& path, const std::string& bytes);
 // Decodes a JPEG or PNG to RGB.
 Result<Image> decode_image(const std::string& bytes, const std::string& what);
 

@@ -83,8 +83,18 @@ def build(name, seed, calib_batches=2):
     return model
 
 
+def _zero(g, self):
+    """aten::zero (Tensor.zero_, which Swin V2 applies to a slice of its qkv bias) as zeros of
+    self's shape, for the PyTorch versions whose exporter has no symbolic for it (1.13)."""
+    shape = g.op("Shape", self)
+    return g.op("ConstantOfShape", shape, value_t=torch.tensor([0.0], dtype=torch.float32))
+
+
 def export_onnx(model, out, opset, keep_batch_norm=True, size=(224, 224)):
     """Writes `model` as ONNX: input "input" [batch,3,H,W], output "logits", batch symbolic."""
+    opset9 = getattr(torch.onnx, "symbolic_opset9", None)
+    if opset9 is not None and not hasattr(opset9, "zero"):
+        torch.onnx.register_custom_op_symbolic("aten::zero", _zero, 9)
     mode = torch.onnx.TrainingMode.PRESERVE if keep_batch_norm else torch.onnx.TrainingMode.EVAL
     # Newer PyTorch (2.9+) defaults to its dynamo exporter; keep the TorchScript one, which
     # writes the same plain graph as older versions.

@@ -102,11 +102,11 @@ struct EngineOptions {
   // The compute precision (see Precision); anything but fp32 needs a CUDA engine.
   Precision precision = Precision::kFp32;
   // Per-node precision (kiln --precision-overrides NODE=fp32,...): the named nodes of the
-  // optimized graph (`kiln inspect --graph` lists them; a Conv carries the name of the node
-  // its activation was fused into) compute in their own precision, with conversions inserted
-  // around them, e.g. one layer kept in fp32 inside an fp16 engine. A name that is no node of
-  // the optimized graph fails the build, saying whether the optimizer merged it away. CUDA
-  // engines; on the CPU only fp32 is accepted (it is what the CPU computes).
+  // optimized graph compute in their own precision, with conversions inserted around them,
+  // e.g. one layer kept in fp32 inside an fp16 engine. A fused group goes by its first node's
+  // name (`kiln inspect --passes` lists the groups: "conv2 + add → Conv[+ residual]" is
+  // conv2). A name that is no node of the optimized graph fails the build, naming the node it
+  // was fused into. CUDA engines; on the CPU only fp32 is accepted (what the CPU computes).
   std::map<std::string, Precision> precision_overrides;
   // CPU engines: the 3x3 conv algorithm and the activation layouts between oneDNN kernels.
   CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;

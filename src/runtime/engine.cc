@@ -97,9 +97,11 @@ static Status check_ranges(const std::vector<TensorInfo>& inputs,
   return Status::ok();
 }
 
-// Every precision override must name a node of the optimized graph: one the optimizer merged
-// away (an activation fused into its Conv, a folded BatchNorm) is an error saying so.
+// Every precision override must name a node of the optimized graph. For one the optimizer
+// merged away the error names the node it went into, from the fused groups ("conv2 + add →
+// Conv[+ residual]": the group's first node is the one that remains).
 static Status check_overrides(const Graph& g, const std::set<std::string>& imported,
+                              const std::vector<std::string>& fused_groups,
                               const std::map<std::string, Precision>& overrides) {
   std::set<std::string> names;
   for (const auto& n : g.nodes()) names.insert(n->name);
@@ -107,12 +109,25 @@ static Status check_overrides(const Graph& g, const std::set<std::string>& impor
     if (node.find('\n') != std::string::npos)
       return invalid_argument("precision override: a node name with a line break");
     if (names.count(node)) continue;
-    if (imported.count(node))
-      return invalid_argument("precision override: node '" + node +
-                              "' is not in the optimized graph (the optimizer fused or "
-                              "folded it into another node; `kiln inspect --graph` lists the "
-                              "nodes that remain)");
-    return invalid_argument("precision override: the model has no node '" + node + "'");
+    if (!imported.count(node))
+      return invalid_argument("precision override: the model has no node '" + node + "'");
+    for (const std::string& group : fused_groups) {
+      const std::string members = group.substr(0, group.find(" → "));
+      std::vector<std::string> parts;
+      for (size_t at = 0;;) {
+        const size_t plus = members.find(" + ", at);
+        parts.push_back(members.substr(at, plus == std::string::npos ? plus : plus - at));
+        if (plus == std::string::npos) break;
+        at = plus + 3;
+      }
+      if (std::find(parts.begin() + 1, parts.end(), node) != parts.end())
+        return invalid_argument("precision override: node '" + node + "' was fused into '" +
+                                parts[0] + "' (" + group + "): override '" + parts[0] +
+                                "' instead");
+    }
+    return invalid_argument("precision override: node '" + node +
+                            "' is not in the optimized graph (an optimizer pass folded or "
+                            "removed it; `kiln inspect --passes` shows what they did)");
   }
   return Status::ok();
 }
@@ -150,7 +165,8 @@ Result<std::shared_ptr<Engine>> build_engine(
     report.passes.push_back(
         {"fuse_channel_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
   }
-  KILN_RETURN_IF_ERROR(check_overrides(*graph, imported_names, options.precision_overrides));
+  KILN_RETURN_IF_ERROR(
+      check_overrides(*graph, imported_names, report.fused_groups, options.precision_overrides));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));

@@ -58,9 +58,9 @@ int run_main(int argc, char** argv) {
   add_enum(app, "--precision", global.precision, "fp32 (CPU and CUDA), tf32 or fp16 (CUDA)",
            kiln::precision_name, 3, "fp32");
   app.add_option("--precision-overrides", global.precision_overrides,
-                 "CUDA: NODE=PRECISION[,...]: nodes of the optimized graph (kiln inspect "
-                 "--graph) computed in their own precision, e.g. one layer in fp32 in an fp16 "
-                 "engine")
+                 "CUDA: NODE=PRECISION[,...]: nodes computed in their own precision, e.g. one "
+                 "layer in fp32 in an fp16 engine; a fused group by its first node (kiln "
+                 "inspect --passes)")
       ->type_name("NODE=fp32,...");
   add_enum(app, "--cpu-conv-algo", global.cpu_conv_algo,
            "CPU 3x3 convs: direct (exact fp32 rounding), auto (time Winograd too) or "

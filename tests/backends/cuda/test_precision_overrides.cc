@@ -13,8 +13,9 @@
 namespace kiln::test {
 namespace {
 
-// x [N,8,10,10] → Conv "conv1" + Relu → Conv "conv2" (1x1) → Add x "add" → y: the overridden
-// node sits inside the graph (conv2) or ends it (add).
+// x [N,8,10,10] → Conv "conv1" + Relu → Conv "conv2" (1x1) + x (fused as its residual) →
+// Softmax "softmax" → y: the overridden node sits inside the graph (conv2) or ends it
+// (softmax).
 ModelBuilder small_net() {
   ModelBuilder b(17);
   b.input("x", kFloat, {"N", 8, 10, 10});
@@ -25,7 +26,8 @@ ModelBuilder small_net() {
            std::vector<int64_t>{1, 1, 1, 1});
   b.node("Relu", {"c1"}, {"r1"}, "relu1");
   b.node("Conv", {"r1", "w2"}, {"c2"}, "conv2");
-  b.node("Add", {"c2", "x"}, {"y"}, "add");
+  b.node("Add", {"c2", "x"}, {"s"}, "add");
+  add_attr(b.node("Softmax", {"s"}, {"y"}, "softmax"), "axis", int64_t{-1});
   b.output("y", kFloat, {"N", 8, 10, 10});
   return b;
 }
@@ -71,7 +73,7 @@ TEST(CudaPrecisionOverrides, OneLayerInAnotherPrecision) {
   };
   const Case cases[] = {
       {Precision::kFp16, {{"conv2", Precision::kFp32}}, 5e-3},
-      {Precision::kFp16, {{"add", Precision::kFp32}}, 5e-3},
+      {Precision::kFp16, {{"softmax", Precision::kFp32}}, 5e-3},
       {Precision::kFp16, {{"conv1", Precision::kFp32}, {"conv2", Precision::kFp32}}, 3e-3},
       {Precision::kFp32, {{"conv2", Precision::kFp16}}, 5e-3},
   };

@@ -77,15 +77,20 @@ class Context {
   // that matches the declared one (symbolic dimensions take any size).
   Result<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
 
-  // CUDA engines only (an error on the CPU), about the plan of the last run's shapes:
-  // GPU times of the last run().
+  // About the plan of the last run's shapes, on every device (an error before a run):
+  // the last run()'s times: on CUDA the GPU's (copies in, compute, copies out), on the CPU
+  // the whole run as compute.
   Result<DeviceTiming> last_device_timing() const;
-  // Runs the device compute of the last run again `iterations` times, with the inputs
-  // already on the device and no host copies (the CUDA graph when enabled); ms per run.
+  // Runs the compute of the last run again `iterations` times, with the inputs already in
+  // place (on CUDA on the device, with no host copies and the CUDA graph when enabled; on the
+  // CPU through the cached plan); ms per run.
   Result<std::vector<double>> time_compute(int iterations);
   // Every step's mean time over `iterations` runs of the last run's inputs: device time per
   // step on CUDA (steps launched one by one), each node's kernel time on the CPU.
   Result<std::vector<LayerProfile>> profile_layers(int iterations);
+  // The memory the last run's plan holds. On the CPU: the plans' shared activation arena and
+  // the model's constants (oneDNN's reordered copies of weights not counted), no workspace
+  // or pinned staging.
   Result<DeviceMemoryInfo> device_memory() const;
   // Whether the last run replayed a CUDA graph.
   bool uses_cuda_graph() const;

@@ -184,7 +184,10 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
     CpuRunHooks hooks;
     hooks.node_seconds = impl_->node_seconds;
     hooks.value_stats = impl_->value_stats;
+    const auto t0 = std::chrono::steady_clock::now();
     KILN_RETURN_IF_ERROR(impl_->cpu->run(in, out, hooks));
+    impl_->last_run_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::map<std::string, Tensor> result;
   for (size_t i = 0; i < out.size(); ++i) result[g.outputs()[i]->name] = out[i];
@@ -196,13 +199,24 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
 namespace kiln {
 
 Result<DeviceTiming> Context::last_device_timing() const {
-  if (!impl_->engine->cuda) return invalid_argument("device timings are for CUDA engines");
-  return cuda_last_timing(impl_->cuda.get());
+  if (impl_->engine->cuda) return cuda_last_timing(impl_->cuda.get());
+  // CPU: no copies; the compute is the whole run (the outputs' allocation included).
+  if (impl_->last_run_ms < 0) return invalid_argument("last_device_timing needs a run() first");
+  return DeviceTiming{0, impl_->last_run_ms, 0};
 }
 
 Result<std::vector<double>> Context::time_compute(int iterations) {
-  if (!impl_->engine->cuda) return invalid_argument("time_compute is for CUDA engines");
-  return cuda_time_compute(impl_->cuda.get(), iterations);
+  if (impl_->engine->cuda) return cuda_time_compute(impl_->cuda.get(), iterations);
+  // CPU: the last run's inputs through its cached plan again (the inputs are in host memory
+  // already, as on the device there).
+  if (impl_->last_inputs.empty()) return invalid_argument("time_compute needs a run() first");
+  const std::map<std::string, Tensor> inputs = impl_->last_inputs;
+  std::vector<double> ms;
+  for (int i = 0; i < iterations; ++i) {
+    KILN_RETURN_IF_ERROR(run(inputs).status());
+    ms.push_back(impl_->last_run_ms);
+  }
+  return ms;
 }
 
 Result<std::vector<LayerProfile>> Context::profile_layers(int iterations) {
@@ -233,8 +247,14 @@ Result<std::vector<LayerProfile>> Context::profile_layers(int iterations) {
 }
 
 Result<DeviceMemoryInfo> Context::device_memory() const {
-  if (!impl_->engine->cuda) return invalid_argument("device memory is for CUDA engines");
-  return cuda_device_memory(*impl_->engine->cuda, impl_->cuda.get());
+  if (impl_->engine->cuda) return cuda_device_memory(*impl_->engine->cuda, impl_->cuda.get());
+  // CPU: the plans' shared arena and the model's constants, in host memory.
+  DeviceMemoryInfo m;
+  m.arena = impl_->cpu->stats().arena_bytes;
+  m.arena_lower_bound = impl_->cpu->last_plan_lower_bound();
+  for (const auto& v : impl_->engine->graph->values())
+    if (v->is_constant()) m.weights += static_cast<int64_t>(v->constant.nbytes());
+  return m;
 }
 
 Result<std::vector<ValueStats>> Context::value_stats(const std::map<std::string, Tensor>& inputs) {

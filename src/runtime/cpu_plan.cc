@@ -117,6 +117,7 @@ struct CpuPlan {
   std::vector<Tensor> slots;     // by value id: constants, arena views; per run I/O
   std::vector<bool> per_run;     // by value id: a graph input or a fresh graph output
   int64_t arena_bytes = 0;
+  int64_t arena_lower_bound = 0;  // the peak of live bytes (ArenaPlan::lower_bound)
 
   // Points the arena values' slots at `arena`.
   void bind(const Tensor& arena) {
@@ -328,6 +329,7 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
   const ArenaPlan arena = plan_arena(uses, kArenaAlignment);
   for (size_t b = 0; b < ids.size(); ++b) p.offset[ids[b]] = arena.offsets[b];
   p.arena_bytes = arena.total_bytes;
+  p.arena_lower_bound = arena.lower_bound;
   // Wire each step to the slots (a vector not resized again, so the pointers stay valid).
   for (size_t k = 0; k < e_.order.size(); ++k) {
     const Node& node = *e_.order[k];
@@ -351,6 +353,10 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
   KILN_RETURN_IF_ERROR(reserve_arena(p.arena_bytes));
   p.bind(arena_);
   return Status::ok();
+}
+
+int64_t CpuPlanCache::last_plan_lower_bound() const {
+  return plans_.empty() ? 0 : plans_.front()->plan->arena_lower_bound;
 }
 
 }  // namespace kiln

@@ -54,6 +54,8 @@ class CpuPlanCache {
              const CpuRunHooks& hooks);
 
   const ContextStats& stats() const { return stats_; }
+  // The activation bytes the most recently used plan needs at its peak (0 before a run).
+  int64_t last_plan_lower_bound() const;
 
  private:
   struct Entry;

@@ -47,6 +47,7 @@ struct Context::Impl {
   std::map<std::string, Tensor> last_inputs;
   std::vector<double>* node_seconds = nullptr;
   std::vector<ValueStats>* value_stats = nullptr;  // while value_stats() runs
+  double last_run_ms = -1;  // CPU engines: the last run's wall time (last_device_timing)
 };
 
 inline const Engine::Impl& engine_impl(const Engine& e) { return *e.impl_; }

@@ -269,6 +269,38 @@ TEST(ShapeProfiles, BadProfilesFailTheBuild) {
   }
 }
 
+// The Context's timing and memory methods on the CPU: the last run's time, the compute again
+// through the cached plan (no new plan, no allocation), and the plan's arena and the model's
+// constants; before a run, errors.
+TEST(CpuContext, TimingAndMemoryOfTheLastRun) {
+  auto engine = conv_net();
+  ASSERT_NE(engine, nullptr);
+  auto ctx = engine->create_context();
+  EXPECT_FALSE(ctx->last_device_timing().is_ok());
+  EXPECT_FALSE(ctx->time_compute(2).is_ok());
+  ASSERT_TRUE(ctx->run(input_of(8)).is_ok());
+  auto t = ctx->last_device_timing();
+  ASSERT_TRUE(t.is_ok()) << t.status().to_string();
+  EXPECT_GT(t->compute_ms, 0);
+  EXPECT_EQ(t->h2d_ms, 0);
+  EXPECT_EQ(t->d2h_ms, 0);
+  const ContextStats before = ctx->stats();
+  auto ms = ctx->time_compute(3);
+  ASSERT_TRUE(ms.is_ok()) << ms.status().to_string();
+  ASSERT_EQ(ms->size(), 3u);
+  for (double v : *ms) EXPECT_GT(v, 0);
+  EXPECT_EQ(ctx->stats().plan_builds, before.plan_builds);
+  EXPECT_EQ(ctx->stats().arena_allocations, before.arena_allocations);
+  EXPECT_EQ(ctx->stats().plan_runs, before.plan_runs + 3);
+  auto m = ctx->device_memory();
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  EXPECT_EQ(m->arena, ctx->stats().arena_bytes);
+  EXPECT_GT(m->arena_lower_bound, 0);
+  EXPECT_LE(m->arena_lower_bound, m->arena);
+  EXPECT_GT(m->weights, 0);
+  EXPECT_EQ(m->workspace, 0);
+}
+
 // Shape ranges: opt is planned at build; a shape inside the range builds on first use and is
 // cached; with only_profile_shapes shapes inside run and others are refused, naming the range;
 // a bad range fails the build saying what is wrong.

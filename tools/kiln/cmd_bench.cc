@@ -149,7 +149,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   // device time per run for compute only.
   double ips = o.no_transfers ? batch * 1e3 / med : batch * lat_ms.size() / total;
   int threads = resolved_threads(g);
-  if (cuda) {
+  {
     auto m = ctx->device_memory();
     if (!m.is_ok()) return fail(m.status());
     dev.memory = *m;
@@ -176,6 +176,10 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
         dev.memory.device_total() * mib, dev.memory.arena * mib, dev.memory.arena_lower_bound * mib,
         dev.memory.workspace * mib, dev.memory.weights * mib, dev.memory.pinned_host * mib,
         dev.graph ? "on" : "off");
+  } else {
+    std::printf("memory: activation arena %.1f MiB [lower bound %.1f], weights %.1f MiB\n",
+                dev.memory.arena * mib, dev.memory.arena_lower_bound * mib,
+                dev.memory.weights * mib);
   }
   if (!o.dump_profile.empty()) {
     Status s = dump_profile(*ctx, o.dump_profile, 20);
@@ -202,6 +206,10 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
           {"mean", mean}}},
         {"kiln_version", KILN_VERSION},
     };
+    if (!cuda)
+      j["memory_mib"] = {{"arena", dev.memory.arena * mib},
+                         {"arena_lower_bound", dev.memory.arena_lower_bound * mib},
+                         {"weights", dev.memory.weights * mib}};
     if (cuda) {
       j["cuda_graph"] = dev.graph;
       j["peak_device_mib"] = dev.memory.device_total() * mib;

@@ -3,11 +3,15 @@
 made a graph output, both run it on one input, and the values are compared in node order.
 
   scripts/debug/layer_diff.py MODEL.onnx INPUT.npy --runner kiln_zoo_run \
-      --device cuda --precisions fp32,tf32 [--work DIR] [--show 12]
+      --device cuda --precisions fp32,tf32 [--work DIR] [--show 12] [--repeat 3]
 
 Marking every value as an output keeps kiln from fusing across it, so a fused group's bug can
 hide; the report says which values moved first, with their node's op and inputs. The default
 tolerance per precision is the zoo's (relative L2): fp32 1e-4, tf32 1e-2, fp16 3e-2.
+
+The plain model also runs --repeat times in one Context per precision: outputs that differ
+between runs of the same input mean a race (the marked graph, with other timing, can then
+look right), and each run's distance from ONNX Runtime is printed.
 """
 import argparse
 import os
@@ -106,6 +110,7 @@ def main():
     ap.add_argument("--show", type=int, default=12)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--runner-arg", action="append", default=["--no-tactics"])
+    ap.add_argument("--repeat", type=int, default=3, help="runs of the plain model (0: none)")
     a = ap.parse_args()
 
     os.makedirs(os.path.join(a.work, "case"), exist_ok=True)
@@ -139,7 +144,38 @@ def main():
             print(f"{errs[v]:.3e}  {op:<18} {name}  shape {list(ref[v].shape)} "
                   f"ref |max| {np.abs(ref[v]).max():.3g}  kiln |max| "
                   f"{np.nanmax(np.abs(got)) if got.size else 0:.3g}\n     inputs: {ins_s}")
+    if a.repeat > 0:
+        repeat_plain(a, x, ref)
     return 0
+
+
+def repeat_plain(a, x, ref):
+    """Runs the unmarked model a.repeat times on x in one runner process (one Context per
+    precision) and prints how far each run is from the first and from ONNX Runtime."""
+    cases = []
+    for k in range(a.repeat):
+        d = os.path.join(a.work, "plain_cases", f"run{k + 1}")
+        os.makedirs(d, exist_ok=True)
+        np.save(os.path.join(d, "input.npy"), x)
+        cases.append(os.path.join(d, "input.npy"))
+    out = os.path.join(a.work, "plain")
+    p = subprocess.run([a.runner, a.model, out, "--device", a.device, "--precisions",
+                        a.precisions, *a.runner_arg, *cases], capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stdout + p.stderr)
+    names = [o.name for o in onnx.load(a.model, load_external_data=False).graph.output]
+    for prec in a.precisions.split(","):
+        runs = []
+        for k in range(a.repeat):
+            d = os.path.join(out, prec, f"run{k + 1}")
+            runs.append({n: np.load(os.path.join(d, file_name_for(n) + ".npy")) for n in names
+                         if os.path.exists(os.path.join(d, file_name_for(n) + ".npy"))})
+        for k, r in enumerate(runs):
+            same = all(np.array_equal(r[n], runs[0][n], equal_nan=True) for n in r)
+            ort = ", ".join(f"{n} {rel_l2(r[n], ref[n]):.3e}" for n in r if n in ref)
+            print(f"== {prec} plain run {k + 1}: "
+                  f"{'same as run 1' if same else 'DIFFERS from run 1 (a race?)'}; "
+                  f"from ONNX Runtime: {ort}")
 
 
 if __name__ == "__main__":

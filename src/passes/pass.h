@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct PassReport {
   std::vector<Step> steps;
   // One line per fused group: "conv1 + bn1 + relu1 → Conv[+ residual → Relu]".
   std::vector<std::string> fused_groups;
+  // Each node fused away: the group's surviving node (its first) and its fused_groups line.
+  struct FusedInto {
+    std::string node;
+    size_t group = 0;
+  };
+  std::map<std::string, FusedInto> fused_into;
 };
 
 // Whether `v` is one of g's outputs (Value::is_graph_output is set only after the passes).

@@ -60,6 +60,8 @@ Status optimize_graph(Graph& g, PassReport* report, bool verify_each_pass) {
     }
     line += std::string(" → ") + op_name(n->op);
     if (!n->epilogue.empty()) line += "[" + n->epilogue.describe() + "]";
+    for (size_t i = 1; i < merged[head].size(); ++i)
+      report->fused_into[merged[head][i]] = {head, report->fused_groups.size()};
     report->fused_groups.push_back(line);
   }
   return Status::ok();

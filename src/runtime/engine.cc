@@ -97,11 +97,10 @@ static Status check_ranges(const std::vector<TensorInfo>& inputs,
   return Status::ok();
 }
 
-// Every precision override must name a node of the optimized graph. For one the optimizer
-// merged away the error names the node it went into, from the fused groups ("conv2 + add →
-// Conv[+ residual]": the group's first node is the one that remains).
+// Every precision override must name a node of the optimized graph; for one the optimizer
+// fused into another the error names the node it went into.
 static Status check_overrides(const Graph& g, const std::set<std::string>& imported,
-                              const std::vector<std::string>& fused_groups,
+                              const PassReport& passes,
                               const std::map<std::string, Precision>& overrides) {
   std::set<std::string> names;
   for (const auto& n : g.nodes()) names.insert(n->name);
@@ -111,20 +110,11 @@ static Status check_overrides(const Graph& g, const std::set<std::string>& impor
     if (names.count(node)) continue;
     if (!imported.count(node))
       return invalid_argument("precision override: the model has no node '" + node + "'");
-    for (const std::string& group : fused_groups) {
-      const std::string members = group.substr(0, group.find(" → "));
-      std::vector<std::string> parts;
-      for (size_t at = 0;;) {
-        const size_t plus = members.find(" + ", at);
-        parts.push_back(members.substr(at, plus == std::string::npos ? plus : plus - at));
-        if (plus == std::string::npos) break;
-        at = plus + 3;
-      }
-      if (std::find(parts.begin() + 1, parts.end(), node) != parts.end())
-        return invalid_argument("precision override: node '" + node + "' was fused into '" +
-                                parts[0] + "' (" + group + "): override '" + parts[0] +
-                                "' instead");
-    }
+    auto it = passes.fused_into.find(node);
+    if (it != passes.fused_into.end())
+      return invalid_argument("precision override: node '" + node + "' was fused into '" +
+                              it->second.node + "' (" + passes.fused_groups[it->second.group] +
+                              "): override '" + it->second.node + "' instead");
     return invalid_argument("precision override: node '" + node +
                             "' is not in the optimized graph (an optimizer pass folded or "
                             "removed it; `kiln inspect --passes` shows what they did)");
@@ -148,6 +138,7 @@ Result<std::shared_ptr<Engine>> build_engine(
     if (!cuda && p != Precision::kFp32)
       return unsupported("precision override " + node + "=" + precision_name(p) +
                          " needs a CUDA engine (--device cuda): the CPU engine computes in fp32");
+  PassReport passes;  // stays empty without the optimizer
   std::set<std::string> imported_names;
   for (const auto& n : graph->nodes()) imported_names.insert(n->name);
   EngineReport report;
@@ -155,10 +146,9 @@ Result<std::shared_ptr<Engine>> build_engine(
   report.opset = graph->opset;
   report.imported = model_stats(*graph);
   if (options.optimize) {
-    PassReport passes;
     KILN_RETURN_IF_ERROR(optimize_graph(*graph, &passes));
     for (const auto& step : passes.steps) report.passes.push_back({step.pass, step.nodes_after});
-    report.fused_groups = std::move(passes.fused_groups);
+    report.fused_groups = passes.fused_groups;
   }
   if (options.optimize && cuda) {
     KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph).status());
@@ -166,7 +156,7 @@ Result<std::shared_ptr<Engine>> build_engine(
         {"fuse_channel_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
   }
   KILN_RETURN_IF_ERROR(
-      check_overrides(*graph, imported_names, report.fused_groups, options.precision_overrides));
+      check_overrides(*graph, imported_names, passes, options.precision_overrides));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));

@@ -36,11 +36,23 @@ float apply_activation(Activation a, float alpha, float beta, float x) {
   return x;
 }
 
+std::vector<int> Epilogue::inputs() const {
+  std::vector<int> r;
+  if (residual_input >= 0) r.push_back(residual_input);
+  if (affine_input >= 0) {
+    r.push_back(affine_input);
+    r.push_back(affine_input + 1);
+  }
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
 std::string Epilogue::describe() const {
   std::ostringstream os;
-  if (residual_input >= 0) os << "+ residual";
+  if (affine_input >= 0) os << "× scale[c] + shift[c]";
+  if (residual_input >= 0) os << (affine_input >= 0 ? " " : "") << "+ residual";
   if (act != Activation::kNone) {
-    if (residual_input >= 0) os << " → ";
+    if (residual_input >= 0 || affine_input >= 0) os << " → ";
     os << activation_name(act);
     if (act == Activation::kClip) os << "(" << alpha << ", " << beta << ")";
     if (act == Activation::kLeakyRelu) os << "(" << alpha << ")";

@@ -2,22 +2,28 @@
 // writing it. Fusion is an epilogue on the producing node, not a new op kind, so it maps
 // one-to-one onto oneDNN post-ops and cuDNN/cuBLASLt epilogues:
 //
-//   y = act(op(inputs...) + residual)
+//   y = act(op(inputs...)·scale[c] + shift[c] + residual)
 //
 // The bias is the op's own bias input (Conv B, Gemm C). The residual, when present, is the
 // node input at `residual_input` (after the op's own inputs), with the output's shape; it
-// is added before the activation, as in ResNet's relu(bn(conv(x)) + shortcut).
+// is added before the activation, as in ResNet's relu(bn(conv(x)) + shortcut). The channel
+// affine, when present, is the pair of float32 [C] node inputs at `affine_input` (scale) and
+// `affine_input + 1` (shift), C being the output's axis 1: a BatchNormalization that could
+// not fold into its producer's weights (DenseNet's norm after each Concat) applied as the
+// producer writes. Epilogue inputs come after the op's own inputs, and the op's shape rule
+// and reference kernel never see them.
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kiln {
 
 enum class Activation {
   kNone,
   kRelu,
-  kClip,         // min(max(x, alpha), beta); ReLU6 is Clip(0, 6)
-  kLeakyRelu,    // x < 0 ? alpha·x : x
+  kClip,       // min(max(x, alpha), beta); ReLU6 is Clip(0, 6)
+  kLeakyRelu,  // x < 0 ? alpha·x : x
   kSigmoid,
   kTanh,
   kSilu,         // x·sigmoid(x) (exporters write it as Mul(x, Sigmoid(x)))
@@ -35,8 +41,11 @@ struct Epilogue {
   float alpha = 0.f;
   float beta = 0.f;
   int residual_input = -1;  // index into Node::inputs, or -1
+  int affine_input = -1;    // scale at this index of Node::inputs, shift at the next, or -1
 
-  bool empty() const { return act == Activation::kNone && residual_input < 0; }
+  bool empty() const { return act == Activation::kNone && residual_input < 0 && affine_input < 0; }
+  // Node::inputs indices that belong to the epilogue, not to the op, in increasing order.
+  std::vector<int> inputs() const;
   // "+ residual → Relu", "Clip(0, 6)", "" when empty.
   std::string describe() const;
 };

@@ -29,11 +29,13 @@ const OpDef* OpRegistry::find(OpKind op) {
 
 namespace {
 
+// The op's own inputs: `in` without the epilogue's (residual, channel affine).
 template <class T>
-std::vector<T> without_residual(const Node& node, const std::vector<T>& in) {
+std::vector<T> without_epilogue_inputs(const Node& node, const std::vector<T>& in) {
   std::vector<T> r = in;
-  int k = node.epilogue.residual_input;
-  if (k >= 0 && k < static_cast<int>(r.size())) r.erase(r.begin() + k);
+  const std::vector<int> ks = node.epilogue.inputs();
+  for (auto it = ks.rbegin(); it != ks.rend(); ++it)
+    if (*it < static_cast<int>(r.size())) r.erase(r.begin() + *it);
   return r;
 }
 
@@ -42,30 +44,56 @@ std::vector<T> without_residual(const Node& node, const std::vector<T>& in) {
 Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDesc>& in,
                   std::vector<TensorDesc>& out) {
   if (node.epilogue.empty()) return def.infer(node, in, out);
-  const int k = node.epilogue.residual_input;
-  if (k >= static_cast<int>(in.size()) || (k >= 0 && !in[k].present()))
-    return invalid_argument("epilogue residual input " + std::to_string(k) + " is missing");
-  KILN_RETURN_IF_ERROR(def.infer(node, without_residual(node, in), out));
+  const Epilogue& e = node.epilogue;
+  for (int k : e.inputs())
+    if (k >= static_cast<int>(in.size()) || !in[k].present())
+      return invalid_argument("epilogue input " + std::to_string(k) + " is missing");
+  KILN_RETURN_IF_ERROR(def.infer(node, without_epilogue_inputs(node, in), out));
   if (out.empty() || !dtype_is_float(out[0].dtype))
     return unsupported("a fused epilogue needs a float output");
+  const int k = e.residual_input;
   if (k >= 0 && (in[k].shape != out[0].shape || in[k].dtype != out[0].dtype))
     return invalid_argument("epilogue residual " + std::string(dtype_name(in[k].dtype)) +
                             shape_str(in[k].shape) + " does not match the output " +
                             dtype_name(out[0].dtype) + shape_str(out[0].shape));
+  if (e.affine_input >= 0) {
+    // Only fuse_concat_affine makes a channel affine, on Concat: a kernel of another op
+    // would not know to apply it.
+    if (node.op != OpKind::Concat)
+      return internal_error("a channel-affine epilogue on " + std::string(op_name(node.op)) +
+                            " (only Concat carries one)");
+    if (out[0].shape.size() < 2)
+      return invalid_argument("a channel-affine epilogue needs an output of rank ≥ 2");
+    const Shape want{out[0].shape[1]};
+    for (int j : {e.affine_input, e.affine_input + 1})
+      if (in[j].dtype != DataType::kFloat32 || in[j].shape != want)
+        return invalid_argument("epilogue " + std::string(j == e.affine_input ? "scale" : "shift") +
+                                " " + dtype_name(in[j].dtype) + shape_str(in[j].shape) +
+                                ": expected float32" + shape_str(want));
+  }
   return Status::ok();
 }
 
 Status run_node(const OpDef& def, const Node& node, const std::vector<const Tensor*>& in,
                 const std::vector<Tensor*>& out) {
   if (node.epilogue.empty()) return def.run(node, in, out);
-  KILN_RETURN_IF_ERROR(def.run(node, without_residual(node, in), out));
+  KILN_RETURN_IF_ERROR(def.run(node, without_epilogue_inputs(node, in), out));
   const Epilogue& e = node.epilogue;
   Tensor& y = *out[0];
   const Tensor* r = e.residual_input >= 0 ? in[e.residual_input] : nullptr;
+  const float* scale = e.affine_input >= 0 ? in[e.affine_input]->data<float>() : nullptr;
+  const float* shift = e.affine_input >= 0 ? in[e.affine_input + 1]->data<float>() : nullptr;
+  // The channel of element i: (i / inner) % C over [N, C, inner...].
+  const int64_t c = y.shape().size() >= 2 ? y.shape()[1] : 1;
+  const int64_t inner = c > 0 && y.numel() > 0 ? y.numel() / (y.shape()[0] * c) : 1;
   for (int64_t i = 0; i < y.numel(); ++i) {
-    // y = act(y + residual), computed in float (double for float64 would differ from every
-    // backend's float epilogue only below float precision).
+    // y = act(y·scale[c] + shift[c] + residual), computed in float (double for float64
+    // would differ from every backend's float epilogue only below float precision).
     float v = static_cast<float>(y.at_double(i));
+    if (scale) {
+      const int64_t ch = (i / inner) % c;
+      v = v * scale[ch] + shift[ch];
+    }
     if (r) v += static_cast<float>(r->at_double(i));
     v = apply_activation(e.act, e.alpha, e.beta, v);
     switch (y.dtype()) {

@@ -47,8 +47,8 @@ class OpRegistry {
 };
 
 // The op's shape rule and reference kernel applied to a node with a fused epilogue
-// (ir/epilogue.h): the residual input is hidden from the op's own rule and kernel, then
-// added to output 0, then the activation is applied. Equal to def->infer/run when the
+// (ir/epilogue.h): the epilogue's inputs are hidden from the op's own rule and kernel, then
+// output 0 is scaled and shifted per channel, the residual added and the activation applied. Equal to def->infer/run when the
 // epilogue is empty. Float outputs only when the epilogue is not empty.
 Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDesc>& in,
                   std::vector<TensorDesc>& out);

@@ -154,6 +154,15 @@ Result<std::shared_ptr<Engine>> build_engine(
     KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph).status());
     report.passes.push_back(
         {"fuse_channel_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
+    std::vector<std::vector<std::string>> groups;
+    KILN_RETURN_IF_ERROR(fuse_concat_affine(*graph, &groups).status());
+    report.passes.push_back(
+        {"fuse_concat_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
+    for (const auto& grp : groups)
+      for (const auto& n : graph->nodes())
+        if (n->name == grp[0])
+          report.fused_groups.push_back(grp[0] + " + " + grp[1] + " → Concat[" +
+                                        n->epilogue.describe() + "]");
   }
   KILN_RETURN_IF_ERROR(
       check_overrides(*graph, imported_names, passes, options.precision_overrides));

@@ -123,6 +123,8 @@ const BinaryCase kBinaryCases[] = {
     {{2, 17, 9, 11}, {17, 1, 1}},
     {{4, 64, 56, 56}, {1, 64, 1, 1}},
     {{2, 17, 9, 11}, {2, 17, 1, 1}},  // squeeze-excite: per (batch, channel)
+    {{3, 24, 5, 7}, {3, 24, 1, 1}},   // ... with whole vectors of channels (NHWC fast path)
+    {{3, 24, 1, 1}, {3, 24, 5, 7}},
     {{1, 17, 1, 1}, {2, 17, 9, 11}},  // small operand first
     {{2, 17, 1, 1}, {2, 17, 9, 11}},
     {{2, 17, 9, 11}, {2, 1, 1, 1}},  // per batch

@@ -13,6 +13,7 @@
 // kernels. Constant operands are uploaded once (in the activation dtype) at prepare.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -290,6 +291,21 @@ Status BinaryKernel::launch_with(const T* a, const T* b, T* y, F f, cudaStream_t
     case Mode::kIndexed: {
       const T* big = big_ == 0 ? a : b;
       const T* small = big_ == 0 ? b : a;
+      const IndexedArgs& p = indexed_;
+      const int64_t batches = numel_ / p.per_batch;
+      if (p.inner == 1 && p.channel_stride == 1 && p.channels % kV == 0 && p.per_batch % kV == 0 &&
+          p.per_batch / kV < (int64_t{1} << 31) && batches <= 65535 && aligned_to(big, 16) &&
+          aligned_to(small, 16) && aligned_to(y, 16)) {
+        const int64_t vecs = p.per_batch / kV;
+        const dim3 grid(
+            static_cast<unsigned>(std::min<int64_t>((vecs + kThreads - 1) / kThreads, 65535)),
+            static_cast<unsigned>(batches));
+        cuda::binary_channels_nhwc<T, F, kV><<<grid, kThreads, 0, stream>>>(
+            big, small, y, static_cast<uint32_t>(vecs), static_cast<uint32_t>(p.channels / kV),
+            p.per_batch, p.batch_stride, p.small_first, f);
+        KILN_CUDA_LAUNCHED("binary_channels_nhwc");
+        return Status::ok();
+      }
       if (aligned_to(big, 16) && aligned_to(y, 16))
         cuda::binary_indexed<T, F, kV>
             <<<grid_for(numel_ / kV + 1, kThreads), kThreads, 0, stream>>>(big, small, y, numel_, f,

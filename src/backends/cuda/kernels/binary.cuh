@@ -139,6 +139,31 @@ __global__ void binary_indexed(const T* big, const T* small, T* y, int64_t n, F 
   }
 }
 
+// The indexed case in NHWC with a per-(batch, channel) or per-channel operand whose channel
+// count V divides (squeeze-excite's scale, a bias): blockIdx.y is the batch, and V
+// consecutive channels of one pixel meet V consecutive entries of the small operand, one
+// vector load each. 32-bit index math with one modulo per vector; binary_indexed's general
+// walk spends three 64-bit divisions per vector, which made squeeze-excite's Mul bound by
+// arithmetic rather than by memory.
+template <class T, class F, int V>
+__global__ void binary_channels_nhwc(const T* big, const T* small, T* y, uint32_t per_batch_vecs,
+                                     uint32_t channel_vecs, int64_t per_batch, int64_t batch_stride,
+                                     bool small_first, F f) {
+  const int64_t n = blockIdx.y;
+  const auto* in = reinterpret_cast<const Vec<T, V>*>(big + n * per_batch);
+  auto* out = reinterpret_cast<Vec<T, V>*>(y + n * per_batch);
+  const auto* sm = reinterpret_cast<const Vec<T, V>*>(small + n * batch_stride);
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < per_batch_vecs;
+       i += gridDim.x * blockDim.x) {
+    Vec<T, V> v = in[i];
+    const Vec<T, V> s = sm[i % channel_vecs];
+#pragma unroll
+    for (int k = 0; k < V; ++k)
+      v.v[k] = small_first ? apply_binary(f, s.v[k], v.v[k]) : apply_binary(f, v.v[k], s.v[k]);
+    out[i] = v;
+  }
+}
+
 inline constexpr int kMaxBinaryRank = 6;
 
 // y's physical dimensions (outermost first) and each operand's element stride along them.

@@ -70,6 +70,9 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// Whether `path` is a plan file Engine::save_plan wrote (Engine::load takes either).
+bool is_plan_file(const std::string& path);
+
 class Context {
  public:
   ~Context();

@@ -108,6 +108,14 @@ struct EngineOptions {
   // conv2). A name that is no node of the optimized graph fails the build, naming the node it
   // was fused into. CUDA engines; on the CPU only fp32 is accepted (what the CPU computes).
   std::map<std::string, Precision> precision_overrides;
+  // Values kept in float32 in a tf32/fp16 engine (kiln keeps the fp16 range guard's findings
+  // so unless --no-fp16-fallback): every node of the optimized graph that writes or reads one
+  // computes in fp32, so the value is never stored in fp16 (an overflowing activation stays
+  // finite, an underflowing one keeps its digits). Names are the model's values as the guard
+  // (check_fp16_range) or `kiln inspect --graph` gives them; a value the optimizer fused into
+  // a group keeps that group in fp32. precision_overrides win where both name a node.
+  // EngineReport::fp32_kept lists the nodes; ignored in fp32 engines.
+  std::vector<std::string> fp32_values;
   // CPU engines: the 3x3 conv algorithm and the activation layouts between oneDNN kernels.
   CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
   CpuLayout cpu_layout = CpuLayout::kAuto;

@@ -85,6 +85,9 @@ struct EngineReport {
   // per fused group ("conv1 + bn1 + relu1 → Conv[+ residual → Relu]").
   std::vector<PassStep> passes;
   std::vector<std::string> fused_groups;
+  // What EngineOptions::fp32_values kept in fp32, one line a node ("node 'conv7' (Conv) in
+  // fp32: writes 'x'"), and a line for each value no node of the engine's graph touches.
+  std::vector<std::string> fp32_kept;
 };
 
 }  // namespace kiln

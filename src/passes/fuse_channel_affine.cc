@@ -31,7 +31,7 @@ std::vector<float> per_channel(const Value* v, const Value* x) {
   return v->constant.to_floats();
 }
 
-bool fuse_at(Graph& g, Node* mul) {
+bool fuse_at(Graph& g, Node* mul, std::vector<std::vector<std::string>>* groups) {
   if (mul->op != OpKind::Mul || mul->inputs.size() != 2 || !mul->epilogue.empty()) return false;
   int xi = mul->input(0) && mul->input(0)->is_constant() ? 1 : 0;
   Value* x = mul->input(xi);
@@ -59,6 +59,10 @@ bool fuse_at(Graph& g, Node* mul) {
       g.add_constant(name + "_var", Tensor::from_floats({c}, std::vector<float>(c, 1.f)))};
   Attributes a;
   a.set("epsilon", 0.f);
+  if (groups) {
+    groups->push_back({name, mul->name, add->name});
+    if (relu) groups->back().push_back(relu->name);
+  }
   g.remove_node(mul);
   g.remove_node(add);
   if (relu) g.remove_node(relu);
@@ -69,12 +73,12 @@ bool fuse_at(Graph& g, Node* mul) {
 
 }  // namespace
 
-Result<bool> fuse_channel_affine(Graph& g) {
+Result<bool> fuse_channel_affine(Graph& g, std::vector<std::vector<std::string>>* groups) {
   std::vector<Node*> muls;
   for (const auto& n : g.nodes())
     if (n->op == OpKind::Mul) muls.push_back(n.get());
   bool changed = false;
-  for (Node* m : muls) changed |= fuse_at(g, m);
+  for (Node* m : muls) changed |= fuse_at(g, m, groups);
   if (changed) {
     KILN_RETURN_IF_ERROR(g.topo_sort());
     g.remove_unused_values();

@@ -56,13 +56,14 @@ Result<bool> fold_batch_norm(Graph& g, std::vector<std::vector<std::string>>* gr
 Result<bool> fuse_epilogue(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // For CUDA engines, after optimize_graph: Mul + Add by per-channel constants (a standalone
 // BatchNormalization as fold_batch_norm leaves it), and a Relu after them, → one
-// BatchNormalization (mean 0, var 1, epsilon 0) with the Relu as its epilogue.
-Result<bool> fuse_channel_affine(Graph& g);
+// BatchNormalization (mean 0, var 1, epsilon 0) with the Relu as its epilogue. `groups`
+// (optional) receives {new node, mul, add[, relu]} per fusion.
+Result<bool> fuse_channel_affine(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // For CUDA engines, after fuse_channel_affine: a channel Concat of rank-4 float32 tensors
 // read only by a standalone BatchNormalization (optionally + Relu) carries the norm as a
 // channel-affine epilogue (DenseNet: the concatenation is written once, not twice).
-Result<bool> fuse_concat_affine(Graph& g,
-                                std::vector<std::vector<std::string>>* groups = nullptr);
+// `groups` (optional) receives {concat, norm} per fusion.
+Result<bool> fuse_concat_affine(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // Nodes whose outputs reach no graph output removed, then unused values.
 Result<bool> eliminate_dead_nodes(Graph& g);
 

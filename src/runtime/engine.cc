@@ -10,6 +10,7 @@
 #include "runtime/cpu_plan.h"
 #include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
+#include "runtime/fp32_values.h"
 #include "runtime/plan_file.h"
 #include "runtime/tensor_limit.h"
 
@@ -141,6 +142,9 @@ Result<std::shared_ptr<Engine>> build_engine(
   PassReport passes;  // stays empty without the optimizer
   std::set<std::string> imported_names;
   for (const auto& n : graph->nodes()) imported_names.insert(n->name);
+  // fp32_values may name values the passes fuse away: remember who wrote and read them.
+  const bool keep_fp32 = !options.fp32_values.empty() && options.precision != Precision::kFp32;
+  const ValueUses uses = keep_fp32 ? value_uses(*graph) : ValueUses{};
   EngineReport report;
   report.graph_name = graph->name;
   report.opset = graph->opset;
@@ -148,30 +152,50 @@ Result<std::shared_ptr<Engine>> build_engine(
   if (options.optimize) {
     KILN_RETURN_IF_ERROR(optimize_graph(*graph, &passes));
     for (const auto& step : passes.steps) report.passes.push_back({step.pass, step.nodes_after});
-    report.fused_groups = passes.fused_groups;
   }
   if (options.optimize && cuda) {
-    KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph).status());
+    // The CUDA passes' groups join the optimizer's: a precision override or an fp32 value
+    // naming a node they fused is found in the group it went into.
+    auto add_groups = [&](const std::vector<std::vector<std::string>>& groups) {
+      std::map<std::string, const Node*> by_name;
+      for (const auto& n : graph->nodes()) by_name[n->name] = n.get();
+      for (const auto& grp : groups) {
+        std::string line;
+        for (const std::string& name : grp) line += (line.empty() ? "" : " + ") + name;
+        auto it = by_name.find(grp[0]);
+        if (it != by_name.end()) {
+          line += std::string(" → ") + op_name(it->second->op);
+          if (!it->second->epilogue.empty()) line += "[" + it->second->epilogue.describe() + "]";
+        }
+        for (size_t i = 1; i < grp.size(); ++i)
+          passes.fused_into[grp[i]] = {grp[0], passes.fused_groups.size()};
+        passes.fused_groups.push_back(line);
+      }
+    };
+    std::vector<std::vector<std::string>> groups;
+    KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph, &groups).status());
+    add_groups(groups);
     report.passes.push_back(
         {"fuse_channel_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
-    std::vector<std::vector<std::string>> groups;
+    groups.clear();
     KILN_RETURN_IF_ERROR(fuse_concat_affine(*graph, &groups).status());
+    add_groups(groups);
     report.passes.push_back(
         {"fuse_concat_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
-    for (const auto& grp : groups)
-      for (const auto& n : graph->nodes())
-        if (n->name == grp[0])
-          report.fused_groups.push_back(grp[0] + " + " + grp[1] + " → Concat[" +
-                                        n->epilogue.describe() + "]");
   }
+  report.fused_groups = passes.fused_groups;
   KILN_RETURN_IF_ERROR(
       check_overrides(*graph, imported_names, passes, options.precision_overrides));
+  EngineOptions resolved = options;
+  if (keep_fp32)
+    keep_values_in_fp32(*graph, uses, passes, options.fp32_values, resolved.precision_overrides,
+                        report.fp32_kept, report.fp32_kept);
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));
 
   auto impl = std::make_unique<Engine::Impl>();
-  impl->options = options;
+  impl->options = resolved;
   impl->report = std::move(report);
   for (const Value* v : graph->inputs()) impl->inputs.push_back(info_of(*v));
   for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
@@ -268,6 +292,8 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& path, const Engi
   }
   return build_engine(std::move(graph), opts, {}, std::move(bytes)).with_context(path);
 }
+
+bool is_plan_file(const std::string& path) { return looks_like_plan(path); }
 
 Status Engine::save_plan(const std::string& path) const {
   if (!impl_->cuda) return invalid_argument("plan files are for CUDA engines (--device cuda)");

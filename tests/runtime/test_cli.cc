@@ -234,6 +234,11 @@ TEST_F(Cli, Fp16RangeGuardNamesTheOverflowingNode) {
   EXPECT_NE(r.out.find("fp16 range: 1 of 2 float values leave fp16's range"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("(Mul): output 'hot' reaches"), std::string::npos) << r.out;
+  // The CPU engine only warns: keeping layers in fp32 is for CUDA fp16 engines.
+  EXPECT_NE(r.out.find("in fp16 they become inf"), std::string::npos) << r.out;
+  r = kiln("inspect --precision fp16 --no-fp16-fallback " + hot);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("output 'hot' reaches"), std::string::npos) << r.out;
 
   std::string cool = channel_mean_model(path("m.onnx"));
   r = kiln("inspect --precision fp16 " + cool);

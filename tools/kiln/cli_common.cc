@@ -123,15 +123,20 @@ Result<std::map<std::string, Precision>> parse_precision_overrides(
   return r;
 }
 
-Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global) {
+Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global,
+                                            const std::vector<std::string>& fp32_values) {
   double t0 = now_seconds();
   EngineOptions options = engine_options(global);
+  options.fp32_values = fp32_values;
   KILN_ASSIGN_OR_RETURN(options.shape_profiles, parse_shape_profiles(global.shapes));
   KILN_ASSIGN_OR_RETURN(options.precision_overrides,
                         parse_precision_overrides(global.precision_overrides));
   KILN_ASSIGN_OR_RETURN(options.shape_ranges, parse_shape_ranges(global.shape_ranges));
   options.only_profile_shapes = global.only_shapes;
   auto engine = Engine::load(path, options);
+  if (engine.is_ok())
+    for (const std::string& line : (*engine)->report().fp32_kept)
+      std::fprintf(stderr, "kiln: note: %s\n", line.c_str());
   if (engine.is_ok())
     spdlog::info("loaded {} in {:.1f} ms ({} nodes)", path, (now_seconds() - t0) * 1e3,
                  (*engine)->stats().num_nodes);

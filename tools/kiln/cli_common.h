@@ -48,6 +48,9 @@ struct GlobalOptions {
   // --precision-overrides NODE=PRECISION[,NODE=PRECISION...] (EngineOptions::
   // precision_overrides), as given; parse_precision_overrides reads them.
   std::vector<std::string> precision_overrides;
+  // --no-fp16-fallback: the fp16 range guard's findings only warn, instead of being kept in
+  // fp32 (EngineOptions::fp32_values).
+  bool no_fp16_fallback = false;
 };
 
 // A registered subcommand: its CLI11 app and what to run once parsing succeeded.
@@ -83,7 +86,10 @@ Result<std::map<std::string, Precision>> parse_precision_overrides(
     const std::vector<std::string>& specs);
 // The thread count the engine runs with (the option, or the core count when 0).
 int resolved_threads(const GlobalOptions& global);
-Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global);
+// The engine --device, --precision, --shapes... ask for; `fp32_values` are the values kept in
+// fp32 (what fp16_guard returned). Notes what they kept, one "kiln: note:" line a node.
+Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global,
+                                            const std::vector<std::string>& fp32_values = {});
 
 // "0.5" or "0.485,0.456,0.406" → floats; an error names `what`.
 Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what);
@@ -106,9 +112,15 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
 // The fp16 range guard (fp16_check.cc): runs `model` in float32 on the CPU on two random
 // inputs (batch and shapes as random_inputs) and prints the values that leave fp16's range,
 // to stdout when `always` (with a line when there are none), else as a warning on stderr.
-// Returns the number of such values (0 when the check could not run: it warns so).
-int print_fp16_range(const std::string& model, const GlobalOptions& g, int64_t batch,
-                     const std::vector<std::string>& shapes, bool always);
+// Returns those values (none when the check could not run: it warns so).
+std::vector<std::string> print_fp16_range(const std::string& model, const GlobalOptions& g,
+                                          int64_t batch, const std::vector<std::string>& shapes,
+                                          bool always);
+// Before a CUDA fp16 engine of `model` is built: the guard's values to keep in fp32, printed
+// as a warning; none for other engines, for a .kiln plan (its overrides are recorded in it)
+// and with --no-fp16-fallback (then the values are only warned of).
+std::vector<std::string> fp16_guard(const std::string& model, const GlobalOptions& g, int64_t batch,
+                                    const std::vector<std::string>& shapes);
 // The first ten findings, one "  node '…' (Op): …" line each, then how many more.
 void print_fp16_findings(std::FILE* out, const std::vector<Fp16RangeFinding>& findings);
 

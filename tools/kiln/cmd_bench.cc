@@ -83,11 +83,9 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (o.warmup < 0 || o.duration < 0) return usage_error("--warmup/--duration must be >= 0");
   if (o.no_transfers && g.device != "cuda")
     return usage_error("--no-transfers needs --device cuda");
-  auto engine_or = load_engine(o.model, g);
+  auto engine_or = load_engine(o.model, g, fp16_guard(o.model, g, o.batch, o.shapes));
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
-  if (g.device == "cuda" && g.precision == Precision::kFp16)
-    print_fp16_range(o.model, g, o.batch, o.shapes, false);
 
   auto feeds_or = random_inputs(e, o.batch, o.shapes, o.seed);
   if (!feeds_or.is_ok())

@@ -19,10 +19,10 @@ struct BuildOptions {
 int run(const BuildOptions& o, const GlobalOptions& g) {
   if (g.device != "cuda") return usage_error("kiln build writes CUDA plans: add --device cuda");
   double t0 = now_seconds();
-  auto engine_or = load_engine(o.model, g);
+  // The guard's values are kept in fp32 as overrides, which the plan file records.
+  auto engine_or = load_engine(o.model, g, fp16_guard(o.model, g, o.batch, o.shapes));
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
-  if (g.precision == Precision::kFp16) print_fp16_range(o.model, g, o.batch, o.shapes, false);
   double t_load = now_seconds();
   auto feeds = random_inputs(e, o.batch, o.shapes, 1);
   if (!feeds.is_ok())

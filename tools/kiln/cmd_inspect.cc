@@ -67,10 +67,16 @@ void print_passes(const EngineReport& report) {
 
 // CUDA: the plan for one input shape: every step with its kernel or algorithm, the nodes
 // that fall back to the CPU (with copies), conversions, and the device memory.
-int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g) {
-  auto engine_or = load_engine(o.model, g);  // with --shapes and --precision-overrides
+int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g,
+                    const std::vector<std::string>& fp32_values) {
+  // With --shapes and --precision-overrides, and the fp16 range guard's values in fp32.
+  auto engine_or = load_engine(o.model, g, fp32_values);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
+  if (!e.report().fp32_kept.empty()) {
+    std::printf("\nkept in fp32 (%zu)\n", e.report().fp32_kept.size());
+    for (const std::string& line : e.report().fp32_kept) std::printf("  %s\n", line.c_str());
+  }
   auto feeds = random_inputs(e, o.batch, {}, 1);
   if (!feeds.is_ok()) return usage_error(feeds.status().message());
   auto ctx = e.create_context();
@@ -144,11 +150,13 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     std::printf("\n%s", (*imported)->graph_text().c_str());
   }
   if (o.passes) print_passes(report);
+  std::vector<std::string> fp32_values;
   if (g.precision == Precision::kFp16) {
     std::printf("\n");
-    print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
+    fp32_values = print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
+    if (g.no_fp16_fallback) fp32_values.clear();
   }
-  if (g.device == "cuda") return print_cuda_plan(o, g);
+  if (g.device == "cuda") return print_cuda_plan(o, g, fp32_values);
   return kExitOk;
 }
 

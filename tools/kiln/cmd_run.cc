@@ -157,29 +157,33 @@ int64_t nonfinite_count(const Tensor& t) {
 }
 
 // An fp16 output with inf or NaN where float32's has none is never silent: say so, and name
-// the values that leave fp16's range on these inputs (a float32 run on the CPU).
-void warn_fp16_nonfinite(const RunOptions& o, const GlobalOptions& g,
-                         const std::map<std::string, Tensor>& feeds,
-                         const std::map<std::string, Tensor>& outputs) {
+// the values that leave fp16's range on these inputs (a float32 run on the CPU). Returns them
+// (to keep in fp32 for a second run), or none.
+std::vector<std::string> warn_fp16_nonfinite(const RunOptions& o, const GlobalOptions& g,
+                                             const std::map<std::string, Tensor>& feeds,
+                                             const std::map<std::string, Tensor>& outputs) {
   int64_t bad = 0;
   for (const auto& [name, t] : outputs) bad += nonfinite_count(t);
-  if (bad == 0) return;
+  if (bad == 0 || is_plan_file(o.model)) return {};
   EngineOptions cpu;
   cpu.threads = g.threads;
   auto fp32 = Engine::load(o.model, cpu);
-  if (!fp32.is_ok()) return;
+  if (!fp32.is_ok()) return {};
   auto want = (*fp32)->create_context()->run(feeds);
-  if (!want.is_ok()) return;
+  if (!want.is_ok()) return {};
   int64_t bad32 = 0;
   for (const auto& [name, t] : *want) bad32 += nonfinite_count(t);
-  if (bad32 >= bad) return;  // float32 has them too: the model's, not fp16's
+  if (bad32 >= bad) return {};  // float32 has them too: the model's, not fp16's
   std::fprintf(stderr,
                "kiln: warning: the fp16 outputs hold %lld inf/NaN values where float32's hold "
                "%lld: fp16 overflowed\n",
                static_cast<long long>(bad), static_cast<long long>(bad32));
   auto report = check_fp16_range(**fp32, {feeds});
-  if (!report.is_ok()) return;
+  if (!report.is_ok()) return {};
   print_fp16_findings(stderr, report->findings);
+  std::vector<std::string> values;
+  for (const Fp16RangeFinding& f : report->findings) values.push_back(f.value);
+  return values;
 }
 
 int run(RunOptions& o, const GlobalOptions& g) {
@@ -225,8 +229,20 @@ int run(RunOptions& o, const GlobalOptions& g) {
   if (!outputs.is_ok()) return fail(outputs.status());
   spdlog::info("ran in {:.2f} ms", (now_seconds() - t0) * 1e3);
   for (const std::string& note : ctx->stats().notes) spdlog::warn("{}", note);
-  if (e.options().device == Device::kCuda && g.precision == Precision::kFp16)
-    warn_fp16_nonfinite(o, g, feeds, *outputs);
+  if (e.options().device == Device::kCuda && g.precision == Precision::kFp16) {
+    const std::vector<std::string> values = warn_fp16_nonfinite(o, g, feeds, *outputs);
+    // Unless asked not to, run again with what overflowed kept in fp32, and keep that answer.
+    if (!values.empty() && !g.no_fp16_fallback) {
+      std::fprintf(stderr,
+                   "kiln: note: running again with those values kept in fp32 "
+                   "(--no-fp16-fallback keeps the fp16 result)\n");
+      auto again = load_engine(o.model, g, values);
+      if (!again.is_ok()) return fail(again.status());
+      auto second = (*again)->create_context()->run(feeds);
+      if (!second.is_ok()) return fail(second.status());
+      outputs = std::move(second);
+    }
+  }
   // The plan's shape at a glance (-v): how many steps, and how many fell back to the CPU.
   if (g.verbose >= 1 && e.options().device == Device::kCuda) {
     auto layers = ctx->profile_layers(1);

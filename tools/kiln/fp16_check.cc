@@ -28,13 +28,14 @@ Result<Fp16RangeReport> fp16_range_report(const std::string& model, const Global
   return check_fp16_range(*engine, samples);
 }
 
-int print_fp16_range(const std::string& model, const GlobalOptions& g, int64_t batch,
-                     const std::vector<std::string>& shapes, bool always) {
+std::vector<std::string> print_fp16_range(const std::string& model, const GlobalOptions& g,
+                                          int64_t batch, const std::vector<std::string>& shapes,
+                                          bool always) {
   auto report = fp16_range_report(model, g, batch, shapes);
   if (!report.is_ok()) {
     std::fprintf(stderr, "kiln: warning: fp16 range check not run: %s\n",
                  report.status().to_string().c_str());
-    return 0;
+    return {};
   }
   const auto& f = report->findings;
   if (f.empty()) {
@@ -43,16 +44,30 @@ int print_fp16_range(const std::string& model, const GlobalOptions& g, int64_t b
           "fp16 range: all %lld float values inside fp16's range (float32 run on %d "
           "random inputs)\n",
           static_cast<long long>(report->values_checked), report->samples);
-    return 0;
+    return {};
   }
   std::FILE* out = always ? stdout : stderr;
+  const bool kept = g.device == "cuda" && !g.no_fp16_fallback;
   std::fprintf(out,
                "%sfp16 range: %zu of %lld float values leave fp16's range (float32 run on %d "
-               "random inputs); in fp16 they become inf or lose their values:\n",
+               "random inputs); %s:\n",
                always ? "" : "kiln: warning: ", f.size(),
-               static_cast<long long>(report->values_checked), report->samples);
+               static_cast<long long>(report->values_checked), report->samples,
+               kept ? "the layers writing and reading them are kept in fp32 (--no-fp16-fallback "
+                      "runs them in fp16)"
+                    : "in fp16 they become inf or lose their values");
   print_fp16_findings(out, f);
-  return static_cast<int>(f.size());
+  std::vector<std::string> values;
+  for (const Fp16RangeFinding& x : f) values.push_back(x.value);
+  return values;
+}
+
+std::vector<std::string> fp16_guard(const std::string& model, const GlobalOptions& g, int64_t batch,
+                                    const std::vector<std::string>& shapes) {
+  if (g.device != "cuda" || g.precision != Precision::kFp16 || is_plan_file(model)) return {};
+  std::vector<std::string> values = print_fp16_range(model, g, batch, shapes, false);
+  if (g.no_fp16_fallback) return {};
+  return values;
 }
 
 }  // namespace kiln::cli

@@ -62,6 +62,9 @@ int run_main(int argc, char** argv) {
                  "layer in fp32 in an fp16 engine; a fused group by its first node (kiln "
                  "inspect --passes)")
       ->type_name("NODE=fp32,...");
+  app.add_flag("--no-fp16-fallback", global.no_fp16_fallback,
+               "CUDA fp16: run in fp16 the layers whose values the fp16 range guard finds "
+               "outside fp16's range (by default they are kept in fp32)");
   add_enum(app, "--cpu-conv-algo", global.cpu_conv_algo,
            "CPU 3x3 convs: direct (exact fp32 rounding), auto (time Winograd too) or "
            "winograd",

@@ -1,0 +1,87 @@
+// EngineOptions::fp32_values in a CUDA fp16 plan: a value that overflows fp16 (the fp16
+// range guard's finding) is kept in fp32 by its writer and readers, and the output, inf in
+// plain fp16, is finite and close to the float32 reference. The mapping itself is tested on
+// the CPU (tests/runtime/test_fp32_values.cc).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/cuda/cuda_test_util.h"
+#include "kiln/engine.h"
+#include "kiln/fp16_range.h"
+#include "onnx/onnx_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+// x → Mul "up1" (×300) → t → Mul "up2" (×300) → u → Mul "down" (×0.001) → y. |u| reaches
+// 9e4·|x|: beyond fp16's 65504 wherever |x| > 0.73; y is back inside fp16's range.
+ModelBuilder overflowing_net() {
+  ModelBuilder b(17);
+  b.input("x", kFloat, {"N", 8, 4, 4});
+  b.initializer("k_up", {1}, {300.f});
+  b.initializer("k_down", {1}, {0.001f});
+  b.node("Mul", {"x", "k_up"}, {"t"}, "up1");
+  b.node("Mul", {"t", "k_up"}, {"u"}, "up2");
+  b.node("Mul", {"u", "k_down"}, {"y"}, "down");
+  b.output("y", kFloat, {"N", 8, 4, 4});
+  return b;
+}
+
+int64_t nonfinite(const Tensor& t) {
+  int64_t n = 0;
+  for (float v : t.to_floats()) n += !std::isfinite(v);
+  return n;
+}
+
+TEST(CudaFp32Values, AnOverflowingValueKeptInFp32StaysFinite) {
+  std::mt19937 gen(5);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> xv(2 * 8 * 4 * 4);
+  for (float& v : xv) v = d(gen);
+  const Tensor x = Tensor::from_floats({2, 8, 4, 4}, xv);
+  const std::string bytes = overflowing_net().bytes();
+
+  auto cpu = Engine::from_bytes(bytes, {});
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  auto want = (*cpu)->create_context()->run({{"x", x}});
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  // The guard names u, as the CLI's --precision fp16 runs do before they build.
+  auto report = check_fp16_range(**cpu, {{{"x", x}}});
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  std::vector<std::string> values;
+  for (const Fp16RangeFinding& f : report->findings) values.push_back(f.value);
+  ASSERT_EQ(values, std::vector<std::string>{"u"});
+
+  for (bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "u kept in fp32" : "plain fp16");
+    EngineOptions o;
+    o.device = Device::kCuda;
+    o.precision = Precision::kFp16;
+    o.time_tactics = false;
+    o.poison_memory = true;
+    if (keep) o.fp32_values = values;
+    auto e = Engine::from_bytes(bytes, o);
+    ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+    auto got = (*e)->create_context()->run({{"x", x}});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    const Tensor& y = got->at("y");
+    if (!keep) {
+      EXPECT_GT(nonfinite(y), 0) << "fp16 should overflow in u";
+      EXPECT_TRUE((*e)->report().fp32_kept.empty());
+      continue;
+    }
+    EXPECT_EQ(nonfinite(y), 0);
+    EXPECT_LE(relative_l2(y, want->at("y")), 2e-3);
+    EXPECT_EQ((*e)->report().fp32_kept,
+              (std::vector<std::string>{"node 'down' (Mul) in fp32: reads 'u'",
+                                        "node 'up2' (Mul) in fp32: writes 'u'"}));
+    EXPECT_EQ(
+        (*e)->options().precision_overrides,
+        (std::map<std::string, Precision>{{"down", Precision::kFp32}, {"up2", Precision::kFp32}}));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -2,7 +2,9 @@
 # kiln fp16 against PyTorch's fp16 CUDA graph (channels_last) at one batch, over many CNNs:
 # the zoo's "no CNN slower than PyTorch's CUDA graph" row. Each model: 2 alternating rounds
 # (bench/peer_gpu.py), kiln timing at most --max-tactics candidates per layer (KILN_SWEEP_TACTICS,
-# 3) so that a cold timing cache fits the call. Logs and JSON under $OUT; a table at the end.
+# 3) so that a cold timing cache fits the call. Logs and JSON under $OUT; a table at the end,
+# then kiln's per-layer profile of every model slower than PyTorch's CUDA graph.
+# On 2026-12-02 a model took 25-60 s (export excluded): budget KILN_SWEEP_TIMEOUT (75 s) each.
 #
 #   scripts/gpu/cnn_sweep.sh BATCH MODEL...   (after the bundle is unpacked: device_session.sh)
 set -uo pipefail
@@ -19,14 +21,14 @@ printf '%s\n' "$@" | OMP_NUM_THREADS=2 xargs -P "${KILN_SWEEP_EXPORTS:-8}" -I{} 
   "[ -f '$models/{}.onnx' ] || python3 '$repo/scripts/models/export_torchvision.py' {} \
      --opset 17 --out '$models/{}.onnx' > '$OUT/sweep/export_{}.log' 2>&1"
 for m in "$@"; do
-  timeout "${KILN_SWEEP_TIMEOUT:-120}" python3 "$repo/bench/peer_gpu.py" --model "$m" \
+  timeout "${KILN_SWEEP_TIMEOUT:-75}" python3 "$repo/bench/peer_gpu.py" --model "$m" \
     --onnx "$models/$m.onnx" --kiln "$(command -v kiln)" --batch "$batch" --precision fp16 \
     --torch-mode cuda_graph --rounds 2 --warmup 0.3 --duration 0.5 \
     --kiln-args="--timing-cache /tmp/kiln-timing.cache --max-tactics ${KILN_SWEEP_TACTICS:-3}" \
     --out "$OUT/sweep/${m}_b$batch.json" > "$OUT/sweep/${m}_b$batch.log" 2>&1
   echo "$m: exit $?"
 done
-python3 - "$OUT/sweep" "$batch" <<'PY'
+python3 - "$OUT/sweep" "$batch" > "$OUT/sweep/table.md" <<'PY'
 import glob, json, os, sys
 d, b = sys.argv[1], sys.argv[2]
 print(f"| model | kiln img/s | PyTorch CUDA graph img/s | kiln / CUDA graph |")
@@ -41,3 +43,12 @@ for f in sorted(glob.glob(os.path.join(d, f"*_b{b}.json"))):
     else:
         print(f"| {m} | {k or '–'} | {t or '–'} | incomplete (see {m}_b{b}.log) |")
 PY
+cat "$OUT/sweep/table.md"
+# The slower ones' profiles: where kiln spends its time.
+grep -E "^\| .* \| 0\.[0-9]+x \|$" "$OUT/sweep/table.md" | awk -F'|' '{gsub(/ /, "", $2); print $2}' |
+  while read -r m; do
+    timeout 60 kiln bench --device cuda --precision fp16 --cuda-graph --batch "$batch" \
+      --no-transfers --duration 1 --timing-cache /tmp/kiln-timing.cache "$models/$m.onnx" \
+      --dump-profile "$OUT/sweep/profile_${m}_b$batch.json" > "$OUT/sweep/profile_${m}_b$batch.log" 2>&1
+    echo "== $m"; head -20 "$OUT/sweep/profile_${m}_b$batch.log"
+  done

@@ -1,0 +1,44 @@
+// Every op case (tests/ops/cases) on the CPU: the reference kernel runs it, and where the
+// oneDNN backend claims the node its kernel matches the reference, output poisoned with NaN
+// first. The CUDA kernels run the same cases in tests/backends/cuda/test_op_cases.cc.
+#include <gtest/gtest.h>
+
+#include <cctype>
+
+#include "backends/backend_test_util.h"
+#include "backends/dnnl_test_util.h"
+#include "ops/cases/op_cases.h"
+#include "ops/op_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+class OpCases : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(OpCases, ReferenceAndOnednn) {
+  const OpCase& c = op_cases()[GetParam()];
+  CaseGraph cg = build_case(c);
+  std::vector<Tensor> want;
+  Status ran = run_reference(*cg.node, cg.inputs, want);
+  ASSERT_TRUE(ran.is_ok()) << ran.to_string();
+  ASSERT_EQ(want.size(), c.outputs);
+  const Backend& dnnl = onednn_backend(2);
+  if (!dnnl.supports(*cg.node)) return;  // the reference kernel runs it on the CPU
+  auto kernel = dnnl.create_kernel(*cg.node);
+  ASSERT_TRUE(kernel.is_ok()) << kernel.status().to_string();
+  auto got = prepare_and_run(**kernel, cg.inputs);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  expect_near(*got, want[0], 1e-6, 1e-5);
+}
+
+std::string label(const ::testing::TestParamInfo<size_t>& info) {
+  std::string s = case_label(op_cases()[info.param]);
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, OpCases, ::testing::Range<size_t>(0, op_cases().size()), label);
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,42 @@
+// The activations with attributes and without, on shapes every vector width divides and on
+// odd ones; rank 4 (a layout to offer on the GPU) and others.
+#include "ops/cases/op_cases.h"
+#include "ops/op_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+OpCase unary(OpKind op, std::string name, const Shape& s, uint32_t seed, Attributes a = {}) {
+  OpCase c;
+  c.name = std::move(name);
+  c.op = op;
+  c.attrs = std::move(a);
+  c.inputs.push_back({random_tensor(s, seed, -4.f, 4.f)});
+  return c;
+}
+
+Attributes floats(std::initializer_list<std::pair<const char*, float>> kv) {
+  Attributes a;
+  for (const auto& [k, v] : kv) a.set(k, v);
+  return a;
+}
+
+}  // namespace
+
+KILN_OP_CASES(activations) {
+  std::vector<OpCase> r;
+  uint32_t seed = 200;
+  for (OpKind op : {OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::HardSwish}) {
+    r.push_back(unary(op, "nchw", {2, 16, 5, 7}, seed++));
+    r.push_back(unary(op, "odd", {3, 5, 7}, seed++));
+  }
+  r.push_back(unary(OpKind::LeakyRelu, "default_alpha", {2, 16, 5, 7}, seed++));
+  r.push_back(unary(OpKind::LeakyRelu, "alpha", {3, 5, 7}, seed++, floats({{"alpha", 0.3f}})));
+  r.push_back(unary(OpKind::HardSigmoid, "default", {2, 16, 5, 7}, seed++));
+  // Paddle's hardsigmoid (slope 0.2, offset 0.5), as converted models carry it.
+  r.push_back(unary(OpKind::HardSigmoid, "paddle", {3, 5, 7}, seed++,
+                    floats({{"alpha", 0.2f}, {"beta", 0.5f}})));
+  return r;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,85 @@
+#include "ops/cases/op_cases.h"
+
+#include "ops/op_registry.h"
+
+namespace kiln::test {
+
+namespace {
+
+std::vector<CaseTable>& tables() {
+  static std::vector<CaseTable> t;
+  return t;
+}
+
+}  // namespace
+
+bool register_op_cases(CaseTable table) {
+  tables().push_back(table);
+  return true;
+}
+
+const std::vector<OpCase>& op_cases() {
+  static const std::vector<OpCase> all = [] {
+    std::vector<OpCase> r;
+    for (CaseTable t : tables())
+      for (OpCase& c : t()) r.push_back(std::move(c));
+    return r;
+  }();
+  return all;
+}
+
+std::string case_label(const OpCase& c) { return std::string(op_name(c.op)) + "." + c.name; }
+
+CaseGraph build_case(const OpCase& c) {
+  CaseGraph cg;
+  cg.graph = std::make_unique<Graph>();
+  Graph& g = *cg.graph;
+  std::vector<Value*> ins;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const CaseInput& in = c.inputs[i];
+    std::string name = "in";
+    name += std::to_string(i);
+    if (!in.t.defined()) {
+      ins.push_back(nullptr);
+      cg.inputs.push_back(nullptr);
+      continue;
+    }
+    if (in.constant) {
+      ins.push_back(g.add_constant(name, in.t));
+    } else {
+      Value* v = g.add_value(name);
+      v->dtype = in.t.dtype();
+      v->has_shape = true;
+      for (int64_t d : in.t.shape()) v->dims.push_back(Dim{d, ""});
+      ins.push_back(v);
+    }
+    cg.inputs.push_back(&in.t);
+  }
+  std::vector<Value*> outs;
+  for (size_t i = 0; i < c.outputs; ++i) {
+    std::string name = "out";
+    name += std::to_string(i);
+    outs.push_back(g.add_value(name));
+  }
+  cg.node = g.add_node(c.op, "case_node", ins, outs, c.attrs);
+  cg.node->epilogue = c.epilogue;
+  // The outputs typed as an imported graph's would be (backends claim nodes by their dtypes),
+  // by the op's shape rule; a case the rule rejects keeps them untyped, and its harness run
+  // reports the rule's error.
+  if (const OpDef* def = OpRegistry::find(c.op)) {
+    std::vector<TensorDesc> in(c.inputs.size()), out(c.outputs);
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+      if (c.inputs[i].t.defined())
+        in[i] = TensorDesc{c.inputs[i].t.dtype(), c.inputs[i].t.shape(), &c.inputs[i].t};
+    if (infer_node(*def, *cg.node, in, out).is_ok())
+      for (size_t i = 0; i < outs.size(); ++i) {
+        if (!out[i].present()) continue;
+        outs[i]->dtype = out[i].dtype;
+        outs[i]->has_shape = true;
+        for (int64_t d : out[i].shape) outs[i]->dims.push_back(Dim{d, ""});
+      }
+  }
+  return cg;
+}
+
+}  // namespace kiln::test

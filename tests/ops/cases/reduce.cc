@@ -1,0 +1,58 @@
+// ReduceMean, ReduceMax, ReduceL2 (axes attribute) and ReduceSum (axes input): leading, inner,
+// trailing and alternating axes, all axes, keepdims 0/1, negative axes, size-1 axes, a long
+// contiguous reduction, ResNet's spatial mean.
+#include "ops/cases/op_cases.h"
+#include "ops/op_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+struct Axes {
+  const char* name;
+  Shape x;
+  std::vector<int64_t> axes;  // empty: none given (all axes)
+  int64_t keepdims;
+};
+
+const Axes kAxes[] = {
+    {"spatial", {2, 17, 9, 11}, {2, 3}, 1},     {"channels_dropped", {2, 17, 9, 11}, {1}, 0},
+    {"last_negative", {2, 17, 9, 11}, {-1}, 1}, {"all", {2, 17, 9, 11}, {}, 1},
+    {"alternating", {2, 17, 9, 11}, {0, 2}, 0}, {"size_one_axis", {3, 1, 7}, {1}, 1},
+    {"long_rows", {4, 5000}, {1}, 1},           {"rank5", {2, 3, 4, 5, 6}, {-1, -2, 0}, 0},
+    {"resnet_mean", {8, 256, 7, 7}, {2, 3}, 1},
+};
+
+Tensor int64s(const std::vector<int64_t>& v) {
+  Tensor t(DataType::kInt64, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  return t;
+}
+
+}  // namespace
+
+KILN_OP_CASES(reduce) {
+  std::vector<OpCase> r;
+  uint32_t seed = 900;
+  for (OpKind op : {OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceL2})
+    for (const Axes& a : kAxes) {
+      OpCase c;
+      c.name = a.name;
+      c.op = op;
+      if (!a.axes.empty()) c.attrs.set("axes", a.axes);
+      c.attrs.set("keepdims", a.keepdims);
+      c.inputs.push_back({random_tensor(a.x, seed++, -2.f, 2.f)});
+      r.push_back(std::move(c));
+    }
+  for (const Axes& a : kAxes) {
+    OpCase c;
+    c.name = a.name;
+    c.op = OpKind::ReduceSum;
+    c.attrs.set("keepdims", a.keepdims);
+    c.inputs.push_back({random_tensor(a.x, seed++, 0.f, 2.f)});
+    if (!a.axes.empty()) c.inputs.push_back({int64s(a.axes), true});
+    r.push_back(std::move(c));
+  }
+  return r;
+}
+
+}  // namespace kiln::test

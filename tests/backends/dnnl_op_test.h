@@ -33,8 +33,11 @@ inline bool dnnl_matches_reference(OpKind op, const Attributes& attrs,
       tensors.push_back(nullptr);
       continue;
     }
-    ins.push_back(in.constant ? g.add_constant("c" + std::to_string(i), in.t)
-                              : f32_value(g, "x" + std::to_string(i), in.t.shape()));
+    // Appended, not "c" + std::to_string(i): GCC 12 warns on that (-Wrestrict, a false
+    // positive) where it inlines it.
+    std::string name(in.constant ? "c" : "x");
+    name += std::to_string(i);
+    ins.push_back(in.constant ? g.add_constant(name, in.t) : f32_value(g, name, in.t.shape()));
     tensors.push_back(&in.t);
   }
   Value* y = g.add_value("y");

@@ -1,44 +1,9 @@
-// oneDNN activations and unary math against the reference on random data of several ranks.
+// oneDNN activations beyond the op case tables (tests/ops/cases/activations.cc): Clip's
+// bounds, constant and computed, and a kernel prepared again for new shapes.
 #include "backends/dnnl_op_test.h"
 
 namespace kiln::test {
 namespace {
-
-Attributes with(std::initializer_list<std::pair<const char*, float>> kv) {
-  Attributes a;
-  for (const auto& [k, v] : kv) a.set(k, v);
-  return a;
-}
-
-TEST(DnnlEltwise, MatchesReference) {
-  struct Case {
-    OpKind op;
-    Attributes attrs;
-  };
-  const std::vector<Case> cases = {
-      {OpKind::Relu, {}},
-      {OpKind::LeakyRelu, {}},
-      {OpKind::LeakyRelu, with({{"alpha", 0.3f}})},
-      {OpKind::Sigmoid, {}},
-      {OpKind::Tanh, {}},
-      {OpKind::HardSigmoid, {}},
-      {OpKind::HardSigmoid, with({{"alpha", 0.5f}, {"beta", 0.25f}})},
-      {OpKind::HardSwish, {}},
-      {OpKind::Softplus, {}},
-      {OpKind::Exp, {}},
-  };
-  uint32_t seed = 7;
-  for (const Case& c : cases)
-    for (Shape s :
-         {Shape{2, 3, 5, 7}, Shape{17}, Shape{3, 1000}, Shape{}, Shape{4, 21, 112, 112}}) {
-      SCOPED_TRACE(std::string(op_name(c.op)) + " " + shape_str(s));
-      // Wide enough to reach every piece of the piecewise ones (HardSwish's ±3).
-      Tensor x = random_tensor(s, ++seed, -4.f, 4.f);
-      EXPECT_TRUE(dnnl_matches_reference(c.op, c.attrs, {{x}}));
-    }
-  Tensor x = random_tensor({4, 9, 9}, 99, 0.01f, 5.f);  // Sqrt of positive values
-  EXPECT_TRUE(dnnl_matches_reference(OpKind::Sqrt, {}, {{x}}));
-}
 
 TEST(DnnlEltwise, ClipBoundsFromConstants) {
   Tensor x = random_tensor({2, 8, 4, 4}, 5, -3.f, 3.f);

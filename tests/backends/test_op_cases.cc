@@ -1,6 +1,7 @@
 // Every op case (tests/ops/cases) on the CPU: the reference kernel runs it, and where the
 // oneDNN backend claims the node its kernel matches the reference, output poisoned with NaN
-// first. The CUDA kernels run the same cases in tests/backends/cuda/test_op_cases.cc.
+// first, through oneDNN's own primitive unless the case says why not. The CUDA kernels run the same
+// cases in tests/backends/cuda/test_op_cases.cc.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -29,6 +30,10 @@ TEST_P(OpCases, ReferenceAndOnednn) {
   auto got = prepare_and_run(**kernel, cg.inputs);
   ASSERT_TRUE(got.is_ok()) << got.status().to_string();
   expect_near(*got, want[0], 1e-6, 1e-5);
+  // A claimed node runs on oneDNN's primitive unless the case says why it cannot.
+  EXPECT_EQ(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference(),
+            c.onednn_reference != nullptr)
+      << (c.onednn_reference ? c.onednn_reference : "the oneDNN primitive should run");
 }
 
 std::string label(const ::testing::TestParamInfo<size_t>& info) {

@@ -30,9 +30,25 @@ KILN_OP_CASES(activations) {
     r.push_back(unary(op, "nchw", {2, 16, 5, 7}, seed++));
     r.push_back(unary(op, "odd", {3, 5, 7}, seed++));
   }
+  for (OpKind op : {OpKind::Softplus, OpKind::Exp}) {
+    r.push_back(unary(op, "nchw", {2, 16, 5, 7}, seed++));
+    r.push_back(unary(op, "rank1", {17}, seed++));
+  }
+  r.push_back(unary(OpKind::Relu, "scalar", {}, seed++));
+  r.push_back(unary(OpKind::HardSwish, "large", {4, 21, 112, 112}, seed++));
+  r.push_back(unary(OpKind::Sigmoid, "rows", {3, 1000}, seed++));
+  {  // of positive values
+    OpCase c;
+    c.name = "positive";
+    c.op = OpKind::Sqrt;
+    c.inputs.push_back({random_tensor({4, 9, 9}, seed++, 0.01f, 5.f)});
+    r.push_back(std::move(c));
+  }
   r.push_back(unary(OpKind::LeakyRelu, "default_alpha", {2, 16, 5, 7}, seed++));
   r.push_back(unary(OpKind::LeakyRelu, "alpha", {3, 5, 7}, seed++, floats({{"alpha", 0.3f}})));
   r.push_back(unary(OpKind::HardSigmoid, "default", {2, 16, 5, 7}, seed++));
+  r.push_back(unary(OpKind::HardSigmoid, "alpha_beta", {2, 16, 5, 7}, seed++,
+                    floats({{"alpha", 0.5f}, {"beta", 0.25f}})));
   // Paddle's hardsigmoid (slope 0.2, offset 0.5), as converted models carry it.
   r.push_back(unary(OpKind::HardSigmoid, "paddle", {3, 5, 7}, seed++,
                     floats({{"alpha", 0.2f}, {"beta", 0.5f}})));

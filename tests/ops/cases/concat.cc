@@ -31,6 +31,12 @@ OpCase affine(std::string name, const std::vector<Shape>& shapes, Activation act
   return c;
 }
 
+OpCase empty_input() {
+  OpCase c = concat("empty_input", {{2, 0, 6, 6}, {2, 8, 6, 6}}, 1, 24);
+  c.onednn_reference = "an empty input";
+  return c;
+}
+
 }  // namespace
 
 KILN_OP_CASES(concat) {
@@ -45,8 +51,9 @@ KILN_OP_CASES(concat) {
       concat("rank1", {{7}, {9}, {16}}, 0, 18),
       concat("rank5", {{1, 2, 3, 4, 5}, {1, 2, 3, 1, 5}}, 3, 21),
       concat("one_input", {{2, 8, 6, 6}}, 1, 23),
-      concat("empty_input", {{2, 0, 6, 6}, {2, 8, 6, 6}}, 1, 24),
+      empty_input(),
       concat("constant_input", {{1, 3, 5, 6}, {1, 4, 5, 6}}, 1, 26, 1),
+      concat("large_channels", {{4, 21, 112, 112}, {4, 11, 112, 112}}, 1, 28),
       affine("affine_relu", {{2, 64, 7, 5}, {2, 32, 7, 5}, {2, 32, 7, 5}}, Activation::kRelu, 30),
       affine("affine_odd_channels", {{1, 3, 4, 6}, {1, 5, 4, 6}}, Activation::kNone, 33),
   };

@@ -32,6 +32,9 @@ struct OpCase {
   std::vector<CaseInput> inputs;
   size_t outputs = 1;
   Epilogue epilogue;
+  // Why the oneDNN kernel, claiming the node, runs the reference kernel for these shapes (both
+  // operands broadcast, an empty input); nullptr: its own primitive must run.
+  const char* onednn_reference = nullptr;
 };
 
 // Every registered case, in registration order (built on first use).

@@ -4,8 +4,6 @@
 // cases in tests/backends/cuda/test_op_cases.cc.
 #include <gtest/gtest.h>
 
-#include <cctype>
-
 #include "backends/backend_test_util.h"
 #include "backends/dnnl_test_util.h"
 #include "ops/cases/op_cases.h"
@@ -36,14 +34,8 @@ TEST_P(OpCases, ReferenceAndOnednn) {
       << (c.onednn_reference ? c.onednn_reference : "the oneDNN primitive should run");
 }
 
-std::string label(const ::testing::TestParamInfo<size_t>& info) {
-  std::string s = case_label(op_cases()[info.param]);
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-}
-
-INSTANTIATE_TEST_SUITE_P(All, OpCases, ::testing::Range<size_t>(0, op_cases().size()), label);
+INSTANTIATE_TEST_SUITE_P(All, OpCases, ::testing::Range<size_t>(0, op_cases().size()),
+                         [](const auto& info) { return case_test_name(info.param); });
 
 }  // namespace
 }  // namespace kiln::test

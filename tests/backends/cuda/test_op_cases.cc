@@ -4,8 +4,6 @@
 // error fails.
 #include <gtest/gtest.h>
 
-#include <cctype>
-
 #include "backends/cuda/structured_test_util.h"
 #include "ops/cases/op_cases.h"
 
@@ -41,14 +39,8 @@ TEST_P(CudaOpCases, MatchesReference) {
   if (ran == 0) GTEST_SKIP() << "the CUDA kernel leaves this case to the CPU";
 }
 
-std::string label(const ::testing::TestParamInfo<size_t>& info) {
-  std::string s = case_label(op_cases()[info.param]);
-  for (char& ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return s;
-}
-
-INSTANTIATE_TEST_SUITE_P(All, CudaOpCases, ::testing::Range<size_t>(0, op_cases().size()), label);
+INSTANTIATE_TEST_SUITE_P(All, CudaOpCases, ::testing::Range<size_t>(0, op_cases().size()),
+                         [](const auto& info) { return case_test_name(info.param); });
 
 }  // namespace
 }  // namespace kiln::test

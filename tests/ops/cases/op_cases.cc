@@ -1,5 +1,7 @@
 #include "ops/cases/op_cases.h"
 
+#include <cctype>
+
 #include "ops/op_registry.h"
 
 namespace kiln::test {
@@ -29,6 +31,13 @@ const std::vector<OpCase>& op_cases() {
 }
 
 std::string case_label(const OpCase& c) { return std::string(op_name(c.op)) + "." + c.name; }
+
+std::string case_test_name(size_t index) {
+  std::string s = case_label(op_cases().at(index));
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
 
 CaseGraph build_case(const OpCase& c) {
   CaseGraph cg;

@@ -40,8 +40,10 @@ struct OpCase {
 // Every registered case, in registration order (built on first use).
 const std::vector<OpCase>& op_cases();
 
-// "Concat.axis1_three_inputs", for test names and traces.
+// "Concat.axis1_three_inputs", for traces; case_test_name(i) is the label of op_cases()[i]
+// as a gtest name ("Concat_axis1_three_inputs").
 std::string case_label(const OpCase& c);
+std::string case_test_name(size_t index);
 
 // The case's one-node graph: each input a graph input of its tensor's dtype and shape, or a
 // constant holding it.

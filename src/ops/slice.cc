@@ -4,20 +4,14 @@
 // are clamped to [0, d] for positive steps and to [0, d-1] / [-1, d-1] for negative ones;
 // so INT64_MAX / INT64_MIN ends mean "to the end" / "to the beginning".
 
+#include "ops/slice.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "ops/op_util.h"
 
 namespace kiln {
-
-namespace {
-
-// The window on every axis: first index, step and count.
-struct SliceWindow {
-  std::vector<int64_t> start, step;
-  Shape shape;
-};
 
 Result<SliceWindow> slice_window(const std::vector<TensorDesc>& in) {
   const Shape& s = in[0].shape;
@@ -75,6 +69,8 @@ Result<SliceWindow> slice_window(const std::vector<TensorDesc>& in) {
   }
   return w;
 }
+
+namespace {
 
 Status infer_slice(const Node& node, const std::vector<TensorDesc>& in,
                    std::vector<TensorDesc>& out) {

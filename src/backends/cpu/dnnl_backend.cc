@@ -157,6 +157,11 @@ bool claims(const Node& node) {
     case OpKind::Softmax: return softmax_supported(node);
     case OpKind::Concat: return concat_supported(node);
     case OpKind::Resize: return resize_supported(node);
+    case OpKind::Transpose: return transpose_supported(node);
+    case OpKind::Slice: return slice_supported(node);
+    case OpKind::ReduceMean:
+    case OpKind::ReduceSum:
+    case OpKind::ReduceL2: return reduce_supported(node);
     default: return binary_supported(node) || eltwise_supported(node);
   }
 }
@@ -180,6 +185,11 @@ class OnednnBackend final : public Backend {
       case OpKind::Softmax: return make_softmax_kernel(node, shared_);
       case OpKind::Concat: return make_concat_kernel(node, shared_);
       case OpKind::Resize: return make_resize_kernel(node, shared_);
+      case OpKind::Transpose: return make_transpose_kernel(node, shared_);
+      case OpKind::Slice: return make_slice_kernel(node, shared_);
+      case OpKind::ReduceMean:
+      case OpKind::ReduceSum:
+      case OpKind::ReduceL2: return make_reduce_kernel(node, shared_);
       default:
         return is_binary_op(node.op) ? make_binary_kernel(node, shared_)
                                      : make_eltwise_kernel(node, shared_);

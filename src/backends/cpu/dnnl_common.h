@@ -170,6 +170,15 @@ std::unique_ptr<Kernel> make_concat_kernel(const Node& node, const DnnlShared& s
 bool concat_supported(const Node& node);
 std::unique_ptr<Kernel> make_resize_kernel(const Node& node, const DnnlShared& shared);
 bool resize_supported(const Node& node);
+// Data movement as reorders (dnnl_transpose.cc, dnnl_slice.cc).
+std::unique_ptr<Kernel> make_transpose_kernel(const Node& node, const DnnlShared& shared);
+bool transpose_supported(const Node& node);
+std::unique_ptr<Kernel> make_slice_kernel(const Node& node, const DnnlShared& shared);
+bool slice_supported(const Node& node);
+// ReduceMean, ReduceSum, ReduceL2 (dnnl_reduce.cc).
+bool is_reduce_op(OpKind op);
+std::unique_ptr<Kernel> make_reduce_kernel(const Node& node, const DnnlShared& shared);
+bool reduce_supported(const Node& node);
 
 // The row-major f32 desc of `shape` (what the runtime's Tensors hold); a scalar is [1].
 dnnl::memory::desc plain_desc(const std::vector<int64_t>& shape);

@@ -1,0 +1,69 @@
+// oneDNN Transpose in fp32, any permutation of up to DNNL_MAX_NDIMS axes: one reorder from the
+// input viewed in the output's axis order (output axis i walks input axis perm[i], with that
+// axis's stride) to the plain output. ShuffleNet's channel shuffle is such a transpose.
+
+#include <numeric>
+
+#include "backends/cpu/dnnl_common.h"
+#include "ops/op_util.h"
+
+namespace kiln::dnnl_cpu {
+
+namespace {
+
+using dnnl::memory;
+
+class DnnlTransposeKernel final : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>&) override {
+    const Shape& xs = in[0].shape;
+    const size_t rank = xs.size();
+    if (rank == 0 || rank > DNNL_MAX_NDIMS || !all_positive(xs)) return false;
+    // The default permutation reverses the axes (the reference's rule).
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+    if (node_.attrs.has("perm")) perm = node_.attrs.get_ints("perm");
+    if (perm.size() != rank) return false;
+    const std::vector<int64_t> strides = strides_of(xs);
+    std::vector<int64_t> dims(rank), src_strides(rank);
+    std::vector<bool> seen(rank, false);
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(rank) : perm[i];
+      if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p]) return false;
+      seen[p] = true;
+      dims[i] = xs[p];
+      src_strides[i] = strides[p];
+    }
+    src_md_ = memory::desc(to_dims(dims), memory::data_type::f32, to_dims(src_strides));
+    dst_md_ = plain_desc(dims);
+    prim_ =
+        dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src_md_, cpu_engine(), dst_md_));
+    stream_ = dnnl::stream(cpu_engine());
+    return true;
+  }
+
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    execute_src_dst(prim_, stream_, src_md_, in[0]->raw(), dst_md_, out[0]->raw());
+  }
+
+ private:
+  memory::desc src_md_, dst_md_;
+  dnnl::reorder prim_;
+  dnnl::stream stream_;
+};
+
+}  // namespace
+
+bool transpose_supported(const Node& node) {
+  return node.inputs.size() == 1 && node.outputs.size() == 1 && node.epilogue.empty() &&
+         is_f32(node.inputs[0]) && is_f32(node.outputs[0]);
+}
+
+std::unique_ptr<Kernel> make_transpose_kernel(const Node& node, const DnnlShared& shared) {
+  return std::make_unique<DnnlTransposeKernel>(node, shared);
+}
+
+}  // namespace kiln::dnnl_cpu

@@ -103,6 +103,9 @@ struct CpuStep {
   std::unique_ptr<Kernel> kernel;
   // Infers and prepares again on every run (see cpu_plan.h).
   bool dynamic = false;
+  // A view (Reshape, Flatten, Squeeze, Unsqueeze): its output is planned over its input's
+  // bytes, so the step does not run.
+  bool view = false;
   std::vector<TensorDesc> planned_out;  // the output descs the plan was built with
   // Wired to the plan's slots at build; scratch for dynamic steps.
   std::vector<const Tensor*> in;
@@ -186,6 +189,7 @@ Status CpuPlanCache::run_plan(CpuPlan& p, const std::vector<const Tensor*>& inpu
   for (size_t k = 0; k < p.steps.size(); ++k) {
     const Node& node = *e_.order[k];
     CpuStep& s = p.steps[k];
+    if (s.view) continue;
     if (s.dynamic) {
       for (size_t i = 0; i < node.inputs.size(); ++i)
         s.in_desc[i] =
@@ -309,10 +313,33 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
     outputs.push_back(t);
   }
 
+  // Views: a Reshape, Flatten, Squeeze or Unsqueeze of a value in the arena (row-major bytes:
+  // the runtime's tensors are, and these ops are no oneDNN layout operands) is the same bytes
+  // with another shape. Its output shares its input's buffer (root), which then lives until
+  // the last reader of either; the step does not run. Not for graph inputs and outputs (the
+  // caller's tensors), constants, or steps whose shapes follow the data.
+  std::vector<size_t> root(nv);
+  for (size_t id = 0; id < nv; ++id) root[id] = id;
+  auto in_arena = [&](const Value* v) {
+    return v && !v->is_constant() && v->producer && !e_.is_graph_output[v->id()] &&
+           !p.per_run[v->id()];
+  };
+  for (size_t k = 0; k < e_.order.size(); ++k) {
+    const Node& node = *e_.order[k];
+    const bool view_op = node.op == OpKind::Reshape || node.op == OpKind::Flatten ||
+                         node.op == OpKind::Squeeze || node.op == OpKind::Unsqueeze;
+    if (!view_op || p.steps[k].dynamic || node.outputs.size() != 1) continue;
+    const Value* x = node.input(0);
+    const Value* y = node.output(0);
+    if (!in_arena(x) || !in_arena(y)) continue;
+    const TensorDesc &dx = p.desc[x->id()], &dy = p.desc[y->id()];
+    if (dx.dtype != dy.dtype || shape_numel(dx.shape) != shape_numel(dy.shape)) continue;
+    root[y->id()] = root[x->id()];
+    p.steps[k].view = true;
+  }
   // The arena: every node output that is not a graph output, live from its producer to its
-  // last reader.
-  std::vector<BufferUse> uses;
-  std::vector<size_t> ids;
+  // last reader (a buffer: from its root's producer to the last reader of any of its views).
+  std::vector<int> first(nv, -1), last(nv, -1);
   for (size_t k = 0; k < e_.order.size(); ++k)
     for (const Value* v : e_.order[k]->outputs) {
       if (!v) continue;
@@ -320,14 +347,23 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
         p.per_run[v->id()] = true;
         continue;
       }
-      const int last = std::max(static_cast<int>(k), e_.last_use[v->id()]);
-      const TensorDesc& d = p.desc[v->id()];
-      uses.push_back({static_cast<int64_t>(shape_numel(d.shape) * dtype_size(d.dtype)),
-                      static_cast<int>(k), last});
-      ids.push_back(v->id());
+      const size_t r = root[v->id()];
+      if (first[r] < 0) first[r] = static_cast<int>(k);
+      last[r] = std::max({last[r], static_cast<int>(k), e_.last_use[v->id()]});
     }
+  std::vector<BufferUse> uses;
+  std::vector<size_t> ids;
+  for (size_t id = 0; id < nv; ++id) {
+    if (first[id] < 0 || root[id] != id) continue;
+    const TensorDesc& d = p.desc[id];
+    uses.push_back(
+        {static_cast<int64_t>(shape_numel(d.shape) * dtype_size(d.dtype)), first[id], last[id]});
+    ids.push_back(id);
+  }
   const ArenaPlan arena = plan_arena(uses, kArenaAlignment);
   for (size_t b = 0; b < ids.size(); ++b) p.offset[ids[b]] = arena.offsets[b];
+  for (size_t id = 0; id < nv; ++id)
+    if (root[id] != id && first[root[id]] >= 0) p.offset[id] = p.offset[root[id]];
   p.arena_bytes = arena.total_bytes;
   p.arena_lower_bound = arena.lower_bound;
   // Wire each step to the slots (a vector not resized again, so the pointers stay valid).

@@ -301,6 +301,49 @@ TEST(CpuContext, TimingAndMemoryOfTheLastRun) {
   EXPECT_EQ(m->workspace, 0);
 }
 
+// Reshape-like steps are views in a cached plan: their output is their input's bytes, which
+// then live until the last reader of either. a = Relu(x); b = Flatten(a); c = Sigmoid(b);
+// d = Reshape(c) to a's shape; e = a + d (a read after b's reader). The arena then holds a and
+// c (2 × 4 KiB), where copies would have held a, b and c at once; the results equal the
+// reference backend's, run after run.
+TEST(CpuPlanCache, ReshapesAreViewsOfTheirInput) {
+  auto build = [](const std::string& backend) {
+    auto g = std::make_unique<Graph>();
+    Value* x = f32_value(*g, "x", {1, 16, 8, 8});
+    auto node = [&](OpKind op, std::vector<Value*> in, const Shape& s, Attributes a = {}) {
+      Value* y = f32_value(*g, "v" + std::to_string(g->nodes().size()), s);
+      g->add_node(op, "n" + std::to_string(g->nodes().size()), std::move(in), {y}, std::move(a));
+      return y;
+    };
+    Value* a = node(OpKind::Relu, {x}, {1, 16, 8, 8});
+    Value* b = node(OpKind::Flatten, {a}, {1, 1024});
+    Value* c = node(OpKind::Sigmoid, {b}, {1, 1024});
+    Value* shape = g->add_constant("shape", Tensor::from_int64s({4}, {1, 16, 8, 8}));
+    Value* d = node(OpKind::Reshape, {c, shape}, {1, 16, 8, 8});
+    Value* e = node(OpKind::Add, {a, d}, {1, 16, 8, 8});
+    g->inputs() = {x};
+    g->outputs() = {e};
+    EngineOptions o;
+    o.optimize = false;
+    o.backend = backend;
+    auto engine = build_engine(std::move(g), o);
+    EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
+    return std::move(engine).value();
+  };
+  auto engine = build("auto"), reference = build("reference");
+  auto ctx = engine->create_context();
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const std::map<std::string, Tensor> in = {{"x", random_tensor({1, 16, 8, 8}, seed, -2.f, 2.f)}};
+    auto got = ctx->run(in);
+    auto want = reference->create_context()->run(in);
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    expect_near(got->at("v4"), want->at("v4"), 1e-6, 1e-5);
+  }
+  EXPECT_EQ(ctx->stats().plan_builds, 1);
+  EXPECT_EQ(ctx->stats().arena_bytes, 2 * 16 * 8 * 8 * 4);
+}
+
 // Shape ranges: opt is planned at build; a shape inside the range builds on first use and is
 // cached; with only_profile_shapes shapes inside run and others are refused, naming the range;
 // a bad range fails the build saying what is wrong.

@@ -1,6 +1,7 @@
 // The optimizer's pass order, in one place. Identity removal first so the patterns below
-// see through it; constant folding before BN folding (exporters sometimes compute BN
-// params with Constant nodes); BN folding before epilogue fusion so Conv + BN + Relu fuses
+// see through it, and again after constant folding (a Pad by zeros whose pads a Constant node
+// gave); constant folding before BN folding (exporters sometimes compute BN params with
+// Constant nodes); BN folding before epilogue fusion so Conv + BN + Relu fuses
 // as one; dead nodes last, to sweep what folding orphaned.
 #include <map>
 
@@ -22,6 +23,8 @@ Status optimize_graph(Graph& g, PassReport* report, bool verify_each_pass) {
   static const Pass kPasses[] = {
       {"remove_identity", [](Graph& g, Groups*) { return remove_identity(g); }},
       {"fold_constants", [](Graph& g, Groups*) { return fold_constants(g); }},
+      // Again: folding makes constants of inputs Constant nodes gave (a Pad's zero pads).
+      {"remove_identity", [](Graph& g, Groups*) { return remove_identity(g); }},
       {"fold_batch_norm", [](Graph& g, Groups* gr) { return fold_batch_norm(g, gr); }},
       {"fuse_epilogue", [](Graph& g, Groups* gr) { return fuse_epilogue(g, gr); }},
       {"eliminate_dead_nodes", [](Graph& g, Groups*) { return eliminate_dead_nodes(g); }},

@@ -1,5 +1,6 @@
-// remove_identity: Identity, and Dropout in inference mode whose mask output is unused, pass
-// their input through unchanged, so their uses can read the input directly.
+// remove_identity: Identity, Dropout in inference mode whose mask output is unused, and Pad by
+// constant zeros (exporters write one before DenseNet's transition pools) pass their input
+// through unchanged, so their uses can read the input directly.
 #include <algorithm>
 
 #include "passes/pass.h"
@@ -24,13 +25,23 @@ bool is_inference_dropout(const Node& n) {
   return !mask || mask->consumers.empty();
 }
 
+// Pad whose pads (input 1) are a constant of zeros, in any mode, copies its input.
+bool is_zero_pad(const Node& n) {
+  const Value* pads = n.input(1);
+  if (!pads || !pads->is_constant() || pads->constant.numel() == 0) return false;
+  for (int64_t i = 0; i < pads->constant.numel(); ++i)
+    if (pads->constant.at_double(i) != 0) return false;
+  return true;
+}
+
 }  // namespace
 
 Result<bool> remove_identity(Graph& g) {
   bool changed = false;
   std::vector<Node*> candidates;
   for (const auto& n : g.nodes())
-    if ((n->op == OpKind::Identity || (n->op == OpKind::Dropout && is_inference_dropout(*n))) &&
+    if ((n->op == OpKind::Identity || (n->op == OpKind::Dropout && is_inference_dropout(*n)) ||
+         (n->op == OpKind::Pad && is_zero_pad(*n))) &&
         n->input(0) && n->output(0))
       candidates.push_back(n.get());
   for (Node* n : candidates) {

@@ -90,4 +90,48 @@ TEST(RemoveIdentity, InferenceDropoutOnly) {
 }
 
 }  // namespace
+// Pad by a constant of zeros (DenseNet's exports write one before each transition pool) is
+// the identity in every mode; any non-zero pad, or pads computed at run time, keep it.
+TEST(RemoveIdentity, PadByZeros) {
+  struct Case {
+    const char* name;
+    std::vector<int64_t> pads;  // empty: pads are a graph input
+    const char* mode;
+    bool removed;
+  };
+  for (const Case& c : {Case{"zeros", {0, 0, 0, 0, 0, 0, 0, 0}, "constant", true},
+                        Case{"zeros_reflect", {0, 0, 0, 0, 0, 0, 0, 0}, "reflect", true},
+                        Case{"one_pixel", {0, 0, 1, 0, 0, 0, 0, 0}, "constant", false},
+                        Case{"computed", {}, "constant", false}}) {
+    SCOPED_TRACE(c.name);
+    Graph g;
+    Value* x = typed_value(g, "x", {1, 2, 3, 3});
+    Value* a = typed_value(g, "a", {1, 2, 3, 3});
+    Value* pads = nullptr;
+    if (c.pads.empty()) {
+      pads = g.add_value("pads");
+      pads->dtype = DataType::kInt64;
+    } else {
+      pads = g.add_constant("pads", Tensor::from_int64s({8}, c.pads));
+    }
+    Value* p = typed_value(g, "p", {1, 2, c.removed ? 3 : 4, 3});
+    Value* y = typed_value(g, "y", {1, 2, c.removed ? 3 : 4, 3});
+    Attributes at;
+    at.set("mode", std::string(c.mode));
+    g.add_node(OpKind::Relu, "relu", {x}, {a});
+    g.add_node(OpKind::Pad, "pad", {a, pads}, {p}, at);
+    g.add_node(OpKind::Tanh, "tanh", {p}, {y});
+    g.inputs() = {x};
+    if (c.pads.empty()) g.inputs().push_back(pads);
+    g.outputs() = {y};
+    if (c.removed) {
+      EXPECT_TRUE(run_pass_and_compare(g, remove_identity, {random_tensor({1, 2, 3, 3}, 7)}));
+    } else {
+      EXPECT_FALSE(remove_identity(g).value());
+    }
+    EXPECT_EQ(count_op(g, OpKind::Pad), c.removed ? 0 : 1);
+    EXPECT_TRUE(verify_graph(g).is_ok());
+  }
+}
+
 }  // namespace kiln::test

@@ -8,19 +8,14 @@ namespace kiln {
 
 namespace {
 
-struct BnParams {
-  std::vector<float> scale;  // s = gamma / sqrt(var + eps)
-  std::vector<float> shift;  // beta - mean·s
-  std::vector<float> mean, beta;
-};
-
 bool float_constant(const Value* v, int64_t numel) {
   return v && v->is_constant() && v->constant.dtype() == DataType::kFloat32 &&
          v->constant.numel() == numel;
 }
 
-// The BN's parameters when they are constant float32 vectors of `c` channels.
-bool bn_params(const Node& bn, int64_t c, BnParams* p) {
+}  // namespace
+
+bool batch_norm_params(const Node& bn, int64_t c, BatchNormParams* p) {
   for (size_t i = 1; i <= 4; ++i)
     if (!float_constant(bn.input(i), c)) return false;
   if (bn.outputs.size() > 1)
@@ -39,6 +34,8 @@ bool bn_params(const Node& bn, int64_t c, BnParams* p) {
   }
   return true;
 }
+
+namespace {
 
 // bn's output replaces op's: op now writes the value bn wrote (which keeps its name, even
 // when it is a graph output), and bn goes away.
@@ -88,8 +85,8 @@ bool fold_into_producer(Graph& g, Node* bn) {
   } else {
     return false;
   }
-  BnParams p;
-  if (c <= 0 || !bn_params(*bn, c, &p)) return false;
+  BatchNormParams p;
+  if (c <= 0 || !batch_norm_params(*bn, c, &p)) return false;
 
   // BN(y) = (y − mean)·s + beta with s = gamma / sqrt(var + eps), per output channel k.
   // With y = W·x + b (Conv; Gemm's b = beta_gemm·C):
@@ -121,8 +118,8 @@ bool to_mul_add(Graph& g, Node* bn) {
       !x->dims[1].known())
     return false;
   const int64_t c = x->dims[1].value;
-  BnParams p;
-  if (!bn_params(*bn, c, &p)) return false;
+  BatchNormParams p;
+  if (!batch_norm_params(*bn, c, &p)) return false;
   Shape s{c};
   for (size_t i = 2; i < x->dims.size(); ++i) s.push_back(1);
   const std::string name = bn->name;

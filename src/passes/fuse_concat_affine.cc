@@ -9,20 +9,11 @@
 // by the norm, and read by the conv. Fused, it is written once. For CUDA engines, after
 // fuse_channel_affine (which turns fold_batch_norm's Mul + Add + Relu back into a
 // BatchNormalization); the CUDA Concat kernel applies the epilogue as it copies.
-#include <cmath>
-
 #include "passes/pass.h"
 
 namespace kiln {
 
 namespace {
-
-// The float32 [C] vector of constant `v`, or empty.
-std::vector<float> channel_vector(const Value* v, int64_t c) {
-  if (!v || !v->is_constant() || !dtype_is_float(v->constant.dtype())) return {};
-  if (v->constant.shape() != Shape{c}) return {};
-  return v->constant.to_floats();
-}
 
 bool fuse_at(Graph& g, Node* cat, std::vector<std::vector<std::string>>* groups) {
   if (cat->op != OpKind::Concat || !cat->epilogue.empty() || cat->outputs.size() != 1) return false;
@@ -38,33 +29,21 @@ bool fuse_at(Graph& g, Node* cat, std::vector<std::vector<std::string>>* groups)
   if (!bn || bn->op != OpKind::BatchNormalization || bn->inputs.size() != 5 || bn->input(0) != y ||
       bn->outputs.empty() || !bn->output(0))
     return false;
-  for (size_t i = 1; i < bn->outputs.size(); ++i)
-    if (bn->output(i) && !bn->output(i)->consumers.empty()) return false;
   if (bn->attrs.get_int("training_mode", 0) != 0) return false;
   const Epilogue& be = bn->epilogue;
   if (be.residual_input >= 0 || be.affine_input >= 0 ||
       (be.act != Activation::kNone && be.act != Activation::kRelu))
     return false;
+  // a = scale / sqrt(var + ε), shift = B − mean·a (fold_batch_norm's parameters).
   const int64_t c = y->dims[1].value;
-  const std::vector<float> scale = channel_vector(bn->input(1), c);
-  const std::vector<float> bias = channel_vector(bn->input(2), c);
-  const std::vector<float> mean = channel_vector(bn->input(3), c);
-  const std::vector<float> var = channel_vector(bn->input(4), c);
-  if (scale.empty() || bias.empty() || mean.empty() || var.empty()) return false;
-
-  // a = scale / sqrt(var + ε), shift = B − mean·a: the reference's formula, in float.
-  const float eps = bn->attrs.get_float("epsilon", 1e-5f);
-  std::vector<float> a(c), shift(c);
-  for (int64_t k = 0; k < c; ++k) {
-    a[k] = scale[k] / std::sqrt(var[k] + eps);
-    shift[k] = bias[k] - mean[k] * a[k];
-  }
+  BatchNormParams bp;
+  if (!batch_norm_params(*bn, c, &bp)) return false;
   Value* out = bn->output(0);
   const std::string bn_name = bn->name;
   const Activation act = be.act;
   const std::string name = cat->name + "_affine";
-  Value* a_v = g.add_constant(name + "_scale", Tensor::from_floats({c}, a));
-  Value* s_v = g.add_constant(name + "_shift", Tensor::from_floats({c}, shift));
+  Value* a_v = g.add_constant(name + "_scale", Tensor::from_floats({c}, bp.scale));
+  Value* s_v = g.add_constant(name + "_shift", Tensor::from_floats({c}, bp.shift));
   g.remove_node(bn);
   cat->epilogue.affine_input = static_cast<int>(cat->inputs.size());
   cat->epilogue.act = act;

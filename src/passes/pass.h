@@ -52,6 +52,15 @@ Result<bool> fold_constants(Graph& g);
 // BatchNormalization folded into the preceding Conv/Gemm, or turned into Mul + Add.
 // `groups` (optional) receives "conv + bn" name lists for the report.
 Result<bool> fold_batch_norm(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
+// An inference BatchNormalization as a per-channel affine map (fold_batch_norm.cc), for the
+// passes that fold or fuse one: false unless its scale, B, mean and var are float32 constants
+// of `c` values and no optional output is read.
+struct BatchNormParams {
+  std::vector<float> scale;  // s = gamma / sqrt(var + eps)
+  std::vector<float> shift;  // beta - mean·s
+  std::vector<float> mean, beta;
+};
+bool batch_norm_params(const Node& bn, int64_t c, BatchNormParams* p);
 // Conv/ConvTranspose/Gemm/MatMul + residual Add and/or activation → node.epilogue.
 Result<bool> fuse_epilogue(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // For CUDA engines, after optimize_graph: Mul + Add by per-channel constants (a standalone

@@ -9,19 +9,12 @@
 namespace kiln::test {
 namespace {
 
-Tensor ints(DataType dt, const Shape& shape, const std::vector<int64_t>& v) {
+// Gather's indices in `dt` (int32 or int64).
+Tensor indices(DataType dt, const Shape& shape, const std::vector<int64_t>& v) {
+  if (dt == DataType::kInt64) return Tensor::from_int64s(shape, v);
   Tensor t(dt, shape);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dt == DataType::kInt64)
-      t.data<int64_t>()[i] = v[i];
-    else
-      t.data<int32_t>()[i] = static_cast<int32_t>(v[i]);
-  }
+  for (size_t i = 0; i < v.size(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>(v[i]);
   return t;
-}
-
-Tensor int64s(const std::vector<int64_t>& v) {
-  return ints(DataType::kInt64, {static_cast<int64_t>(v.size())}, v);
 }
 
 // axes empty: the input omitted; with_value: constant_value 0.75.
@@ -60,7 +53,7 @@ OpCase gather(std::string name, const Shape& x, int64_t axis, const Shape& idx_s
   c.op = OpKind::Gather;
   c.attrs.set("axis", axis);
   c.inputs.push_back({random_tensor(x, seed)});
-  c.inputs.push_back({ints(dt, idx_shape, idx), true});
+  c.inputs.push_back({indices(dt, idx_shape, idx), true});
   return c;
 }
 

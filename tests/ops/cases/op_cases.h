@@ -54,6 +54,11 @@ struct CaseGraph {
 };
 CaseGraph build_case(const OpCase& c);
 
+// A 1-D int64 tensor of `v` (starts, pads, axes, sizes: the index inputs cases take).
+inline Tensor int64s(const std::vector<int64_t>& v) {
+  return Tensor::from_int64s({static_cast<int64_t>(v.size())}, v);
+}
+
 // Registration (one per case file): the function returns the file's cases.
 using CaseTable = std::vector<OpCase> (*)();
 bool register_op_cases(CaseTable table);

@@ -27,12 +27,6 @@ const Axes kAxes[] = {
     {"resnet_mean", {8, 256, 7, 7}, {2, 3}, 1},
 };
 
-Tensor int64s(const std::vector<int64_t>& v) {
-  Tensor t(DataType::kInt64, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
-}
-
 }  // namespace
 
 KILN_OP_CASES(reduce) {

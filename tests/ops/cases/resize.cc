@@ -83,8 +83,7 @@ KILN_OP_CASES(resize) {
           {Tensor::from_floats({static_cast<int64_t>(s.scales.size())}, s.scales), true});
     } else {
       c.inputs.push_back({});
-      c.inputs.push_back(
-          {Tensor::from_int64s({static_cast<int64_t>(s.sizes.size())}, s.sizes), true});
+      c.inputs.push_back({int64s(s.sizes), true});
     }
     r.push_back(std::move(c));
   }

@@ -9,12 +9,6 @@
 namespace kiln::test {
 namespace {
 
-Tensor int64s(const std::vector<int64_t>& v) {
-  Tensor t(DataType::kInt64, {static_cast<int64_t>(v.size())});
-  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
-  return t;
-}
-
 OpCase transpose(std::string name, const Shape& x, std::vector<int64_t> perm, uint32_t seed) {
   OpCase c;
   c.name = std::move(name);

@@ -15,5 +15,7 @@ enum class OpKind {
 
 const char* op_name(OpKind op);
 std::optional<OpKind> op_from_name(std::string_view name);
+// False for kiln's own ops (the end of ops.def), which passes make and no model may name.
+bool is_onnx_op(OpKind op);
 
 }  // namespace kiln

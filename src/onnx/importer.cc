@@ -221,7 +221,8 @@ class OnnxImporter {
                                                      : n.name());
     const std::string where = "node '" + ni.name + "'";
     NormalizeFn normalize = find_normalizer(ni.op_type);
-    if (!op_from_name(ni.op_type) && !normalize)
+    const auto kind = op_from_name(ni.op_type);
+    if ((!kind || !is_onnx_op(*kind)) && !normalize)
       return unsupported(where + ": op '" + ni.op_type + "' is not supported by kiln");
 
     for (const auto& in : n.input()) {
@@ -245,7 +246,7 @@ class OnnxImporter {
     if (normalize) KILN_RETURN_IF_ERROR(normalize(ctx_, ni));
     if (ni.emitted) return Status::ok();
     auto op = op_from_name(ni.op_type);
-    if (!op) return unsupported(where + ": op '" + ni.op_type + "' is not supported by kiln");
+    if (!op || !is_onnx_op(*op)) return unsupported(where + ": op '" + ni.op_type + "' is not supported by kiln");
     while (!ni.inputs.empty() && !ni.inputs.back()) ni.inputs.pop_back();
     while (!ni.outputs.empty() && !ni.outputs.back()) ni.outputs.pop_back();
     ctx_.add_node(*op, ni.name, std::move(ni.inputs), std::move(ni.outputs), std::move(ni.attrs));
@@ -331,7 +332,8 @@ const Tensor* ImportContext::known_value(const Value* v) const {
 }
 
 bool onnx_op_importable(std::string_view op_type) {
-  return op_from_name(op_type).has_value() || find_normalizer(op_type) != nullptr;
+  const auto op = op_from_name(op_type);
+  return (op && is_onnx_op(*op)) || find_normalizer(op_type) != nullptr;
 }
 
 Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {

@@ -3,13 +3,13 @@
 // In `shape`, 0 copies the input's dimension at the same index (unless allowzero=1, where 0
 // means an empty dimension) and a single -1 is inferred from the element count.
 
+#include "ops/reshape.h"
+
 #include <cstring>
 
 #include "ops/op_util.h"
 
 namespace kiln {
-
-namespace {
 
 Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& spec, bool allowzero) {
   Shape s(spec.size());
@@ -46,6 +46,8 @@ Result<Shape> reshape_target(const Shape& in, const std::vector<int64_t>& spec, 
   }
   return s;
 }
+
+namespace {
 
 Status infer_reshape(const Node& node, const std::vector<TensorDesc>& in,
                      std::vector<TensorDesc>& out) {

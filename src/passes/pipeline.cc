@@ -2,7 +2,7 @@
 // see through it, and again after constant folding (a Pad by zeros whose pads a Constant node
 // gave); constant folding before BN folding (exporters sometimes compute BN params with
 // Constant nodes); BN folding before epilogue fusion so Conv + BN + Relu fuses
-// as one; dead nodes last, to sweep what folding orphaned.
+// as one; channel shuffles as one node; dead nodes last, to sweep what folding orphaned.
 #include <map>
 
 #include "passes/pass.h"
@@ -27,6 +27,7 @@ Status optimize_graph(Graph& g, PassReport* report, bool verify_each_pass) {
       {"remove_identity", [](Graph& g, Groups*) { return remove_identity(g); }},
       {"fold_batch_norm", [](Graph& g, Groups* gr) { return fold_batch_norm(g, gr); }},
       {"fuse_epilogue", [](Graph& g, Groups* gr) { return fuse_epilogue(g, gr); }},
+      {"fuse_channel_shuffle", [](Graph& g, Groups* gr) { return fuse_channel_shuffle(g, gr); }},
       {"eliminate_dead_nodes", [](Graph& g, Groups*) { return eliminate_dead_nodes(g); }},
   };
   if (report) report->nodes_before = static_cast<int64_t>(g.nodes().size());

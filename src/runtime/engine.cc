@@ -126,10 +126,8 @@ static Status check_overrides(const Graph& g, const std::set<std::string>& impor
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
     const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes) {
-  std::shared_ptr<CudaEngineState> cuda;
-  if (options.device == Device::kCuda) {
-    KILN_ASSIGN_OR_RETURN(cuda, make_cuda_engine_state(options, tactics));
-  }
+  // The CUDA state is made once the precision overrides are resolved (fp32_values adds some).
+  const bool cuda = options.device == Device::kCuda;
   if (options.backend != "auto" && options.backend != "reference")
     return invalid_argument("backend '" + options.backend + "': expected auto or reference");
   if (!cuda && options.precision != Precision::kFp32)
@@ -194,6 +192,10 @@ Result<std::shared_ptr<Engine>> build_engine(
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));
 
+  std::shared_ptr<CudaEngineState> cuda_state;
+  if (cuda) {
+    KILN_ASSIGN_OR_RETURN(cuda_state, make_cuda_engine_state(resolved, tactics));
+  }
   auto impl = std::make_unique<Engine::Impl>();
   impl->options = resolved;
   impl->report = std::move(report);
@@ -231,7 +233,7 @@ Result<std::shared_ptr<Engine>> build_engine(
       if (in) impl->last_use[in->id()] = static_cast<int>(i);
   for (const Value* o : graph->outputs()) impl->is_graph_output[o->id()] = true;
   impl->graph = std::move(graph);
-  impl->cuda = std::move(cuda);
+  impl->cuda = std::move(cuda_state);
   if (impl->cuda) impl->model_bytes = std::move(model_bytes);
   auto engine = std::make_shared<Engine>(std::move(impl));
   // Each profile once, at build: the layers are timed and the layouts chosen now.

@@ -548,6 +548,18 @@ TEST(ImporterErrors, OpKilnLacks) {
                {"node 'det1'", "op 'Det' is not supported by kiln"});
 }
 
+TEST(ImporterErrors, KilnsOwnOpsAreNotOnnxOps) {
+  // ChannelShuffle is made by a pass; a model naming it is rejected like any unknown op.
+  ModelBuilder b(17);
+  b.input("x", kFloat, {1, 4, 2, 2});
+  b.initializer_ints("s5", {5}, {1, 2, 2, 2, 2});
+  b.initializer_ints("s4", {4}, {1, 4, 2, 2});
+  b.node("ChannelShuffle", {"x", "s5", "s4"}, {"y"}, "shuffle1");
+  b.output("y", kFloat, {1, 4, 2, 2});
+  expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kUnsupported,
+               {"node 'shuffle1'", "op 'ChannelShuffle' is not supported by kiln"});
+}
+
 TEST(ImporterErrors, OpsetNewerThanSupported) {
   ModelBuilder b(18);
   b.input("x", kFloat, {2});

@@ -246,7 +246,8 @@ class OnnxImporter {
     if (normalize) KILN_RETURN_IF_ERROR(normalize(ctx_, ni));
     if (ni.emitted) return Status::ok();
     auto op = op_from_name(ni.op_type);
-    if (!op || !is_onnx_op(*op)) return unsupported(where + ": op '" + ni.op_type + "' is not supported by kiln");
+    if (!op || !is_onnx_op(*op))
+      return unsupported(where + ": op '" + ni.op_type + "' is not supported by kiln");
     while (!ni.inputs.empty() && !ni.inputs.back()) ni.inputs.pop_back();
     while (!ni.outputs.empty() && !ni.outputs.back()) ni.outputs.pop_back();
     ctx_.add_node(*op, ni.name, std::move(ni.inputs), std::move(ni.outputs), std::move(ni.attrs));

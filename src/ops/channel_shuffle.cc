@@ -23,8 +23,8 @@ Result<ChannelShuffleGeometry> channel_shuffle_geometry(const Shape& x,
   g.inner = r[3] * r[4];
   const Shape t{r[0], r[2], r[1], r[3], r[4]};
   KILN_ASSIGN_OR_RETURN(g.out, reshape_target(t, shape4, false));
-  g.per_pixel = x.size() == 4 && g.out == x && g.outer == x[0] && g.b * g.c == x[1] &&
-                g.inner == x[2] * x[3];
+  g.per_pixel =
+      x.size() == 4 && g.out == x && g.outer == x[0] && g.b * g.c == x[1] && g.inner == x[2] * x[3];
   return g;
 }
 

@@ -19,8 +19,9 @@
 namespace kiln {
 
 struct ChannelShuffleGeometry {
-  int64_t outer = 0, b = 0, c = 0, inner = 0;  // x as [outer, b, c, inner] → y as [outer, c, b, inner]
-  Shape out;                                   // y's shape
+  int64_t outer = 0, b = 0, c = 0,
+          inner = 0;  // x as [outer, b, c, inner] → y as [outer, c, b, inner]
+  Shape out;          // y's shape
   // x is [N, C, H, W] and y has its shape, outer = N, b·c = C, inner = H·W: a channel shuffle
   // in b groups of c channels, which keeps the image axes (any layout).
   bool per_pixel = false;

@@ -64,7 +64,8 @@ bool batch_norm_params(const Node& bn, int64_t c, BatchNormParams* p);
 // Reshape(x, s5) → Transpose(perm [0, 2, 1, 3, 4]) → Reshape(s4), ShuffleNet's channel
 // shuffle, → one ChannelShuffle(x, s5, s4) (ops/channel_shuffle.h), which kernels run in the
 // layout its neighbours use. `groups` (optional) receives {shuffle, transpose, reshape} per fusion.
-Result<bool> fuse_channel_shuffle(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
+Result<bool> fuse_channel_shuffle(Graph& g,
+                                  std::vector<std::vector<std::string>>* groups = nullptr);
 // Conv/ConvTranspose/Gemm/MatMul + residual Add and/or activation → node.epilogue.
 Result<bool> fuse_epilogue(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // For CUDA engines, after optimize_graph: Mul + Add by per-channel constants (a standalone

@@ -103,8 +103,8 @@ class ChannelShuffleKernel final : public CudaKernel {
     const U* x = static_cast<const U*>(xv);
     U* y = static_cast<U*>(yv);
     if (nhwc_) {
-      shuffle_nhwc_kernel<U, I><<<blocks, kThreads, 0, run.stream>>>(
-          x, y, I(units_), I(g_.b * g_.c), I(g_.b), I(g_.c));
+      shuffle_nhwc_kernel<U, I>
+          <<<blocks, kThreads, 0, run.stream>>>(x, y, I(units_), I(g_.b * g_.c), I(g_.b), I(g_.c));
       KILN_CUDA_LAUNCHED("shuffle_nhwc_kernel");
     } else {
       const I inner = I(g_.inner * static_cast<int64_t>(elem_) / static_cast<int64_t>(unit_));

@@ -59,7 +59,7 @@ TEST(OptimizeGraph, ConvBnResidualReluPipeline) {
       {random_tensor({1, 2, 5, 5}, 6)}, 1e-5, 1e-4));
   ASSERT_EQ(g.nodes().size(), 1u);
   EXPECT_EQ(report.nodes_before, 5);
-  ASSERT_EQ(report.steps.size(), 6u);  // remove_identity runs twice (pipeline.cc)
+  ASSERT_EQ(report.steps.size(), 7u);  // remove_identity runs twice (pipeline.cc)
   EXPECT_EQ(report.steps[0].pass, "remove_identity");
   EXPECT_EQ(report.steps[0].nodes_after, 4);
   EXPECT_EQ(report.steps.back().nodes_after, 1);

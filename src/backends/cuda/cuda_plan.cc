@@ -359,6 +359,9 @@ Status Builder::add_node(const Node& n) {
 Status Builder::add_cpu_step(const Node& n, const std::string& why) {
   const OpDef* def = OpRegistry::find(n.op);
   if (!def) return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel");
+  // Its device-side inputs and outputs take the node's precision (a node kept in fp32 reads
+  // and writes float32 there, as its CUDA kernel would).
+  const Precision prec = precision_of(n);
   PlanStep step;
   step.kind = StepKind::kCpu;
   step.node = &n;
@@ -374,7 +377,7 @@ Status Builder::add_cpu_step(const Node& n, const std::string& why) {
     step.host_in_dtypes[i] = hin[i].dtype;
     step.host_in[i] = hin[i].value;
     if (hin[i].value) continue;  // read on the host directly
-    DataType dt = device_dtype(hin[i].dtype, p_.options.precision);
+    DataType dt = device_dtype(hin[i].dtype, prec);
     KILN_ASSIGN_OR_RETURN(step.in[i], slot_for(v, Layout::kPlain, dt));
   }
   std::vector<TensorDesc> out(n.outputs.size());
@@ -383,8 +386,7 @@ Status Builder::add_cpu_step(const Node& n, const std::string& why) {
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     const Value* v = n.outputs[i];
     if (!v || !out[i].present()) continue;
-    DevDesc d{device_dtype(out[i].dtype, p_.options.precision), out[i].shape, Layout::kPlain,
-              nullptr};
+    DevDesc d{device_dtype(out[i].dtype, prec), out[i].shape, Layout::kPlain, nullptr};
     step.out[i] = new_slot(d, v->id(), true);
     step.host_out_dtypes.resize(n.outputs.size());
     step.host_out_dtypes[i] = out[i].dtype;

@@ -26,8 +26,12 @@ TEST(CudnnConv, MatchesReferenceOverGeometriesEpiloguesAndPrecisions) {
       }
 }
 
+// Four geometries, each with two of four epilogues (each epilogue meets two geometries): every
+// timed case times two candidates; all sixteen pairs took 41 s on a cold H200.
 TEST(CudnnConv, TimedChoiceMatchesReference) {
   uint32_t seed = 700;
+  const char* const epilogues[] = {"relu_residual", "relu6", "silu", "bias"};
+  int gi = 0;
   for (const ConvCase& c : kConvs) {
     std::string name = c.name;
     if (name != "resnet_3x3" && name != "downsample_1x1_s2" && name != "stem_7x7_s2" &&
@@ -35,13 +39,14 @@ TEST(CudnnConv, TimedChoiceMatchesReference) {
       continue;
     for (const EpiCase& e : kEpilogues) {
       std::string epi = e.name;
-      if (epi != "relu_residual" && epi != "relu6" && epi != "silu" && epi != "bias") continue;
+      if (epi != epilogues[(gi * 2) % 4] && epi != epilogues[(gi * 2 + 1) % 4]) continue;
       for (Precision p : kPrecisions) {
         SCOPED_TRACE(name + " / " + epi + " / " + precision_name(p));
         auto cn = make_conv(c, e, seed += 5);
         expect_cuda_matches_reference(*cn->node, cn->in, p);
       }
     }
+    ++gi;
   }
 }
 

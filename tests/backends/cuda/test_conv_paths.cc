@@ -63,16 +63,16 @@ TEST(CudnnConvPaths, LegacyMatchesReference) {
       for (Precision p : kPrecisions) expect_path("legacy", c, e, p, seed += 5, kHeuristic);
 }
 
-// Every geometry with three epilogues, rotating so that every epilogue meets two or more
+// Every geometry with two epilogues, rotating so that every epilogue meets one or more
 // geometries: each case finalizes cuDNN plans (some compiled at runtime); the full product
-// took more than 5 minutes on the H200, four per geometry 58 s.
+// took more than 5 minutes on the H200, four per geometry 58 s, three 42 s.
 TEST(CudnnConvPaths, GraphMatchesReference) {
   uint32_t seed = 3000;
   const int n_epi = static_cast<int>(std::size(kEpilogues));
   int ci = 0;
   for (const ConvCase& c : kConvs) {
-    for (int k = 0; k < 3; ++k) {
-      const EpiCase& e = kEpilogues[(ci * 3 + k * 5) % n_epi];
+    for (int k = 0; k < 2; ++k) {
+      const EpiCase& e = kEpilogues[(ci * 2 + k) % n_epi];
       for (Precision p : kPrecisions) expect_path("graph", c, e, p, seed += 5, kHeuristic);
     }
     ++ci;

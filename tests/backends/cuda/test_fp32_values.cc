@@ -29,6 +29,22 @@ ModelBuilder overflowing_net() {
   return b;
 }
 
+// The same around a PRelu (no CUDA kernel: a CPU step in the CUDA plan) between the two
+// scalings: u and v overflow fp16, and the CPU step must read and write them in float32.
+ModelBuilder overflowing_net_with_cpu_step() {
+  ModelBuilder b(17);
+  b.input("x", kFloat, {"N", 8, 4, 4});
+  b.initializer("k_up", {1}, {300.f});
+  b.initializer("k_down", {1}, {0.001f});
+  b.initializer("slope", {8, 1, 1}, {0.5f, 0.25f, 0.1f, 1.f, 0.75f, 0.2f, 0.3f, 0.9f});
+  b.node("Mul", {"x", "k_up"}, {"t"}, "up1");
+  b.node("Mul", {"t", "k_up"}, {"u"}, "up2");
+  b.node("PRelu", {"u", "slope"}, {"v"}, "act");
+  b.node("Mul", {"v", "k_down"}, {"y"}, "down");
+  b.output("y", kFloat, {"N", 8, 4, 4});
+  return b;
+}
+
 int64_t nonfinite(const Tensor& t) {
   int64_t n = 0;
   for (float v : t.to_floats()) n += !std::isfinite(v);
@@ -81,6 +97,38 @@ TEST(CudaFp32Values, AnOverflowingValueKeptInFp32StaysFinite) {
         (*e)->options().precision_overrides,
         (std::map<std::string, Precision>{{"down", Precision::kFp32}, {"up2", Precision::kFp32}}));
   }
+}
+
+TEST(CudaFp32Values, ACpuStepKeptInFp32ReadsAndWritesFloat32) {
+  std::mt19937 gen(6);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> xv(2 * 8 * 4 * 4);
+  for (float& v : xv) v = d(gen);
+  const Tensor x = Tensor::from_floats({2, 8, 4, 4}, xv);
+  const std::string bytes = overflowing_net_with_cpu_step().bytes();
+  auto cpu = Engine::from_bytes(bytes, {});
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  auto want = (*cpu)->create_context()->run({{"x", x}});
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.time_tactics = false;
+  o.poison_memory = true;
+  o.fp32_values = {"u", "v"};
+  auto e = Engine::from_bytes(bytes, o);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto ctx = (*e)->create_context();
+  auto got = ctx->run({{"x", x}});
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ(nonfinite(got->at("y")), 0);
+  EXPECT_LE(relative_l2(got->at("y"), want->at("y")), 2e-3);
+  // The PRelu did run on the CPU (else this tests nothing).
+  auto layers = ctx->profile_layers(1);
+  ASSERT_TRUE(layers.is_ok()) << layers.status().to_string();
+  int cpu_steps = 0;
+  for (const LayerProfile& l : *layers) cpu_steps += l.on_cpu && l.name == "act";
+  EXPECT_EQ(cpu_steps, 1);
 }
 
 }  // namespace

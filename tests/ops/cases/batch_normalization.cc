@@ -1,6 +1,6 @@
 // Standalone BatchNormalization (constant statistics): ranks 2 to 5, channel counts for every
-// vector width, the default epsilon, and fuse_channel_affine's form (mean 0, var 1, epsilon 0,
-// a Relu epilogue).
+// vector width (8, 4, 2 and odd), the default epsilon, and fuse_channel_affine's form (mean 0,
+// var 1, epsilon 0, a Relu epilogue; rank 4 and rank 2).
 #include "ops/cases/op_cases.h"
 #include "ops/op_test_util.h"
 
@@ -33,6 +33,10 @@ OpCase bn(std::string name, const Shape& x, uint32_t seed, float epsilon,
 KILN_OP_CASES(batch_normalization) {
   return {
       bn("odd", {2, 17, 9, 11}, 600, 1e-3f),
+      bn("three_channels", {1, 3, 7, 5}, 605, 1e-3f),
+      bn("eight_channels", {2, 8, 5, 5}, 615, 1e-3f),
+      bn("four_channels", {1, 4, 3, 3}, 625, 1e-3f),
+      bn("two_channels", {2, 2, 3, 5}, 635, 1e-3f),
       bn("vector_channels", {4, 64, 14, 14}, 610, 1e-3f),
       bn("rank2", {5, 12}, 620, 1e-3f),
       bn("rank3", {3, 6, 10}, 630, 1e-3f),
@@ -41,6 +45,7 @@ KILN_OP_CASES(batch_normalization) {
       bn("default_epsilon", {2, 24, 6, 7}, 660, -1.f),
       bn("affine_relu", {2, 24, 6, 7}, 670, 0.f, true),
       bn("affine_relu_odd", {3, 13, 5, 4}, 680, 0.f, true),
+      bn("affine_relu_rank2", {2, 16}, 690, 0.f, true),
   };
 }
 

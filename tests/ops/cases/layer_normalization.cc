@@ -1,6 +1,6 @@
 // LayerNormalization: ConvNeXt's channels-last rows, ViT's tokens, short and long rows, more
 // than one normalized axis, scale broadcast over the normalized axes, no bias, the default
-// axis.
+// axis, a single element, the Mean and InvStdDev outputs.
 #include "ops/cases/op_cases.h"
 #include "ops/op_test_util.h"
 
@@ -9,10 +9,11 @@ namespace {
 
 // axis 99: the attribute absent (default -1).
 OpCase ln(std::string name, const Shape& x, int64_t axis, const Shape& scale, uint32_t seed,
-          bool bias = true) {
+          bool bias = true, size_t outputs = 1) {
   OpCase c;
   c.name = std::move(name);
   c.op = OpKind::LayerNormalization;
+  c.outputs = outputs;
   if (axis != 99) c.attrs.set("axis", axis);
   c.attrs.set("epsilon", 1e-6f);
   c.inputs.push_back({random_tensor(x, seed, -3.f, 3.f)});
@@ -33,6 +34,9 @@ KILN_OP_CASES(layer_normalization) {
       ln("broadcast_scale", {2, 6, 4, 8}, 1, {1, 1, 8}, 815),
       ln("no_bias", {2, 6, 4, 8}, 2, {4, 8}, 818, false),
       ln("long_rows", {2, 3, 2056}, -1, {2056}, 821),
+      ln("mean_and_inv_std_dev", {5, 40}, -1, {40}, 824, true, 3),
+      ln("long_rows_mean", {2, 3, 2056}, -1, {2056}, 827, true, 2),
+      ln("one_element", {1, 1}, 0, {1, 1}, 830),
   };
 }
 

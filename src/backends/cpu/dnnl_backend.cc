@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <omp.h>
 
+#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include <string_view>
 
 #include "backends/cpu/dnnl_common.h"
+#include "core/check.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -147,23 +149,36 @@ Status DnnlKernel::execute(const std::vector<const Tensor*>& in, const std::vect
   return Status();
 }
 
+namespace {
+
+// The registered kernels: every entry, and the entry of each op kind.
+struct DnnlRegistry {
+  std::deque<DnnlKernelEntry> entries;
+  std::map<OpKind, const DnnlKernelEntry*> by_op;
+};
+DnnlRegistry& registry() {
+  static DnnlRegistry r;
+  return r;
+}
+
+}  // namespace
+
+bool register_dnnl_kernel(DnnlKernelEntry entry) {
+  DnnlRegistry& r = registry();
+  r.entries.push_back(std::move(entry));
+  // Two kernels for one op kind would leave which runs to static initialization order.
+  for (OpKind op : r.entries.back().ops) KILN_CHECK(r.by_op.emplace(op, &r.entries.back()).second);
+  return true;
+}
+
+const DnnlKernelEntry* dnnl_kernel_for(OpKind op) {
+  auto it = registry().by_op.find(op);
+  return it == registry().by_op.end() ? nullptr : it->second;
+}
+
 bool claims(const Node& node) {
-  switch (node.op) {
-    case OpKind::Conv: return conv_supported(node);
-    case OpKind::Gemm: return gemm_supported(node);
-    case OpKind::MaxPool:
-    case OpKind::AveragePool:
-    case OpKind::GlobalAveragePool: return pool_supported(node);
-    case OpKind::Softmax: return softmax_supported(node);
-    case OpKind::Concat: return concat_supported(node);
-    case OpKind::Resize: return resize_supported(node);
-    case OpKind::Transpose: return transpose_supported(node);
-    case OpKind::Slice: return slice_supported(node);
-    case OpKind::ReduceMean:
-    case OpKind::ReduceSum:
-    case OpKind::ReduceL2: return reduce_supported(node);
-    default: return binary_supported(node) || eltwise_supported(node);
-  }
+  const DnnlKernelEntry* e = dnnl_kernel_for(node.op);
+  return e && e->supports(node);
 }
 
 namespace {
@@ -176,24 +191,7 @@ class OnednnBackend final : public Backend {
   const DnnlShared& shared() const { return shared_; }
   Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
     if (!supports(node)) return unsupported(node.describe() + ": not supported by oneDNN");
-    switch (node.op) {
-      case OpKind::Conv: return make_conv_kernel(node, shared_);
-      case OpKind::Gemm: return make_gemm_kernel(node, shared_);
-      case OpKind::MaxPool:
-      case OpKind::AveragePool:
-      case OpKind::GlobalAveragePool: return make_pool_kernel(node, shared_);
-      case OpKind::Softmax: return make_softmax_kernel(node, shared_);
-      case OpKind::Concat: return make_concat_kernel(node, shared_);
-      case OpKind::Resize: return make_resize_kernel(node, shared_);
-      case OpKind::Transpose: return make_transpose_kernel(node, shared_);
-      case OpKind::Slice: return make_slice_kernel(node, shared_);
-      case OpKind::ReduceMean:
-      case OpKind::ReduceSum:
-      case OpKind::ReduceL2: return make_reduce_kernel(node, shared_);
-      default:
-        return is_binary_op(node.op) ? make_binary_kernel(node, shared_)
-                                     : make_eltwise_kernel(node, shared_);
-    }
+    return dnnl_kernel_for(node.op)->make(node, shared_);
   }
 
  private:

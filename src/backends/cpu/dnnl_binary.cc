@@ -133,7 +133,7 @@ bool is_binary_op(OpKind op) {
   return op == OpKind::Add || op == OpKind::Sub || op == OpKind::Mul || op == OpKind::Div;
 }
 
-bool binary_supported(const Node& node) {
+static bool binary_supported(const Node& node) {
   if (!is_binary_op(node.op)) return false;
   if (node.inputs.size() != 2 || node.outputs.size() != 1) return false;
   if (!is_f32(node.inputs[0]) || !is_f32(node.inputs[1]) || !is_f32(node.outputs[0])) return false;
@@ -141,8 +141,11 @@ bool binary_supported(const Node& node) {
   return node.epilogue.residual_input < 0;
 }
 
-std::unique_ptr<Kernel> make_binary_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_binary_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlBinaryKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(binary, binary_supported, make_binary_kernel, OpKind::Add, OpKind::Sub,
+                          OpKind::Mul, OpKind::Div);
 
 }  // namespace kiln::dnnl_cpu

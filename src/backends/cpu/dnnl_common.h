@@ -54,8 +54,21 @@ inline int bias_index(const Node& node) {
 // residual); false when oneDNN 2.6 cannot express it.
 bool append_activation(const Epilogue& e, dnnl::post_ops& ops);
 
-// Whether this backend claims `node` (what OnednnBackend::supports answers).
+// Whether this backend claims `node` (what OnednnBackend::supports answers): the kernel
+// registered for its op kind supports it.
 bool claims(const Node& node);
+
+// The oneDNN kernels register themselves, one entry per file (KILN_REGISTER_DNNL_KERNEL):
+// the op kinds it serves, whether it runs a node of them (dtypes, attributes), and its
+// factory. An op kind registered twice aborts at startup.
+struct DnnlKernelEntry {
+  std::vector<OpKind> ops;
+  bool (*supports)(const Node& node) = nullptr;
+  std::unique_ptr<Kernel> (*make)(const Node& node, const DnnlShared& shared) = nullptr;
+};
+bool register_dnnl_kernel(DnnlKernelEntry entry);
+// nullptr when no oneDNN kernel serves `op`.
+const DnnlKernelEntry* dnnl_kernel_for(OpKind op);
 
 // Activation storage between oneDNN kernels (dnnl_layout.cc, dnnl_layout_plan.cc). The
 // runtime hands kernels host Tensors of the logical NCHW shape; a value whose producer and
@@ -136,9 +149,7 @@ class DnnlKernel : public Kernel {
   std::vector<std::string> prepared_values_;  // of the small inputs (dnnl_backend.cc)
 };
 
-std::unique_ptr<Kernel> make_conv_kernel(const Node& node, const DnnlShared& shared);
-bool conv_supported(const Node& node);
-// Whether `kernel` (from make_conv_kernel, prepared) runs oneDNN's Winograd algorithm.
+// Whether the prepared conv `kernel` runs oneDNN's Winograd algorithm.
 bool conv_uses_winograd(const Kernel& kernel);
 // What the prepared conv `kernel` runs besides the conv (tests check that convs between
 // neighbours stored in their layout run without reorders): reorders of its input, output
@@ -152,33 +163,12 @@ struct ConvPlanSummary {
   std::string impl;  // oneDNN's implementation name
 };
 ConvPlanSummary conv_plan_summary(const Kernel& kernel);
-std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, const DnnlShared& shared);
-bool gemm_supported(const Node& node);
-std::unique_ptr<Kernel> make_pool_kernel(const Node& node, const DnnlShared& shared);
-bool pool_supported(const Node& node);
 // Add/Sub/Mul/Div with broadcasting (dnnl_binary.cc).
 bool is_binary_op(OpKind op);
-std::unique_ptr<Kernel> make_binary_kernel(const Node& node, const DnnlShared& shared);
-bool binary_supported(const Node& node);
 // The unary activations and math ops (dnnl_eltwise.cc).
 bool is_eltwise_op(OpKind op);
-std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, const DnnlShared& shared);
-bool eltwise_supported(const Node& node);
-std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, const DnnlShared& shared);
-bool softmax_supported(const Node& node);
-std::unique_ptr<Kernel> make_concat_kernel(const Node& node, const DnnlShared& shared);
-bool concat_supported(const Node& node);
-std::unique_ptr<Kernel> make_resize_kernel(const Node& node, const DnnlShared& shared);
-bool resize_supported(const Node& node);
-// Data movement as reorders (dnnl_transpose.cc, dnnl_slice.cc).
-std::unique_ptr<Kernel> make_transpose_kernel(const Node& node, const DnnlShared& shared);
-bool transpose_supported(const Node& node);
-std::unique_ptr<Kernel> make_slice_kernel(const Node& node, const DnnlShared& shared);
-bool slice_supported(const Node& node);
 // ReduceMean, ReduceSum, ReduceL2 (dnnl_reduce.cc).
 bool is_reduce_op(OpKind op);
-std::unique_ptr<Kernel> make_reduce_kernel(const Node& node, const DnnlShared& shared);
-bool reduce_supported(const Node& node);
 
 // The row-major f32 desc of `shape` (what the runtime's Tensors hold); a scalar is [1].
 dnnl::memory::desc plain_desc(const std::vector<int64_t>& shape);
@@ -191,3 +181,10 @@ void execute_src_dst(const dnnl::primitive& prim, dnnl::stream& stream,
 bool all_positive(const std::vector<int64_t>& shape);
 
 }  // namespace kiln::dnnl_cpu
+
+// In src/backends/cpu/dnnl_<op>.cc, at namespace kiln::dnnl_cpu, the op kinds last:
+//   KILN_REGISTER_DNNL_KERNEL(pool, pool_supported, make_pool_kernel, OpKind::MaxPool, ...);
+#define KILN_REGISTER_DNNL_KERNEL(name, supports_fn, make_fn, ...)        \
+  [[maybe_unused]] static const bool kiln_dnnl_kernel_registered_##name = \
+      ::kiln::dnnl_cpu::register_dnnl_kernel(                             \
+          ::kiln::dnnl_cpu::DnnlKernelEntry{{__VA_ARGS__}, supports_fn, make_fn})

@@ -55,15 +55,17 @@ class DnnlConcatKernel final : public DnnlKernel {
 
 }  // namespace
 
-bool concat_supported(const Node& node) {
+static bool concat_supported(const Node& node) {
   if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
   for (const Value* v : node.inputs)
     if (!is_f32(v)) return false;
   return is_f32(node.outputs[0]);
 }
 
-std::unique_ptr<Kernel> make_concat_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_concat_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlConcatKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(concat, concat_supported, make_concat_kernel, OpKind::Concat);
 
 }  // namespace kiln::dnnl_cpu

@@ -72,7 +72,7 @@ ConvPlanSummary conv_plan_summary(const Kernel& kernel) {
                          p.pd.impl_info_str()};
 }
 
-bool conv_supported(const Node& node) {
+static bool conv_supported(const Node& node) {
   if (node.op != OpKind::Conv || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
   const Value* w = node.inputs[1];
   if (!is_f32(node.inputs[0]) || !is_f32(w) || !w->is_constant()) return false;
@@ -86,9 +86,11 @@ bool conv_supported(const Node& node) {
   return parse_conv_attrs(node.attrs).is_ok();
 }
 
-std::unique_ptr<Kernel> make_conv_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_conv_kernel(const Node& node, const DnnlShared& shared) {
   auto attrs = parse_conv_attrs(node.attrs);
   return std::make_unique<DnnlConvKernel>(node, shared, attrs.is_ok() ? *attrs : ConvAttrs{});
 }
+
+KILN_REGISTER_DNNL_KERNEL(conv, conv_supported, make_conv_kernel, OpKind::Conv);
 
 }  // namespace kiln::dnnl_cpu

@@ -127,7 +127,7 @@ bool is_eltwise_op(OpKind op) {
   }
 }
 
-bool eltwise_supported(const Node& node) {
+static bool eltwise_supported(const Node& node) {
   if (!is_eltwise_op(node.op)) return false;
   if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
   if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
@@ -141,8 +141,13 @@ bool eltwise_supported(const Node& node) {
   return true;
 }
 
-std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_eltwise_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlEltwiseKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(eltwise, eltwise_supported, make_eltwise_kernel, OpKind::Relu,
+                          OpKind::LeakyRelu, OpKind::Sigmoid, OpKind::Tanh, OpKind::HardSigmoid,
+                          OpKind::HardSwish, OpKind::Clip, OpKind::Softplus, OpKind::Exp,
+                          OpKind::Sqrt);
 
 }  // namespace kiln::dnnl_cpu

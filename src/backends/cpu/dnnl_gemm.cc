@@ -83,7 +83,7 @@ class DnnlGemmKernel final : public DnnlKernel {
 
 }  // namespace
 
-bool gemm_supported(const Node& node) {
+static bool gemm_supported(const Node& node) {
   if (node.op != OpKind::Gemm || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
   const Value* b = node.inputs[1];
   if (!is_f32(node.inputs[0]) || !is_f32(b) || !b->is_constant() || !is_f32(node.outputs[0]))
@@ -100,8 +100,10 @@ bool gemm_supported(const Node& node) {
   return true;
 }
 
-std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_gemm_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlGemmKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(gemm, gemm_supported, make_gemm_kernel, OpKind::Gemm);
 
 }  // namespace kiln::dnnl_cpu

@@ -102,7 +102,7 @@ class DnnlPoolKernel final : public DnnlKernel {
 
 }  // namespace
 
-bool pool_supported(const Node& node) {
+static bool pool_supported(const Node& node) {
   if (node.op != OpKind::MaxPool && node.op != OpKind::AveragePool &&
       node.op != OpKind::GlobalAveragePool)
     return false;
@@ -117,8 +117,11 @@ bool pool_supported(const Node& node) {
   return parse_pool_attrs(node.attrs, 2, options_for(node.op)).is_ok();
 }
 
-std::unique_ptr<Kernel> make_pool_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_pool_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlPoolKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(pool, pool_supported, make_pool_kernel, OpKind::MaxPool,
+                          OpKind::AveragePool, OpKind::GlobalAveragePool);
 
 }  // namespace kiln::dnnl_cpu

@@ -80,14 +80,17 @@ bool is_reduce_op(OpKind op) {
   return op == OpKind::ReduceMean || op == OpKind::ReduceSum || op == OpKind::ReduceL2;
 }
 
-bool reduce_supported(const Node& node) {
+static bool reduce_supported(const Node& node) {
   return is_reduce_op(node.op) && !node.inputs.empty() && node.inputs.size() <= 2 &&
          node.outputs.size() == 1 && node.epilogue.empty() && is_f32(node.inputs[0]) &&
          is_f32(node.outputs[0]);
 }
 
-std::unique_ptr<Kernel> make_reduce_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_reduce_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlReduceKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(reduce, reduce_supported, make_reduce_kernel, OpKind::ReduceMean,
+                          OpKind::ReduceSum, OpKind::ReduceL2);
 
 }  // namespace kiln::dnnl_cpu

@@ -139,14 +139,16 @@ class DnnlResizeKernel final : public DnnlKernel {
 
 }  // namespace
 
-bool resize_supported(const Node& node) {
+static bool resize_supported(const Node& node) {
   if (node.inputs.empty() || node.outputs.size() != 1 || !node.epilogue.empty()) return false;
   if (!is_f32(node.inputs[0]) || !is_f32(node.outputs[0])) return false;
   return parse_resize_attrs(node.attrs).is_ok();
 }
 
-std::unique_ptr<Kernel> make_resize_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_resize_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlResizeKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(resize, resize_supported, make_resize_kernel, OpKind::Resize);
 
 }  // namespace kiln::dnnl_cpu

@@ -50,13 +50,15 @@ class DnnlSliceKernel final : public DnnlKernel {
 
 }  // namespace
 
-bool slice_supported(const Node& node) {
+static bool slice_supported(const Node& node) {
   return node.inputs.size() >= 3 && node.inputs.size() <= 5 && node.outputs.size() == 1 &&
          node.epilogue.empty() && is_f32(node.inputs[0]) && is_f32(node.outputs[0]);
 }
 
-std::unique_ptr<Kernel> make_slice_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_slice_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlSliceKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(slice, slice_supported, make_slice_kernel, OpKind::Slice);
 
 }  // namespace kiln::dnnl_cpu

@@ -40,13 +40,15 @@ class DnnlSoftmaxKernel final : public DnnlKernel {
 
 }  // namespace
 
-bool softmax_supported(const Node& node) {
+static bool softmax_supported(const Node& node) {
   return node.inputs.size() == 1 && node.outputs.size() == 1 && node.epilogue.empty() &&
          is_f32(node.inputs[0]) && is_f32(node.outputs[0]);
 }
 
-std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_softmax_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlSoftmaxKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(softmax, softmax_supported, make_softmax_kernel, OpKind::Softmax);
 
 }  // namespace kiln::dnnl_cpu

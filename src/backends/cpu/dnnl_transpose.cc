@@ -57,13 +57,15 @@ class DnnlTransposeKernel final : public DnnlKernel {
 
 }  // namespace
 
-bool transpose_supported(const Node& node) {
+static bool transpose_supported(const Node& node) {
   return node.inputs.size() == 1 && node.outputs.size() == 1 && node.epilogue.empty() &&
          is_f32(node.inputs[0]) && is_f32(node.outputs[0]);
 }
 
-std::unique_ptr<Kernel> make_transpose_kernel(const Node& node, const DnnlShared& shared) {
+static std::unique_ptr<Kernel> make_transpose_kernel(const Node& node, const DnnlShared& shared) {
   return std::make_unique<DnnlTransposeKernel>(node, shared);
 }
+
+KILN_REGISTER_DNNL_KERNEL(transpose, transpose_supported, make_transpose_kernel, OpKind::Transpose);
 
 }  // namespace kiln::dnnl_cpu

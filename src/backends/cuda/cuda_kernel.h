@@ -47,6 +47,11 @@ enum class Layout : uint8_t {
 };
 const char* layout_name(Layout l);
 
+// float32 or float16: the dtypes a float activation has on the device (ctx.act_dtype()).
+inline bool is_device_float(DataType dt) {
+  return dt == DataType::kFloat32 || dt == DataType::kFloat16;
+}
+
 struct DevDesc {
   DataType dtype = DataType::kUndefined;
   Shape shape;  // logical (ONNX) shape

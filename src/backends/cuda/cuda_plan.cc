@@ -14,11 +14,9 @@ namespace kiln {
 
 namespace {
 
-bool is_float(DataType dt) { return dt == DataType::kFloat32 || dt == DataType::kFloat16; }
-
 // The device dtype of a graph value: float activations in the precision's dtype.
 DataType device_dtype(DataType graph_dtype, Precision p) {
-  if (!is_float(graph_dtype)) return graph_dtype;
+  if (!is_device_float(graph_dtype)) return graph_dtype;
   return p == Precision::kFp16 ? DataType::kFloat16 : DataType::kFloat32;
 }
 
@@ -27,7 +25,7 @@ DataType device_dtype(DataType graph_dtype, Precision p) {
 // `t` (float32/float16/other) as bytes of `dt` in plain layout.
 std::vector<uint8_t> host_bytes_as(const Tensor& t, DataType dt) {
   std::vector<uint8_t> out;
-  if (t.dtype() == dt || !is_float(dt) || !is_float(t.dtype())) {
+  if (t.dtype() == dt || !is_device_float(dt) || !is_device_float(t.dtype())) {
     out.resize(t.nbytes());
     if (t.nbytes()) std::memcpy(out.data(), t.raw(), t.nbytes());
     return out;
@@ -49,7 +47,7 @@ std::vector<uint8_t> host_bytes_as(const Tensor& t, DataType dt) {
 Tensor tensor_from_bytes(const void* bytes, DataType dt, const Shape& shape, DataType want) {
   Tensor t(dt, shape);
   if (t.nbytes()) std::memcpy(t.raw(), bytes, t.nbytes());
-  if (dt == want || !is_float(dt) || !is_float(want)) return t;
+  if (dt == want || !is_device_float(dt) || !is_device_float(want)) return t;
   std::vector<float> f(t.numel());
   for (int64_t i = 0; i < t.numel(); ++i) f[i] = static_cast<float>(t.at_double(i));
   Tensor r = Tensor::from_floats(shape, f);
@@ -107,7 +105,7 @@ class Builder {
 };
 
 Result<int> Builder::constant_slot(const Value* v, const Tensor& t, DataType dt) {
-  if (!is_float(t.dtype())) dt = t.dtype();
+  if (!is_device_float(t.dtype())) dt = t.dtype();
   std::vector<uint8_t> bytes;
   if (dt == DataType::kFloat16 && t.dtype() == DataType::kFloat32) {
     // Saturated, as fp16 engines do: a value fp16 cannot hold is pulled into its range rather
@@ -155,7 +153,7 @@ Result<int> Builder::slot_for(const Value* v, Layout layout, DataType dtype) {
   if (layout == Layout::kNHWC && d.shape.size() != 4)
     return internal_error("value '" + v->name + "': NHWC asked for rank " +
                           std::to_string(d.shape.size()));
-  if (d.dtype != dtype && !(is_float(d.dtype) && is_float(dtype)))
+  if (d.dtype != dtype && !(is_device_float(d.dtype) && is_device_float(dtype)))
     return internal_error("value '" + v->name + "': cannot convert " + dtype_name(d.dtype) +
                           " to " + dtype_name(dtype));
   // NHWC and plain order the same bytes alike when H·W or C is 1 (an SE block's pooled

@@ -31,7 +31,6 @@ namespace {
 using cuda::IndexedArgs;
 using cuda::StridedArgs;
 
-bool is_float(DataType dt) { return dt == DataType::kFloat32 || dt == DataType::kFloat16; }
 bool is_int(DataType dt) { return dt == DataType::kInt32 || dt == DataType::kInt64; }
 
 // Equal static dims (known and equal, or the same symbolic name).
@@ -151,7 +150,7 @@ Status BinaryKernel::upload_constant(int i, const DevDesc& d, Layout layout,
       for (int64_t p = 0; p < hw; ++p)
         for (int64_t ch = 0; ch < c; ++ch) order[(b * hw + p) * c + ch] = (b * c + ch) * hw + p;
   }
-  if (is_float(dtype_)) {
+  if (is_device_float(dtype_)) {
     const std::vector<float> v = t.to_floats();
     Fp16Saturation sat;  // an eps of 1e-12 must not become 0, nor a mask's -1e9 become -inf
     for (int64_t k = 0; k < t.numel(); ++k) {
@@ -202,7 +201,7 @@ Status BinaryKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc
     dtype_ = in[i].dtype;
   }
   if (dtype_ == DataType::kUndefined) dtype_ = float_op_ ? ctx.act_dtype() : in[0].dtype;
-  if (float_op_ ? !is_float(dtype_) : !is_int(dtype_))
+  if (float_op_ ? !is_device_float(dtype_) : !is_int(dtype_))
     return unsupported(std::string(op_name(op_)) + " on " + dtype_name(dtype_));
   KILN_ASSIGN_OR_RETURN(Shape shape, broadcast_shapes({in[0].shape, in[1].shape}));
   numel_ = shape_numel(shape);
@@ -363,13 +362,13 @@ Result<std::unique_ptr<CudaKernel>> make_binary(const Node& node, Precision) {
     return invalid_argument("expected 2 inputs and an output");
   if (!node.epilogue.empty()) return unsupported("a fused epilogue on a binary op");
   const DataType a = node.inputs[0]->dtype, b = node.inputs[1]->dtype;
-  bool float_op = is_float(a);
+  bool float_op = is_device_float(a);
   if (node.op == OpKind::Pow) {
     // A constant exponent of any numeric type is converted to the base's dtype on upload.
-    if (!is_float(a) || (!is_float(b) && !node.inputs[1]->is_constant()))
+    if (!is_device_float(a) || (!is_device_float(b) && !node.inputs[1]->is_constant()))
       return unsupported(std::string("Pow with ") + dtype_name(a) + " base and " + dtype_name(b) +
                          " exponent");
-  } else if (a != b || !(is_float(a) || is_int(a))) {
+  } else if (a != b || !(is_device_float(a) || is_int(a))) {
     return unsupported(std::string(op_name(node.op)) + " on " + dtype_name(a) + " and " +
                        dtype_name(b) + " (float32/float16/int32/int64, equal dtypes)");
   }

@@ -66,7 +66,6 @@ bool supported(DataType dt) {
     default: return false;
   }
 }
-bool is_float(DataType dt) { return dt == DataType::kFloat32 || dt == DataType::kFloat16; }
 
 // Calls f(T{}) with the device element type of dt (one of supported()).
 template <class F>
@@ -84,7 +83,8 @@ Status dispatch(DataType dt, F&& f) {
 
 class CastKernel final : public CudaKernel {
  public:
-  CastKernel(DataType from, DataType to) : float_copy_(is_float(from) && is_float(to)), to_(to) {}
+  CastKernel(DataType from, DataType to)
+      : float_copy_(is_device_float(from) && is_device_float(to)), to_(to) {}
 
   Layout input_layout(int i, Layout offered) const override {
     return float_copy_ ? offered : Layout::kPlain;
@@ -96,7 +96,7 @@ class CastKernel final : public CudaKernel {
                  CudaBuildContext& ctx) override {
     if (in.empty() || !in[0].present()) return invalid_argument("input 0 is missing");
     from_ = in[0].dtype;
-    out_dtype_ = is_float(to_) ? ctx.act_dtype() : to_;
+    out_dtype_ = is_device_float(to_) ? ctx.act_dtype() : to_;
     if (!supported(from_)) return unsupported(std::string("Cast from ") + dtype_name(from_));
     if (float_copy_ && from_ != out_dtype_)
       return invalid_argument(std::string("float input in ") + dtype_name(from_) + ", expected " +

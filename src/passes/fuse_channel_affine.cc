@@ -2,9 +2,8 @@
 // BatchNormalization that stands alone (DenseNet's pre-activation norms: Mul + Add + Relu
 // on every concatenation), becomes one BatchNormalization node with scale s, B b, mean 0,
 // var 1 and epsilon 0 (so its per-channel factor is s exactly), a following Relu fused as its
-// epilogue. For CUDA engines: their BatchNormalization kernel makes one pass over the tensor
-// where Mul, Add and Relu made three. oneDNN engines keep Mul and Add (binary primitives in the
-// layout their neighbours use).
+// epilogue. Both the CUDA and the oneDNN BatchNormalization kernels make one pass over the
+// tensor (in the layout its neighbours use) where Mul, Add and Relu made three.
 #include "passes/pass.h"
 
 namespace kiln {

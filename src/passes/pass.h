@@ -68,7 +68,7 @@ Result<bool> fuse_channel_shuffle(Graph& g,
                                   std::vector<std::vector<std::string>>* groups = nullptr);
 // Conv/ConvTranspose/Gemm/MatMul + residual Add and/or activation → node.epilogue.
 Result<bool> fuse_epilogue(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
-// For CUDA engines, after optimize_graph: Mul + Add by per-channel constants (a standalone
+// For every engine, after optimize_graph: Mul + Add by per-channel constants (a standalone
 // BatchNormalization as fold_batch_norm leaves it), and a Relu after them, → one
 // BatchNormalization (mean 0, var 1, epsilon 0) with the Relu as its epilogue. `groups`
 // (optional) receives {new node, mul, add[, relu]} per fusion.

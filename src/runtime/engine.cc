@@ -151,8 +151,8 @@ Result<std::shared_ptr<Engine>> build_engine(
     KILN_RETURN_IF_ERROR(optimize_graph(*graph, &passes));
     for (const auto& step : passes.steps) report.passes.push_back({step.pass, step.nodes_after});
   }
-  if (options.optimize && cuda) {
-    // The CUDA passes' groups join the optimizer's: a precision override or an fp32 value
+  if (options.optimize) {
+    // The device passes' groups join the optimizer's: a precision override or an fp32 value
     // naming a node they fused is found in the group it went into.
     auto add_groups = [&](const std::vector<std::vector<std::string>>& groups) {
       std::map<std::string, const Node*> by_name;
@@ -173,13 +173,14 @@ Result<std::shared_ptr<Engine>> build_engine(
     std::vector<std::vector<std::string>> groups;
     KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph, &groups).status());
     add_groups(groups);
-    report.passes.push_back(
-        {"fuse_channel_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
-    groups.clear();
-    KILN_RETURN_IF_ERROR(fuse_concat_affine(*graph, &groups).status());
-    add_groups(groups);
-    report.passes.push_back(
-        {"fuse_concat_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
+    report.passes.push_back({"fuse_channel_affine", static_cast<int64_t>(graph->nodes().size())});
+    if (cuda) {
+      groups.clear();
+      KILN_RETURN_IF_ERROR(fuse_concat_affine(*graph, &groups).status());
+      add_groups(groups);
+      report.passes.push_back(
+          {"fuse_concat_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
+    }
   }
   report.fused_groups = passes.fused_groups;
   KILN_RETURN_IF_ERROR(

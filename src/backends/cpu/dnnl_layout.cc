@@ -59,7 +59,8 @@ std::vector<const Value*> layout_operands(const Node& n) {
     }
     case OpKind::MaxPool:
     case OpKind::AveragePool:
-    case OpKind::GlobalAveragePool: return {n.input(0), n.output(0)};
+    case OpKind::GlobalAveragePool:
+    case OpKind::BatchNormalization: return {n.input(0), n.output(0)};
     default: break;
   }
   if (is_eltwise_op(n.op)) return {n.input(0), n.output(0)};  // element-wise: any layout

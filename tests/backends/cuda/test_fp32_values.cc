@@ -45,6 +45,25 @@ ModelBuilder overflowing_net_with_cpu_step() {
   return b;
 }
 
+// x [2, 8, 4, 4] of standard normal values (seed), and the CPU fp32 engine's y for it.
+struct CpuReference {
+  Tensor x, y;
+};
+CpuReference cpu_reference(const std::string& bytes, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> xv(2 * 8 * 4 * 4);
+  for (float& v : xv) v = d(gen);
+  CpuReference r{Tensor::from_floats({2, 8, 4, 4}, xv), Tensor()};
+  auto cpu = Engine::from_bytes(bytes, {});
+  EXPECT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  if (!cpu.is_ok()) return r;
+  auto want = (*cpu)->create_context()->run({{"x", r.x}});
+  EXPECT_TRUE(want.is_ok()) << want.status().to_string();
+  if (want.is_ok()) r.y = want->at("y");
+  return r;
+}
+
 int64_t nonfinite(const Tensor& t) {
   int64_t n = 0;
   for (float v : t.to_floats()) n += !std::isfinite(v);
@@ -52,17 +71,12 @@ int64_t nonfinite(const Tensor& t) {
 }
 
 TEST(CudaFp32Values, AnOverflowingValueKeptInFp32StaysFinite) {
-  std::mt19937 gen(5);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> xv(2 * 8 * 4 * 4);
-  for (float& v : xv) v = d(gen);
-  const Tensor x = Tensor::from_floats({2, 8, 4, 4}, xv);
   const std::string bytes = overflowing_net().bytes();
-
   auto cpu = Engine::from_bytes(bytes, {});
   ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
-  auto want = (*cpu)->create_context()->run({{"x", x}});
-  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  const CpuReference ref = cpu_reference(bytes, 5);
+  ASSERT_TRUE(ref.y.defined());
+  const Tensor& x = ref.x;
   // The guard names u, as the CLI's --precision fp16 runs do before they build.
   auto report = check_fp16_range(**cpu, {{{"x", x}}});
   ASSERT_TRUE(report.is_ok()) << report.status().to_string();
@@ -89,7 +103,7 @@ TEST(CudaFp32Values, AnOverflowingValueKeptInFp32StaysFinite) {
       continue;
     }
     EXPECT_EQ(nonfinite(y), 0);
-    EXPECT_LE(relative_l2(y, want->at("y")), 2e-3);
+    EXPECT_LE(relative_l2(y, ref.y), 2e-3);
     EXPECT_EQ((*e)->report().fp32_kept,
               (std::vector<std::string>{"node 'down' (Mul) in fp32: reads 'u'",
                                         "node 'up2' (Mul) in fp32: writes 'u'"}));
@@ -100,16 +114,9 @@ TEST(CudaFp32Values, AnOverflowingValueKeptInFp32StaysFinite) {
 }
 
 TEST(CudaFp32Values, ACpuStepKeptInFp32ReadsAndWritesFloat32) {
-  std::mt19937 gen(6);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> xv(2 * 8 * 4 * 4);
-  for (float& v : xv) v = d(gen);
-  const Tensor x = Tensor::from_floats({2, 8, 4, 4}, xv);
   const std::string bytes = overflowing_net_with_cpu_step().bytes();
-  auto cpu = Engine::from_bytes(bytes, {});
-  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
-  auto want = (*cpu)->create_context()->run({{"x", x}});
-  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  const CpuReference ref = cpu_reference(bytes, 6);
+  ASSERT_TRUE(ref.y.defined());
   EngineOptions o;
   o.device = Device::kCuda;
   o.precision = Precision::kFp16;
@@ -119,10 +126,10 @@ TEST(CudaFp32Values, ACpuStepKeptInFp32ReadsAndWritesFloat32) {
   auto e = Engine::from_bytes(bytes, o);
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   auto ctx = (*e)->create_context();
-  auto got = ctx->run({{"x", x}});
+  auto got = ctx->run({{"x", ref.x}});
   ASSERT_TRUE(got.is_ok()) << got.status().to_string();
   EXPECT_EQ(nonfinite(got->at("y")), 0);
-  EXPECT_LE(relative_l2(got->at("y"), want->at("y")), 2e-3);
+  EXPECT_LE(relative_l2(got->at("y"), ref.y), 2e-3);
   // The PRelu did run on the CPU (else this tests nothing).
   auto layers = ctx->profile_layers(1);
   ASSERT_TRUE(layers.is_ok()) << layers.status().to_string();

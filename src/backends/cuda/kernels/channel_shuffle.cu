@@ -122,9 +122,7 @@ class ChannelShuffleKernel final : public CudaKernel {
 };
 
 Result<std::unique_ptr<CudaKernel>> make_channel_shuffle(const Node& node, Precision) {
-  for (size_t i = 1; i < node.inputs.size(); ++i)
-    if (node.input(i) && !node.input(i)->is_constant())
-      return unsupported("input " + std::to_string(i) + " is not a constant");
+  KILN_RETURN_IF_ERROR(cuda::inputs_constant_from(node, 1));
   return std::unique_ptr<CudaKernel>(new ChannelShuffleKernel());
 }
 

@@ -97,9 +97,7 @@ Result<std::unique_ptr<CudaKernel>> make_pad(const Node& node, Precision) {
   if (es != 1 && es != 2 && es != 4 && es != 8)
     return unsupported(std::string("Pad of ") + dtype_name(x->dtype));
   if (cuda::known_rank(node, 0) > cuda::kMaxMapAxes) return unsupported("Pad of rank > 6");
-  for (size_t i = 1; i < node.inputs.size(); ++i)
-    if (node.input(i) && !node.input(i)->is_constant())
-      return unsupported("input " + std::to_string(i) + " is not a constant");
+  KILN_RETURN_IF_ERROR(cuda::inputs_constant_from(node, 1));
   return std::unique_ptr<CudaKernel>(new PadKernel(mode));
 }
 

@@ -106,6 +106,15 @@ inline int64_t known_rank(const Node& node, size_t i) {
   return v && v->has_shape ? static_cast<int64_t>(v->dims.size()) : -1;
 }
 
+// kUnsupported unless every input after `first` is a constant (or omitted): the inputs a
+// kernel reads on the host at prepare (starts, pads, shapes).
+inline Status inputs_constant_from(const Node& node, size_t first) {
+  for (size_t i = first; i < node.inputs.size(); ++i)
+    if (node.input(i) && !node.input(i)->is_constant())
+      return unsupported("input " + std::to_string(i) + " is not a constant");
+  return Status::ok();
+}
+
 // The reference's view of a device description (shape rules and helpers take TensorDesc).
 inline TensorDesc desc_of(const DevDesc& d) { return TensorDesc{d.dtype, d.shape, d.value}; }
 

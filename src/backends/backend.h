@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ir/graph.h"
@@ -30,6 +31,10 @@ class Kernel {
   // in[i] nullptr for omitted inputs; out[i] nullptr for omitted outputs, otherwise
   // allocated with the prepared desc.
   virtual Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) = 0;
+  // The implementation prepare() chose, for profiles and `kiln inspect` (oneDNN's
+  // implementation name, "reference" where the backend's own kernel declined the shapes);
+  // empty for the reference backend's kernels.
+  virtual std::string tactic() const { return ""; }
 };
 
 class Backend {

@@ -234,11 +234,15 @@ Result<std::vector<LayerProfile>> Context::profile_layers(int iterations) {
   impl_->node_seconds = nullptr;
   KILN_RETURN_IF_ERROR(status);
   std::vector<LayerProfile> layers;
+  const std::vector<std::string> tactics = impl_->cpu->last_plan_tactics();
   for (size_t k = 0; k < e.order.size(); ++k) {
     LayerProfile l;
     l.name = e.order[k]->name;
     l.op = op_name(e.order[k]->op);
-    l.tactic = e.node_backend[k] ? e.node_backend[k]->name() : "";
+    // The kernel's own account where it gives one, else its backend's name.
+    l.tactic = k < tactics.size() && !tactics[k].empty() ? tactics[k]
+               : e.node_backend[k]                       ? e.node_backend[k]->name()
+                                                         : "";
     l.on_cpu = true;
     l.ms = seconds[k] * 1e3 / iterations;
     layers.push_back(std::move(l));

@@ -395,4 +395,12 @@ int64_t CpuPlanCache::last_plan_lower_bound() const {
   return plans_.empty() ? 0 : plans_.front()->plan->arena_lower_bound;
 }
 
+std::vector<std::string> CpuPlanCache::last_plan_tactics() const {
+  std::vector<std::string> r;
+  if (plans_.empty()) return r;
+  for (const CpuStep& step : plans_.front()->plan->steps)
+    r.push_back(step.view ? "view" : step.kernel ? step.kernel->tactic() : "");
+  return r;
+}
+
 }  // namespace kiln

@@ -1,6 +1,7 @@
-// `kiln inspect MODEL [--graph] [--passes]`: what a model takes and gives, what it is made
-// of and how much it costs (op counts, parameters, FLOPs per image), with --graph the kiln
-// IR, with --passes what the graph optimizer does to it. The description is of the model
+// `kiln inspect MODEL [--graph] [--passes] [--plan]`: what a model takes and gives, what it is
+// made of and how much it costs (op counts, parameters, FLOPs per image), with --graph the kiln
+// IR, with --passes what the graph optimizer does to it, with --plan (and always on CUDA) the
+// plan of one input shape, step by step. The description is of the model
 // as imported (the engine's report keeps it from before the passes), so it matches the .onnx
 // file the user knows; --graph prints the imported graph too.
 #include <cstdio>
@@ -16,6 +17,7 @@ struct InspectOptions {
   std::string model;
   bool graph = false;
   bool passes = false;
+  bool plan = false;
   int64_t batch = 0;
 };
 
@@ -65,10 +67,10 @@ void print_passes(const EngineReport& report) {
   for (const std::string& line : report.fused_groups) std::printf("  %s\n", line.c_str());
 }
 
-// CUDA: the plan for one input shape: every step with its kernel or algorithm, the nodes
-// that fall back to the CPU (with copies), conversions, and the device memory.
-int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g,
-                    const std::vector<std::string>& fp32_values) {
+// The plan for one input shape (CUDA, or the CPU with --plan): every step with its kernel or
+// algorithm, the nodes that fall back to the CPU (with copies), conversions, and the memory.
+int print_plan(const InspectOptions& o, const GlobalOptions& g,
+               const std::vector<std::string>& fp32_values) {
   // With --shapes and --precision-overrides, and the fp16 range guard's values in fp32.
   auto engine_or = load_engine(o.model, g, fp32_values);
   if (!engine_or.is_ok()) return fail(engine_or.status());
@@ -93,20 +95,30 @@ int print_cuda_plan(const InspectOptions& o, const GlobalOptions& g,
     converts += l.op == "Convert";
     total += l.ms;
   }
-  std::printf(
-      "\nCUDA plan (%s, batch %lld): %zu steps, %d on the CPU, %d layout/dtype "
-      "conversions, %.4g ms summed (mean of 3 runs, one step at a time)\n",
-      precision_name(g.precision), static_cast<long long>(o.batch > 0 ? o.batch : 1),
-      layers->size(), cpu, converts, total);
+  const bool cuda = g.device == "cuda";
+  if (cuda)
+    std::printf(
+        "\nCUDA plan (%s, batch %lld): %zu steps, %d on the CPU, %d layout/dtype "
+        "conversions, %.4g ms summed (mean of 3 runs, one step at a time)\n",
+        precision_name(g.precision), static_cast<long long>(o.batch > 0 ? o.batch : 1),
+        layers->size(), cpu, converts, total);
+  else
+    std::printf("\nCPU plan (batch %lld): %zu steps, %.4g ms summed (mean of 3 runs)\n",
+                static_cast<long long>(o.batch > 0 ? o.batch : 1), layers->size(), total);
   for (const LayerProfile& l : *layers)
     std::printf("  %-14s %-36s %8.4f ms  %s%s\n", l.op.c_str(), l.name.substr(0, 36).c_str(), l.ms,
-                l.on_cpu ? "CPU fallback: " : "", l.tactic.c_str());
-  std::printf(
-      "device memory: activation arena %s (lower bound %s), workspace %s, weights %s; "
-      "pinned host %s\n",
-      human_bytes(mem->arena).c_str(), human_bytes(mem->arena_lower_bound).c_str(),
-      human_bytes(mem->workspace).c_str(), human_bytes(mem->weights).c_str(),
-      human_bytes(mem->pinned_host).c_str());
+                l.on_cpu && cuda ? "CPU fallback: " : "", l.tactic.c_str());
+  if (cuda)
+    std::printf(
+        "device memory: activation arena %s (lower bound %s), workspace %s, weights %s; "
+        "pinned host %s\n",
+        human_bytes(mem->arena).c_str(), human_bytes(mem->arena_lower_bound).c_str(),
+        human_bytes(mem->workspace).c_str(), human_bytes(mem->weights).c_str(),
+        human_bytes(mem->pinned_host).c_str());
+  else
+    std::printf("memory: activation arena %s (lower bound %s), weights %s\n",
+                human_bytes(mem->arena).c_str(), human_bytes(mem->arena_lower_bound).c_str(),
+                human_bytes(mem->weights).c_str());
   for (const std::string& note : ctx->stats().notes) std::printf("note: %s\n", note.c_str());
   return kExitOk;
 }
@@ -156,7 +168,7 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     fp32_values = print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
     if (g.no_fp16_fallback) fp32_values.clear();
   }
-  if (g.device == "cuda") return print_cuda_plan(o, g, fp32_values);
+  if (g.device == "cuda" || o.plan) return print_plan(o, g, fp32_values);
   return kExitOk;
 }
 
@@ -169,8 +181,10 @@ Command add_inspect_command(CLI::App& root, const GlobalOptions& global) {
   app->add_flag("--graph", o->graph, "also print the imported graph (kiln IR), one node a line");
   app->add_flag("--passes", o->passes,
                 "also print the node count after each optimizer pass and the fused groups");
-  app->add_option("-b,--batch", o->batch,
-                  "with --device cuda: the batch size of the plan to print (default 1)")
+  app->add_flag("--plan", o->plan,
+                "also print the plan for one input shape: every step, its kernel and time "
+                "(always with --device cuda)");
+  app->add_option("-b,--batch", o->batch, "the batch size of the plan to print (default 1)")
       ->check(CLI::PositiveNumber);
   return {app, [o, &global] { return run(*o, global); }};
 }

@@ -138,6 +138,22 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
   return Status();
 }
 
+std::string DnnlKernel::tactic() const {
+  if (fallback_) return "reference (oneDNN declined these shapes)";
+  const std::string impl = impl_info();
+  return impl.empty() ? "onednn" : "onednn " + impl;
+}
+
+std::string impl_info_of(const dnnl::primitive& p) {
+  if (!p) return "";
+  const char* info = nullptr;
+  if (dnnl_primitive_desc_query(p.get_primitive_desc(), dnnl_query_impl_info_str, 0, &info) !=
+          dnnl_success ||
+      !info)
+    return "";
+  return info;
+}
+
 Status DnnlKernel::execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
   if (fallback_) return run_reference(in, out);
   set_threads(shared_.options.threads);

@@ -66,6 +66,8 @@ class DnnlBatchNormKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override { return impl_info_of(prim_); }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     memory x(x_md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
     memory y(y_md_, cpu_engine(), out[0]->raw());

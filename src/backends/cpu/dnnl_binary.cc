@@ -98,6 +98,8 @@ class DnnlBinaryKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override { return impl_info_of(prim_); }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     memory src[2];
     for (int k = 0; k < 2; ++k) {

@@ -129,6 +129,8 @@ class DnnlKernel : public Kernel {
   Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) final;
   // Whether the prepared shapes run the reference kernel (tests check which path ran).
   bool uses_reference() const { return fallback_; }
+  // "onednn <oneDNN's implementation name>", or "reference (oneDNN declined these shapes)".
+  std::string tactic() const final;
 
  protected:
   // Builds the primitive for `in`; `out` already holds the inferred output descs. Returns
@@ -136,6 +138,8 @@ class DnnlKernel : public Kernel {
   virtual bool try_prepare(const std::vector<TensorDesc>& in,
                            const std::vector<TensorDesc>& out) = 0;
   virtual void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) = 0;
+  // oneDNN's name for the prepared primitive (impl_info_of), for tactic(); empty if none.
+  virtual std::string impl_info() const { return ""; }
 
   const Node& node_;
   const DnnlShared& shared_;  // the backend's, which outlives its kernels
@@ -169,6 +173,10 @@ bool is_binary_op(OpKind op);
 bool is_eltwise_op(OpKind op);
 // ReduceMean, ReduceSum, ReduceL2 (dnnl_reduce.cc).
 bool is_reduce_op(OpKind op);
+
+// oneDNN's implementation name of a made primitive ("brgconv_1x1:avx512_core"); empty for an
+// empty one.
+std::string impl_info_of(const dnnl::primitive& p);
 
 // The row-major f32 desc of `shape` (what the runtime's Tensors hold); a scalar is [1].
 dnnl::memory::desc plain_desc(const std::vector<int64_t>& shape);

@@ -36,6 +36,8 @@ class DnnlConcatKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override { return impl_info_of(prim_); }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     std::unordered_map<int, memory> args;
     for (size_t i = 0; i < in.size(); ++i)

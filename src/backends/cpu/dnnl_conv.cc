@@ -42,6 +42,14 @@ class DnnlConvKernel final : public DnnlKernel {
     return planner_.choose(ops, &plan_);
   }
 
+  std::string impl_info() const override {
+    std::string r = impl_info_of(plan_.prim);
+    if (plan_.algo == dnnl::algorithm::convolution_winograd) r += " (winograd)";
+    if (plan_.src_reorder) r += " + input reorder";
+    if (!plan_.dst_direct) r += " + output reorder";
+    return r;
+  }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     const int r = node_.epilogue.residual_input, b = bias_index(node_);
     planner_.run(plan_, in[0]->data<float>(), out[0]->data<float>(),

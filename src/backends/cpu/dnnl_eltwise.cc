@@ -88,6 +88,11 @@ class DnnlEltwiseKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override {
+    std::string r = prims_.empty() ? "" : impl_info_of(prims_[0]);
+    return relayout_ ? r + " after a relayout" : r;
+  }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     if (relayout_) {
       memory src(src_ext_, cpu_engine(), const_cast<void*>(in[0]->raw()));

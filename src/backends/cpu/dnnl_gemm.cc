@@ -57,6 +57,8 @@ class DnnlGemmKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override { return impl_info_of(prim_); }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     float* dst = out[0]->data<float>();
     const int r = node_.epilogue.residual_input;

@@ -82,6 +82,8 @@ class DnnlPoolKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override { return impl_info_of(prim_); }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(in[0]->data<float>()));
     memory dst(dst_ext_, cpu_engine(), out[0]->data<float>());

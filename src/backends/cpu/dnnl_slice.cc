@@ -37,6 +37,8 @@ class DnnlSliceKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override { return impl_info_of(prim_); }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     execute_src_dst(prim_, stream_, src_md_, in[0]->data<float>() + first_, dst_md_, out[0]->raw());
   }

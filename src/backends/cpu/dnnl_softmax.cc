@@ -28,6 +28,8 @@ class DnnlSoftmaxKernel final : public DnnlKernel {
     return true;
   }
 
+  std::string impl_info() const override { return impl_info_of(prim_); }
+
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     execute_src_dst(prim_, stream_, md_, in[0]->raw(), md_, out[0]->raw());
   }

@@ -1,8 +1,9 @@
 // fold_constants: a node whose inputs are all constants computes the same thing on every
 // run, so it is run once here on the reference kernels and its outputs become constants.
 // Shape of a value whose shape is fully static is folded too, which collapses the
-// Shape → Gather → Concat → Reshape chains exporters write for flatten/reshape. Constant
-// nodes become constant values.
+// Shape → Gather → Concat → Reshape chains exporters write for flatten/reshape, and so is a
+// Gather of the known dimensions of a shape that has unknown ones. Constant nodes become
+// constant values.
 #include <algorithm>
 
 #include "ops/op_registry.h"
@@ -26,6 +27,35 @@ bool fold_shape(const Node& n, Tensor* out) {
   const int64_t end = std::max(start, fix(n.attrs.get_int("end", rank)));
   *out =
       Tensor::from_int64s({end - start}, std::vector<int64_t>(s.begin() + start, s.begin() + end));
+  return true;
+}
+
+// Gather(Shape(x), constant indices) on axis 0 where every dimension it picks is known, though
+// others (the batch) are not: ShuffleNet's exports compute channel counts and spatial sizes
+// this way from tensors with a dynamic batch.
+bool fold_shape_gather(const Node& n, Tensor* out) {
+  const Value* data = n.input(0);
+  const Value* idx = n.input(1);
+  if (!data || !idx || !idx->is_constant() || n.attrs.get_int("axis", 0) != 0) return false;
+  if (idx->constant.dtype() != DataType::kInt64 && idx->constant.dtype() != DataType::kInt32)
+    return false;
+  const Node* shape = data->producer;
+  if (!shape || shape->op != OpKind::Shape || !shape->input(0) || !shape->input(0)->has_shape)
+    return false;
+  const std::vector<Dim>& dims = shape->input(0)->dims;
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  auto fix = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
+  const int64_t start = fix(shape->attrs.get_int("start", 0));
+  const int64_t end = std::max(start, fix(shape->attrs.get_int("end", rank)));
+  const int64_t len = end - start;
+  std::vector<int64_t> picked;
+  for (int64_t i : idx->constant.to_int64s()) {
+    if (i < -len || i >= len) return false;  // out of range: the kernel reports it at run time
+    const Dim& d = dims[static_cast<size_t>(start + (i < 0 ? i + len : i))];
+    if (!d.known()) return false;
+    picked.push_back(d.value);
+  }
+  *out = Tensor::from_int64s(idx->constant.shape(), picked);
   return true;
 }
 
@@ -67,6 +97,9 @@ Result<bool> fold_constants(Graph& g) {
     if (n->op == OpKind::Shape) {
       out.resize(1);
       if (!fold_shape(*n, &out[0])) continue;
+    } else if (n->op == OpKind::Gather && n->input(0) && !n->input(0)->is_constant()) {
+      out.resize(1);
+      if (!fold_shape_gather(*n, &out[0])) continue;
     } else {
       bool all_constant = true;
       std::vector<const Tensor*> in;

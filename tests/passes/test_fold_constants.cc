@@ -74,6 +74,46 @@ TEST(FoldConstants, LeavesDynamicShapesAndGraphOutputs) {
   EXPECT_FALSE(s->is_constant());
 }
 
+// With a dynamic batch, Shape(x) stays, but a Gather of its known dims folds (ShuffleNet's
+// channel split computes C/2 this way); a Gather of the batch, or one out of range, stays.
+TEST(FoldConstants, GatherOfKnownDimsOfADynamicShape) {
+  Graph g;
+  Value* x = g.add_value("x");
+  x->dtype = DataType::kFloat32;
+  x->has_shape = true;
+  x->dims = {{-1, "batch"}, {8, ""}, {5, ""}, {7, ""}};
+  Value* s = g.add_value("s");
+  Value* hw = g.add_value("hw");
+  Value* n = g.add_value("n");
+  Value* shape = g.add_value("shape");
+  Value* y = g.add_value("y");
+  Attributes axis0;
+  axis0.set("axis", int64_t{0});
+  g.add_node(OpKind::Shape, "shape_of", {x}, {s});
+  g.add_node(OpKind::Gather, "spatial", {s, int_constant(g, "i23", {2}, {2, -1})}, {hw}, axis0);
+  g.add_node(OpKind::Gather, "batch", {s, int_constant(g, "i0", {1}, {0})}, {n}, axis0);
+  g.add_node(OpKind::Concat, "concat", {int_constant(g, "m1", {1}, {-1}), hw}, {shape}, axis0);
+  g.add_node(OpKind::Reshape, "reshape", {x, shape}, {y});
+  g.inputs() = {x};
+  g.outputs() = {y, n};
+  EXPECT_TRUE(run_pass_and_compare(g, fold_constants, {random_tensor({3, 8, 5, 7}, 4)}, 0, 0));
+  ASSERT_TRUE(shape->is_constant());
+  EXPECT_EQ(shape->constant.to_int64s(), (std::vector<int64_t>{-1, 5, 7}));
+  EXPECT_FALSE(n->is_constant());
+  std::vector<std::string> left;
+  for (const auto& node : g.nodes()) left.push_back(node->name);
+  EXPECT_EQ(left, (std::vector<std::string>{"shape_of", "batch", "reshape"}));
+
+  // An index out of range is left to the kernel, which reports it when the model runs.
+  Value* bad = g.add_value("bad");
+  g.add_node(OpKind::Gather, "out_of_range", {s, int_constant(g, "i9", {1}, {9})}, {bad}, axis0);
+  Value* bad_out = g.add_value("bad_out");
+  g.add_node(OpKind::Unsqueeze, "unsq", {bad, int_constant(g, "ax", {1}, {0})}, {bad_out});
+  g.outputs().push_back(bad_out);
+  ASSERT_TRUE(fold_constants(g).is_ok());
+  EXPECT_FALSE(bad->is_constant());
+}
+
 TEST(FoldConstants, SkipsHugeResults) {
   Graph g;
   Value* x = typed_value(g, "x", {1});

@@ -144,6 +144,12 @@ std::string DnnlKernel::tactic() const {
   return impl.empty() ? "onednn" : "onednn " + impl;
 }
 
+std::string DnnlSrcDstKernel::impl_info() const { return impl_info_of(prim_); }
+
+void DnnlSrcDstKernel::run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+  execute_src_dst(prim_, stream_, src_md_, in[0]->raw(), dst_md_, out[0]->raw());
+}
+
 std::string impl_info_of(const dnnl::primitive& p) {
   if (!p) return "";
   const char* info = nullptr;

@@ -153,6 +153,21 @@ class DnnlKernel : public Kernel {
   std::vector<std::string> prepared_values_;  // of the small inputs (dnnl_backend.cc)
 };
 
+// A kernel that runs one one-source primitive (DNNL_ARG_SRC → DNNL_ARG_DST): try_prepare
+// sets src_md_, dst_md_, prim_ and stream_; running and naming it are shared.
+class DnnlSrcDstKernel : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  std::string impl_info() const override;
+  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override;
+
+  dnnl::memory::desc src_md_, dst_md_;
+  dnnl::primitive prim_;
+  dnnl::stream stream_;
+};
+
 // Whether the prepared conv `kernel` runs oneDNN's Winograd algorithm.
 bool conv_uses_winograd(const Kernel& kernel);
 // What the prepared conv `kernel` runs besides the conv (tests check that convs between

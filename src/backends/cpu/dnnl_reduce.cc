@@ -18,9 +18,9 @@ namespace {
 using dnnl::algorithm;
 using dnnl::memory;
 
-class DnnlReduceKernel final : public DnnlKernel {
+class DnnlReduceKernel final : public DnnlSrcDstKernel {
  public:
-  using DnnlKernel::DnnlKernel;
+  using DnnlSrcDstKernel::DnnlSrcDstKernel;
 
  protected:
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>&) override {
@@ -63,17 +63,6 @@ class DnnlReduceKernel final : public DnnlKernel {
     prim_ = dnnl::reduction(dnnl::reduction::primitive_desc(desc, cpu_engine()));
     return true;
   }
-
-  std::string impl_info() const override { return impl_info_of(prim_); }
-
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    execute_src_dst(prim_, stream_, src_md_, in[0]->raw(), dst_md_, out[0]->raw());
-  }
-
- private:
-  memory::desc src_md_, dst_md_;
-  dnnl::primitive prim_;  // the reduction, or the pooling of a spatial mean
-  dnnl::stream stream_;
 };
 
 }  // namespace

@@ -10,9 +10,9 @@ namespace {
 
 using dnnl::memory;
 
-class DnnlSoftmaxKernel final : public DnnlKernel {
+class DnnlSoftmaxKernel final : public DnnlSrcDstKernel {
  public:
-  using DnnlKernel::DnnlKernel;
+  using DnnlSrcDstKernel::DnnlSrcDstKernel;
 
  protected:
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>&) override {
@@ -20,24 +20,13 @@ class DnnlSoftmaxKernel final : public DnnlKernel {
     if (xs.empty() || !all_positive(xs)) return false;
     auto axis = normalize_axis(node_.attrs.get_int("axis", -1), static_cast<int64_t>(xs.size()));
     if (!axis.is_ok()) return false;
-    md_ = plain_desc(xs);
-    dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, md_,
+    src_md_ = dst_md_ = plain_desc(xs);
+    dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, src_md_,
                                      static_cast<int>(*axis));
     prim_ = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(desc, cpu_engine()));
     stream_ = dnnl::stream(cpu_engine());
     return true;
   }
-
-  std::string impl_info() const override { return impl_info_of(prim_); }
-
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    execute_src_dst(prim_, stream_, md_, in[0]->raw(), md_, out[0]->raw());
-  }
-
- private:
-  memory::desc md_;
-  dnnl::softmax_forward prim_;
-  dnnl::stream stream_;
 };
 
 }  // namespace

@@ -13,9 +13,9 @@ namespace {
 
 using dnnl::memory;
 
-class DnnlTransposeKernel final : public DnnlKernel {
+class DnnlTransposeKernel final : public DnnlSrcDstKernel {
  public:
-  using DnnlKernel::DnnlKernel;
+  using DnnlSrcDstKernel::DnnlSrcDstKernel;
 
  protected:
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>&) override {
@@ -44,17 +44,6 @@ class DnnlTransposeKernel final : public DnnlKernel {
     stream_ = dnnl::stream(cpu_engine());
     return true;
   }
-
-  std::string impl_info() const override { return impl_info_of(prim_); }
-
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    execute_src_dst(prim_, stream_, src_md_, in[0]->raw(), dst_md_, out[0]->raw());
-  }
-
- private:
-  memory::desc src_md_, dst_md_;
-  dnnl::reorder prim_;
-  dnnl::stream stream_;
 };
 
 }  // namespace

@@ -7,6 +7,8 @@
 // exactly what the three compute for any shapes, so the pattern needs no shape to be known:
 // the kernels look at the shapes when they run. On CUDA, it then shuffles NHWC tensors in
 // place of two layout conversions and a rank-5 transpose.
+#include <set>
+
 #include "passes/pass.h"
 
 namespace kiln {
@@ -24,7 +26,10 @@ bool plain_reshape(const Node* n) {
          n->attrs.get_int("allowzero", 0) == 0;
 }
 
-bool fuse_at(Graph& g, Node* first, std::vector<std::vector<std::string>>* groups) {
+// `removed` receives the nodes the fusion deletes (the second Reshape may be another
+// pattern's first).
+bool fuse_at(Graph& g, Node* first, std::vector<std::vector<std::string>>* groups,
+             std::set<const Node*>& removed) {
   if (!plain_reshape(first)) return false;
   Node* tr = sole_consumer(g, first->output(0));
   if (!tr || !is_swap12(*tr) || tr->inputs.size() != 1 || tr->outputs.size() != 1 ||
@@ -38,6 +43,7 @@ bool fuse_at(Graph& g, Node* first, std::vector<std::vector<std::string>>* group
   Value* y = second->output(0);
   const std::string name = first->name;
   const std::string tr_name = tr->name, second_name = second->name;
+  removed.insert({first, tr, second});
   g.remove_node(second);
   g.remove_node(tr);
   g.remove_node(first);
@@ -53,12 +59,9 @@ Result<bool> fuse_channel_shuffle(Graph& g, std::vector<std::vector<std::string>
   for (const auto& n : g.nodes())
     if (n->op == OpKind::Reshape) reshapes.push_back(n.get());
   bool changed = false;
-  for (Node* n : reshapes) {
-    // A Reshape already removed as another pattern's second one is not looked at again.
-    bool alive = false;
-    for (const auto& m : g.nodes()) alive |= m.get() == n;
-    if (alive) changed |= fuse_at(g, n, groups);
-  }
+  std::set<const Node*> removed;
+  for (Node* n : reshapes)
+    if (!removed.count(n)) changed |= fuse_at(g, n, groups, removed);
   if (changed) {
     KILN_RETURN_IF_ERROR(g.topo_sort());
     g.remove_unused_values();

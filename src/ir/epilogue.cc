@@ -21,6 +21,17 @@ const char* activation_name(Activation a) {
   return "?";
 }
 
+bool activation_from_name(const std::string& name, Activation* a) {
+  for (Activation k : {Activation::kNone, Activation::kRelu, Activation::kClip,
+                       Activation::kLeakyRelu, Activation::kSigmoid, Activation::kTanh,
+                       Activation::kSilu, Activation::kHardSigmoid, Activation::kHardSwish})
+    if (name == activation_name(k)) {
+      *a = k;
+      return true;
+    }
+  return false;
+}
+
 float apply_activation(Activation a, float alpha, float beta, float x) {
   switch (a) {
     case Activation::kNone: return x;

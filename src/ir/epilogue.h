@@ -32,6 +32,8 @@ enum class Activation {
 };
 
 const char* activation_name(Activation a);
+// The activation activation_name() names; false for any other name.
+bool activation_from_name(const std::string& name, Activation* a);
 
 // The scalar definition every backend must match.
 float apply_activation(Activation a, float alpha, float beta, float x);

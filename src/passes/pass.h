@@ -78,6 +78,11 @@ Result<bool> fuse_channel_affine(Graph& g, std::vector<std::vector<std::string>>
 // channel-affine epilogue (DenseNet: the concatenation is written once, not twice).
 // `groups` (optional) receives {concat, norm} per fusion.
 Result<bool> fuse_concat_affine(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
+// For CUDA engines: GlobalAveragePool → Conv 1×1 [+ act] → Conv 1×1 [+ act] → Mul(x, ·), the
+// squeeze-and-excitation block, → one SqueezeExcite (ops/squeeze_excite.h). `groups`
+// (optional) receives {new node (the Mul's name), pool, conv1, conv2} per fusion.
+Result<bool> fuse_squeeze_excite(Graph& g,
+                                 std::vector<std::vector<std::string>>* groups = nullptr);
 // Nodes whose outputs reach no graph output removed, then unused values.
 Result<bool> eliminate_dead_nodes(Graph& g);
 

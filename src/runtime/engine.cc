@@ -180,6 +180,11 @@ Result<std::shared_ptr<Engine>> build_engine(
       add_groups(groups);
       report.passes.push_back(
           {"fuse_concat_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
+      groups.clear();
+      KILN_RETURN_IF_ERROR(fuse_squeeze_excite(*graph, &groups).status());
+      add_groups(groups);
+      report.passes.push_back(
+          {"fuse_squeeze_excite (CUDA)", static_cast<int64_t>(graph->nodes().size())});
     }
   }
   report.fused_groups = passes.fused_groups;

@@ -1,12 +1,13 @@
-// SqueezeExcite (ops/squeeze_excite.h): y = x · gate[n, c], in four launches:
-//   1. squeeze: the plane sums of x, float partials [split][n][c] (global_pool.cuh);
-//   2. hidden[n, j] = act1(W1[j] · sums[n] / HW + B1[j]): a warp per j, lanes across C, a
-//      block per 8 images so each weight row is read once per block;
-//   3. gate[n, c] = act2(W2ᵀ[·, c] · hidden[n] + B2[c]): a thread per (c, 4 images), W2
-//      stored transposed so a warp reads 32 consecutive channels of one row;
+// SqueezeExcite (ops/squeeze_excite.h): y = x · gate[n, c], in four or five launches:
+//   1. squeeze: the plane sums of x, float partials [split][n][c] (global_pool.cuh), combined
+//      into means by a second launch when a large map was split along H·W;
+//   2. hidden[n, j] = act1(W1[j] · mean[n] + B1[j]), a block per 8 units × 8 images;
+//   3. gate[n, c] = act2(W2ᵀ[·, c] · hidden[n] + B2[c]), a block per 32 channels × 8 images,
+//      W2 stored transposed so a warp reads 32 consecutive channels of one row;
 //   4. y = x · gate, V channels (NHWC) or V positions (plain) a thread.
 // Steps 2–3 replace two library convolutions on [N, C, 1, 1] tensors, whose fixed cost
-// exceeds their work. Everything between x and y stays float, in the workspace.
+// exceeds their work; both are bound by memory latency, not bandwidth, so each thread issues
+// its loads together. Everything between x and y stays float, in the workspace.
 
 #include <memory>
 #include <vector>
@@ -19,60 +20,92 @@
 namespace kiln {
 namespace {
 
-constexpr int kHiddenWarps = 8, kHiddenImages = 8;
-constexpr int kGateRows = 8, kGateImages = 32;  // images per block; kGateImages / kGateRows each
+constexpr int kThreads = 256, kWarps = kThreads / 32;
+constexpr int kTileJ = 8, kTileN = 8;  // the hidden kernel's block: 8 hidden units × 8 images
+constexpr int kGateC = 32, kGateN = 8, kGateRows = kThreads / kGateC, kGateChunk = 256;
 
-__global__ void se_hidden_kernel(const float* __restrict__ part, int splits,
+// hidden[n, j] = act(Σ_k W1[j, k] · s[n, k] · s_scale + B1[j]) for a tile of 8 units × 8
+// images: the threads split k (each holds 64 partial sums), then the block adds them up. Every
+// load of a thread is independent of the others, so a few round trips to memory cover the
+// whole reduction (a warp walking k alone waited on C / 32 of them in turn).
+__global__ void se_hidden_kernel(const float* __restrict__ s, float s_scale,
                                  const float* __restrict__ w1, const float* __restrict__ b1,
                                  float* __restrict__ hidden, int64_t n, int64_t c, int64_t r,
-                                 float inv_hw, Activation act, float alpha, float beta) {
-  const int lane = threadIdx.x % 32;
-  const int64_t j = blockIdx.x * int64_t{kHiddenWarps} + threadIdx.x / 32;
-  const int64_t n0 = blockIdx.y * int64_t{kHiddenImages};
-  if (j >= r) return;
-  float acc[kHiddenImages] = {};
-  for (int64_t k = lane; k < c; k += 32) {
-    const float w = w1[j * c + k];
+                                 Activation act, float alpha, float beta) {
+  __shared__ float red[kWarps][kTileJ * kTileN];
+  const int64_t j0 = blockIdx.x * int64_t{kTileJ}, n0 = blockIdx.y * int64_t{kTileN};
+  float acc[kTileJ][kTileN] = {};
+  for (int64_t k = threadIdx.x; k < c; k += kThreads) {
+    float w[kTileJ], m[kTileN];
 #pragma unroll
-    for (int i = 0; i < kHiddenImages; ++i) {
-      if (n0 + i < n) {
-        float s = 0.f;
-        for (int p = 0; p < splits; ++p) s += part[(p * n + n0 + i) * c + k];
-        acc[i] += w * s;
-      }
+    for (int jj = 0; jj < kTileJ; ++jj) w[jj] = j0 + jj < r ? w1[(j0 + jj) * c + k] : 0.f;
+#pragma unroll
+    for (int i = 0; i < kTileN; ++i) m[i] = n0 + i < n ? s[(n0 + i) * c + k] : 0.f;
+#pragma unroll
+    for (int jj = 0; jj < kTileJ; ++jj)
+#pragma unroll
+      for (int i = 0; i < kTileN; ++i) acc[jj][i] += w[jj] * m[i];
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+  for (int jj = 0; jj < kTileJ; ++jj)
+#pragma unroll
+    for (int i = 0; i < kTileN; ++i) {
+      float v = acc[jj][i];
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
+      if (lane == 0) red[warp][jj * kTileN + i] = v;
     }
-  }
+  __syncthreads();
+  if (threadIdx.x >= kTileJ * kTileN) return;
+  const int jj = threadIdx.x / kTileN, i = threadIdx.x % kTileN;
+  if (j0 + jj >= r || n0 + i >= n) return;
+  float v = 0.f;
 #pragma unroll
-  for (int i = 0; i < kHiddenImages; ++i) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], off);
-    if (lane == 0 && n0 + i < n)
-      hidden[(n0 + i) * r + j] = cuda::activate_rt(act, acc[i] * inv_hw + b1[j], alpha, beta);
-  }
+  for (int q = 0; q < kWarps; ++q) v += red[q][threadIdx.x];
+  hidden[(n0 + i) * r + j0 + jj] = cuda::activate_rt(act, v * s_scale + b1[j0 + jj], alpha, beta);
 }
 
+// gate[n, c] = act(Σ_j W2ᵀ[j, c] · hidden[n, j] + B2[c]) for 32 channels × 8 images a block:
+// the block stages 256 hidden units of its images in shared memory at a time, 8 rows of
+// threads split j, and the rows' sums meet in shared memory.
 __global__ void se_gate_kernel(const float* __restrict__ hidden, const float* __restrict__ w2t,
                                const float* __restrict__ b2, float* __restrict__ gate, int64_t n,
                                int64_t c, int64_t r, Activation act, float alpha, float beta) {
-  constexpr int kPer = kGateImages / kGateRows;
-  const int64_t ch = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  const int64_t n0 = blockIdx.y * int64_t{kGateImages} + threadIdx.y;
-  if (ch >= c) return;
-  float acc[kPer];
+  __shared__ float h[kGateN][kGateChunk];
+  __shared__ float red[kGateRows][kGateN][kGateC];
+  const int cx = threadIdx.x % kGateC, row = threadIdx.x / kGateC;
+  const int64_t ch = blockIdx.x * int64_t{kGateC} + cx, n0 = blockIdx.y * int64_t{kGateN};
+  float acc[kGateN] = {};
+  for (int64_t j0 = 0; j0 < r; j0 += kGateChunk) {
+    const int64_t len = min(int64_t{kGateChunk}, r - j0);
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) acc[i] = b2[ch];
-  for (int64_t j = 0; j < r; ++j) {
-    const float w = w2t[j * c + ch];
-#pragma unroll
-    for (int i = 0; i < kPer; ++i) {
-      const int64_t img = n0 + i * kGateRows;
-      if (img < n) acc[i] += w * hidden[img * r + j];
+    for (int e = threadIdx.x; e < kGateN * kGateChunk; e += kThreads) {
+      const int i = e / kGateChunk, jj = e % kGateChunk;
+      h[i][jj] = n0 + i < n && jj < len ? hidden[(n0 + i) * r + j0 + jj] : 0.f;
     }
+    __syncthreads();
+    if (ch < c) {
+#pragma unroll 4
+      for (int64_t jj = row; jj < len; jj += kGateRows) {
+        const float w = w2t[(j0 + jj) * c + ch];
+#pragma unroll
+        for (int i = 0; i < kGateN; ++i) acc[i] += w * h[i][jj];
+      }
+    }
+    __syncthreads();
   }
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int64_t img = n0 + i * kGateRows;
-    if (img < n) gate[img * c + ch] = cuda::activate_rt(act, acc[i], alpha, beta);
+  for (int i = 0; i < kGateN; ++i) red[row][i][cx] = acc[i];
+  __syncthreads();
+  if (row != 0 || ch >= c) return;
+#pragma unroll
+  for (int i = 0; i < kGateN; ++i) {
+    if (n0 + i >= n) break;
+    float v = b2[ch];
+#pragma unroll
+    for (int q = 0; q < kGateRows; ++q) v += red[q][i][cx];
+    gate[(n0 + i) * c + ch] = cuda::activate_rt(act, v, alpha, beta);
   }
 }
 
@@ -191,18 +224,28 @@ class SqueezeExciteKernel final : public CudaKernel {
       const float* b1 = w1 + d_.r * d_.c;
       const float* w2t = b1 + d_.r;
       const float* b2 = w2t + d_.r * d_.c;
-      const dim3 hgrid(static_cast<unsigned>((d_.r + kHiddenWarps - 1) / kHiddenWarps),
-                       static_cast<unsigned>((d_.n + kHiddenImages - 1) / kHiddenImages));
-      const float inv_hw = d_.hw ? 1.f / static_cast<float>(d_.hw) : 0.f;
-      se_hidden_kernel<<<hgrid, kHiddenWarps * 32, 0, run.stream>>>(
-          part, spread_.splits, w1, b1, hidden, d_.n, d_.c, d_.r, inv_hw, a_.squeeze,
-          a_.squeeze_alpha, a_.squeeze_beta);
+      // Several partials a plane: combined into means first (one pass over n·c floats).
+      const float* sums = part;
+      float s_scale = d_.hw ? 1.f / static_cast<float>(d_.hw) : 0.f;
+      if (spread_.splits > 1) {
+        float* means = gate;  // free until the gate kernel writes it
+        cuda::global_pool_finish_kernel<float, false>
+            <<<cuda::grid_blocks(d_.n * d_.c, kThreads), kThreads, 0, run.stream>>>(
+                part, means, d_.n * d_.c, spread_.splits, d_.hw);
+        KILN_CUDA_LAUNCHED("global_pool_finish_kernel (squeeze)");
+        sums = means;
+        s_scale = 1.f;
+      }
+      const dim3 hgrid(static_cast<unsigned>((d_.r + kTileJ - 1) / kTileJ),
+                       static_cast<unsigned>((d_.n + kTileN - 1) / kTileN));
+      se_hidden_kernel<<<hgrid, kThreads, 0, run.stream>>>(sums, s_scale, w1, b1, hidden, d_.n,
+                                                           d_.c, d_.r, a_.squeeze, a_.squeeze_alpha,
+                                                           a_.squeeze_beta);
       KILN_CUDA_LAUNCHED("se_hidden_kernel");
-      const dim3 gblock(32, kGateRows);
-      const dim3 ggrid(static_cast<unsigned>((d_.c + 31) / 32),
-                       static_cast<unsigned>((d_.n + kGateImages - 1) / kGateImages));
-      se_gate_kernel<<<ggrid, gblock, 0, run.stream>>>(hidden, w2t, b2, gate, d_.n, d_.c, d_.r,
-                                                       a_.excite, a_.excite_alpha, a_.excite_beta);
+      const dim3 ggrid(static_cast<unsigned>((d_.c + kGateC - 1) / kGateC),
+                       static_cast<unsigned>((d_.n + kGateN - 1) / kGateN));
+      se_gate_kernel<<<ggrid, kThreads, 0, run.stream>>>(
+          hidden, w2t, b2, gate, d_.n, d_.c, d_.r, a_.excite, a_.excite_alpha, a_.excite_beta);
       KILN_CUDA_LAUNCHED("se_gate_kernel");
       return scale<T>(x, y, gate, run.stream);
     });
@@ -212,7 +255,6 @@ class SqueezeExciteKernel final : public CudaKernel {
   template <class T>
   Status squeeze(const T* x, float* part, cudaStream_t s) const {
     if (layout_ == Layout::kPlain) {
-      constexpr int kThreads = 256;
       cuda::global_pool_plain_kernel<T, float, false>
           <<<cuda::grid_blocks(d_.n * d_.c * cuda::kLanes, kThreads), kThreads, 0, s>>>(
               x, part, d_.n * d_.c, d_.hw, 1.f);
@@ -245,7 +287,6 @@ class SqueezeExciteKernel final : public CudaKernel {
     const int v = cuda::pack_width(sizeof(T), nhwc ? d_.c : d_.hw, {x, y});
     const int64_t per_image = d_.c * d_.hw / v;
     if (d_.n > 65535) return unsupported("SqueezeExcite batch above 65535");
-    constexpr int kThreads = 256;
     const unsigned bx = std::min<unsigned>(cuda::grid_blocks(per_image, kThreads), 1024);
     const dim3 grid(std::max(1u, bx), static_cast<unsigned>(d_.n));
     auto go = [&](auto kernel) {

@@ -23,8 +23,7 @@ printf '%s\n' "$@" | OMP_NUM_THREADS=2 xargs -P "${KILN_SWEEP_EXPORTS:-8}" -I{} 
      --opset 17 --out '$models/{}.onnx' > '$OUT/sweep/export_{}.log' 2>&1"
 for m in "$@"; do
   # kiln's first build of a model times its layers' candidates (a cold timing cache): done here
-  # under its own limit, so that the timed rounds below fit theirs (EfficientNetV2-S and
-  # ConvNeXt ran past 55-70 s with the timing inside them).
+  # under its own limit, so that the timed rounds below fit theirs.
   timeout "${KILN_SWEEP_WARM_TIMEOUT:-120}" kiln bench --device cuda --precision fp16 \
     --cuda-graph --batch "$batch" --no-transfers --warmup 0 --duration 0.1 \
     --timing-cache /tmp/kiln-timing.cache --max-tactics "${KILN_SWEEP_TACTICS:-3}" \

@@ -110,8 +110,8 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
                                                     uint32_t seed);
 
 // The fp16 range guard (fp16_check.cc): runs `model` in float32 on the CPU on two random
-// inputs (batch and shapes as random_inputs) and prints the values that leave fp16's range,
-// to stdout when `always` (with a line when there are none), else as a warning on stderr.
+// inputs (shapes as random_inputs, the batch at most 2) and prints the values that leave fp16's
+// range, to stdout when `always` (with a line when there are none), else as a warning on stderr.
 // Returns those values (none when the check could not run: it warns so).
 std::vector<std::string> print_fp16_range(const std::string& model, const GlobalOptions& g,
                                           int64_t batch, const std::vector<std::string>& shapes,

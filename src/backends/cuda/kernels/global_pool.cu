@@ -77,11 +77,7 @@ class GlobalPoolKernel final : public CudaKernel {
     layout_ = x.layout;
     dtype_ = x.dtype;
     if (layout_ == Layout::kNHWC) {
-      int device = 0, sms = 132;
-      if (cudaGetDevice(&device) != cudaSuccess ||
-          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-        sms = 132;
-      spread_ = cuda::nhwc_spread(n_, c_, hw_, dtype_size(dtype_), sms);
+      spread_ = cuda::nhwc_spread(n_, c_, hw_, dtype_size(dtype_), cuda::current_sm_count());
     }
     Shape shape(x.shape.size(), 1);
     shape[0] = n_;

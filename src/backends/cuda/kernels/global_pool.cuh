@@ -8,6 +8,8 @@
 // H·W whose float partials a second step combines. Plain (any rank ≥ 3): one warp per plane.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -124,6 +126,15 @@ struct NhwcSpread {
   int v = 1, lanes = 1, splits = 1;
   int64_t chunks = 1, per_split = 1;
 };
+
+// The current device's SM count (132 when it cannot be asked), for nhwc_spread.
+inline int current_sm_count() {
+  int device = 0, sms = 132;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    sms = 132;
+  return sms;
+}
 
 // Enough blocks to fill the GPU (SE blocks pool [64, 32, 112, 112]: one block per image left
 // most SMs idle), each still reading a few hundred positions.

@@ -185,11 +185,7 @@ class SqueezeExciteKernel final : public CudaKernel {
     layout_ = x.layout;
     dtype_ = x.dtype;
     if (layout_ == Layout::kNHWC) {
-      int device = 0, sms = 132;
-      if (cudaGetDevice(&device) != cudaSuccess ||
-          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-        sms = 132;
-      spread_ = cuda::nhwc_spread(d_.n, d_.c, d_.hw, dtype_size(dtype_), sms);
+      spread_ = cuda::nhwc_spread(d_.n, d_.c, d_.hw, dtype_size(dtype_), cuda::current_sm_count());
     } else {
       spread_ = cuda::NhwcSpread{};
     }

@@ -51,7 +51,7 @@ bool fuse_at(Graph& g, Node* pool, std::vector<std::vector<std::string>>* groups
   const int64_t c = x->dims[1].value;
   int64_t r = 0, c2 = 0;
   Node* conv1 = sole_consumer(g, pool->output(0));
-  if (!pointwise_conv(conv1, pool->output(0), c, &r)) return false;
+  if (!pointwise_conv(conv1, pool->output(0), c, &r) || r == 0) return false;
   Node* conv2 = sole_consumer(g, conv1->output(0));
   if (!pointwise_conv(conv2, conv1->output(0), r, &c2) || c2 != c) return false;
   Node* mul = sole_consumer(g, conv2->output(0));

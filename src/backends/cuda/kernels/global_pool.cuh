@@ -148,8 +148,9 @@ inline NhwcSpread nhwc_spread(int64_t n, int64_t c, int64_t hw, size_t elem, int
   const int64_t want = 8 * int64_t{sms}, have = n * sp.chunks;
   int64_t splits = have >= want ? 1 : (want + have - 1) / have;
   splits = std::min<int64_t>({splits, std::max<int64_t>(1, hw / (4 * rows)), 1024});
-  sp.per_split = (hw + splits - 1) / splits;
-  sp.splits = static_cast<int>((hw + sp.per_split - 1) / sp.per_split);
+  // An empty map (hw 0) is one split of one position's worth: no division by zero.
+  sp.per_split = std::max<int64_t>(1, (hw + splits - 1) / splits);
+  sp.splits = static_cast<int>(std::max<int64_t>(1, (hw + sp.per_split - 1) / sp.per_split));
   return sp;
 }
 

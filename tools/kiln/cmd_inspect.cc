@@ -57,8 +57,8 @@ void print_tensors(const char* title, const std::vector<TensorInfo>& infos) {
 }
 
 // Node counts after each pass and the fused groups, from the engine's report.
-void print_passes(const EngineReport& report) {
-  std::printf("\npasses\n  %-22s %lld nodes\n", "imported",
+void print_passes(const EngineReport& report, const char* whose) {
+  std::printf("\npasses%s\n  %-22s %lld nodes\n", whose, "imported",
               static_cast<long long>(report.imported.num_nodes));
   for (const PassStep& step : report.passes)
     std::printf("  %-22s %lld nodes\n", step.pass.c_str(),
@@ -75,6 +75,9 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
   auto engine_or = load_engine(o.model, g, fp32_values);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
+  // A CUDA engine runs passes of its own after the optimizer's (fuse_concat_affine,
+  // fuse_squeeze_excite): its report, not the CPU engine's, says what its plan runs.
+  if (o.passes && g.device == "cuda") print_passes(e.report(), " (the CUDA engine's)");
   if (!e.report().fp32_kept.empty()) {
     std::printf("\nkept in fp32 (%zu)\n", e.report().fp32_kept.size());
     for (const std::string& line : e.report().fp32_kept) std::printf("  %s\n", line.c_str());
@@ -161,7 +164,7 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     if (!imported.is_ok()) return fail(imported.status());
     std::printf("\n%s", (*imported)->graph_text().c_str());
   }
-  if (o.passes) print_passes(report);
+  if (o.passes && g.device != "cuda") print_passes(report, "");
   std::vector<std::string> fp32_values;
   if (g.precision == Precision::kFp16) {
     std::printf("\n");
@@ -180,7 +183,9 @@ Command add_inspect_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("model", o->model, "the .onnx model")->required();
   app->add_flag("--graph", o->graph, "also print the imported graph (kiln IR), one node a line");
   app->add_flag("--passes", o->passes,
-                "also print the node count after each optimizer pass and the fused groups");
+                "also print the node count after each optimizer pass and the fused groups "
+                "(with --device cuda: the CUDA engine's, whose own passes run after the "
+                "optimizer's)");
   app->add_flag("--plan", o->plan,
                 "also print the plan for one input shape: every step, its kernel and time "
                 "(always with --device cuda)");

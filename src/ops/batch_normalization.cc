@@ -15,7 +15,7 @@
 namespace kiln {
 
 Status check_batch_norm_mode(const Node& node) {
-  if (node.attrs.get_int("training_mode", 0) != 0)
+  if (batch_norm_attrs(node).training_mode)
     return unsupported("training-mode BatchNormalization (training_mode=1)");
   if (node.attrs.get_int("spatial", 1) == 0)
     return unsupported("BatchNormalization with spatial=0 (per-element statistics)");
@@ -62,7 +62,7 @@ Status run_batch_normalization(const Node& node, const std::vector<const Tensor*
   const Tensor& xt = *in[0];
   const int64_t n = xt.dim(0), c = xt.dim(1);
   const int64_t inner = c == 0 || n == 0 ? 0 : xt.numel() / (n * c);
-  const double eps = node.attrs.get_float("epsilon", 1e-5f);
+  const double eps = batch_norm_attrs(node).epsilon;
   return dispatch_float(xt.dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     // Accumulation type: double for float64, float otherwise.

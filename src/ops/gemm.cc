@@ -1,6 +1,8 @@
 // Gemm: Y = alpha * A' * B' + beta * C, with A' = transA ? A^T : A (M×K), B' = transB ?
 // B^T : B (K×N), and C (optional) unidirectionally broadcast to (M, N).
 
+#include "ops/gemm.h"
+
 #include <cmath>
 #include <type_traits>
 
@@ -32,8 +34,8 @@ Result<GemmDims> gemm_dims(const Node& node, const std::vector<TensorDesc>& in) 
       return invalid_argument("input " + std::to_string(i) + ": expected rank 2, got shape " +
                               shape_str(in[i].shape));
   GemmDims d;
-  d.trans_a = node.attrs.get_int("transA", 0) != 0;
-  d.trans_b = node.attrs.get_int("transB", 0) != 0;
+  d.trans_a = gemm_attrs(node).trans_a;
+  d.trans_b = gemm_attrs(node).trans_b;
   d.m = in[0].shape[d.trans_a ? 1 : 0];
   d.k = in[0].shape[d.trans_a ? 0 : 1];
   int64_t kb = in[1].shape[d.trans_b ? 1 : 0];
@@ -50,7 +52,7 @@ Result<GemmDims> gemm_dims(const Node& node, const std::vector<TensorDesc>& in) 
     if (!ok)
       return invalid_argument("C " + shape_str(c) + " does not broadcast to " + shape_str(mn));
   }
-  float alpha = node.attrs.get_float("alpha", 1.f), beta = node.attrs.get_float("beta", 1.f);
+  float alpha = gemm_attrs(node).alpha, beta = gemm_attrs(node).beta;
   if (!dtype_is_float(in[0].dtype) && (alpha != std::floor(alpha) || beta != std::floor(beta)))
     return unsupported("non-integer alpha/beta on integer Gemm");
   return d;
@@ -70,8 +72,8 @@ Status run_gemm(const Node& node, const std::vector<const Tensor*>& in,
     if (in[i]) descs[i] = {in[i]->dtype(), in[i]->shape(), in[i]};
   KILN_ASSIGN_OR_RETURN(GemmDims d, gemm_dims(node, descs));
   const Tensor* c = in.size() > 2 ? in[2] : nullptr;
-  const float alpha = node.attrs.get_float("alpha", 1.f);
-  const float beta = node.attrs.get_float("beta", 1.f);
+  const float alpha = gemm_attrs(node).alpha;
+  const float beta = gemm_attrs(node).beta;
   return dispatch_numeric(in[0]->dtype(), [&](auto tag) -> Status {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int8_t> ||

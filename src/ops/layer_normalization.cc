@@ -6,6 +6,8 @@
 // and InvStdDev have X's shape with the normalized dims set to 1, in the stash type.
 // Computed in float for half/bfloat16/float inputs (stash_type 1, the default), in double for
 // double; the two-pass variance does not lose the mean's digits.
+#include "ops/layer_normalization.h"
+
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -23,7 +25,7 @@ struct LayerNormGeometry {
 
 Result<LayerNormGeometry> geometry(const Node& node, const Shape& x) {
   LayerNormGeometry g;
-  KILN_ASSIGN_OR_RETURN(g.axis, normalize_axis(node.attrs.get_int("axis", -1), x.size(), "axis"));
+  KILN_ASSIGN_OR_RETURN(g.axis, normalize_axis(layer_norm_attrs(node).axis, x.size(), "axis"));
   for (int64_t d = 0; d < g.axis; ++d) g.rows *= x[d];
   g.normalized.assign(x.begin() + g.axis, x.end());
   g.cols = shape_numel(g.normalized);
@@ -50,7 +52,7 @@ Status infer_layer_norm(const Node& node, const std::vector<TensorDesc>& in,
   KILN_ASSIGN_OR_RETURN(LayerNormGeometry g, geometry(node, in[0].shape));
   KILN_RETURN_IF_ERROR(check_param(in[1], g.normalized, "Scale"));
   if (in.size() > 2 && in[2].present()) KILN_RETURN_IF_ERROR(check_param(in[2], g.normalized, "B"));
-  const int64_t stash = node.attrs.get_int("stash_type", 1);
+  const int64_t stash = layer_norm_attrs(node).stash_type;
   if (stash != 1 && stash != 11)
     return unsupported("stash_type " + std::to_string(stash) + " (float or double only)");
   out[0] = {in[0].dtype, in[0].shape};
@@ -77,7 +79,7 @@ Status run_layer_norm(const Node& node, const std::vector<const Tensor*>& in,
                       const std::vector<Tensor*>& out) {
   const Tensor& x = *in[0];
   KILN_ASSIGN_OR_RETURN(LayerNormGeometry g, geometry(node, x.shape()));
-  const double eps = node.attrs.get_float("epsilon", 1e-5f);
+  const double eps = layer_norm_attrs(node).epsilon;
   Tensor* mean_out = out.size() > 1 ? out[1] : nullptr;
   Tensor* inv_out = out.size() > 2 ? out[2] : nullptr;
   return dispatch_float(x.dtype(), [&](auto tag) -> Status {

@@ -2,6 +2,8 @@
 // into the weights of a preceding Conv or Gemm, or becomes Mul + Add when it stands alone.
 #include <cmath>
 
+#include "ops/batch_normalization.h"
+#include "ops/gemm.h"
 #include "passes/pass.h"
 
 namespace kiln {
@@ -21,7 +23,7 @@ bool batch_norm_params(const Node& bn, int64_t c, BatchNormParams* p) {
   if (bn.outputs.size() > 1)
     for (size_t i = 1; i < bn.outputs.size(); ++i)
       if (bn.outputs[i] && !bn.outputs[i]->consumers.empty()) return false;
-  const float eps = bn.attrs.get_float("epsilon", 1e-5f);
+  const float eps = batch_norm_attrs(bn).epsilon;
   std::vector<float> gamma = bn.input(1)->constant.to_floats();
   p->beta = bn.input(2)->constant.to_floats();
   p->mean = bn.input(3)->constant.to_floats();
@@ -69,9 +71,7 @@ bool fold_into_producer(Graph& g, Node* bn) {
     if (bias && !float_constant(bias, c)) return false;
   } else if (op->op == OpKind::Gemm) {
     // Y = alpha·A·Bᵀ + beta·C with B [N, K]: row n of B makes output column n.
-    if (op->attrs.get_int("transB", 0) != 1 || op->attrs.get_int("transA", 0) != 0 ||
-        wt.rank() != 2)
-      return false;
+    if (!gemm_attrs(*op).trans_b || gemm_attrs(*op).trans_a || wt.rank() != 2) return false;
     c = wt.dim(0);
     inner = wt.dim(1);
     bias = op->input(2);
@@ -81,7 +81,7 @@ bool fold_into_producer(Graph& g, Node* bn) {
           (bias->constant.numel() == c || bias->constant.numel() == 1) &&
           bias->constant.rank() <= 2 && (bias->constant.rank() < 2 || bias->constant.dim(0) == 1)))
       return false;
-    bias_scale = op->attrs.get_float("beta", 1.f);
+    bias_scale = gemm_attrs(*op).beta;
   } else {
     return false;
   }

@@ -9,6 +9,7 @@
 // by the norm, and read by the conv. Fused, it is written once. For CUDA engines, after
 // fuse_channel_affine (which turns fold_batch_norm's Mul + Add + Relu back into a
 // BatchNormalization); the CUDA Concat kernel applies the epilogue as it copies.
+#include "ops/batch_normalization.h"
 #include "passes/pass.h"
 
 namespace kiln {
@@ -29,7 +30,7 @@ bool fuse_at(Graph& g, Node* cat, std::vector<std::vector<std::string>>* groups)
   if (!bn || bn->op != OpKind::BatchNormalization || bn->inputs.size() != 5 || bn->input(0) != y ||
       bn->outputs.empty() || !bn->output(0))
     return false;
-  if (bn->attrs.get_int("training_mode", 0) != 0) return false;
+  if (batch_norm_attrs(*bn).training_mode) return false;
   const Epilogue& be = bn->epilogue;
   if (be.residual_input >= 0 || be.affine_input >= 0 ||
       (be.act != Activation::kNone && be.act != Activation::kRelu))

@@ -6,6 +6,7 @@
 // batch) counts as 1; when the first input's batch dimension is fixed, the total is
 // divided by it so the figure is always per image.
 #include "ir/graph.h"
+#include "ops/gemm.h"
 #include "runtime/engine_impl.h"
 
 namespace kiln {
@@ -53,7 +54,7 @@ double node_flops(const Node& n) {
     case OpKind::Gemm: {
       // Y[M,N] = A'[M,K]·B'[K,N]; K is A's second dim, or its first when transA.
       int64_t y = numel_of(n.output(0));
-      int64_t k = dim_of(n.input(0), n.attrs.get_int("transA", 0) ? 0 : 1);
+      int64_t k = dim_of(n.input(0), gemm_attrs(n).trans_a ? 0 : 1);
       return y < 0 || k < 0 ? 0 : 2.0 * y * k;
     }
     case OpKind::MatMul: {

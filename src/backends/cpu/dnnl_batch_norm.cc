@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "backends/cpu/dnnl_common.h"
+#include "ops/batch_normalization.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -40,7 +41,7 @@ class DnnlBatchNormKernel final : public DnnlKernel {
     y_md_ = stored ? stored_desc(shared_, node_.output(0), shape) : plain_desc(shape);
     // y = x·a[c] + shift[c]: a binary Mul by the per-channel factor with the shift added and
     // the Relu applied as post-ops, one pass in the stored layout.
-    const float eps = node_.attrs.get_float("epsilon", 1e-5f);
+    const float eps = batch_norm_attrs(node_).epsilon;
     const std::vector<float> scale = in[1].value->to_floats(), b = in[2].value->to_floats(),
                              mean = in[3].value->to_floats(), var = in[4].value->to_floats();
     memory::dims vec_dims(shape.size(), 1);
@@ -93,7 +94,7 @@ static bool batch_norm_supported(const Node& node) {
     return false;
   for (size_t i = 1; i < 5; ++i)
     if (!node.input(i) || !node.input(i)->is_constant()) return false;
-  if (node.attrs.get_int("training_mode", 0) != 0) return false;
+  if (batch_norm_attrs(node).training_mode) return false;
   const Epilogue& e = node.epilogue;
   return e.residual_input < 0 && e.affine_input < 0 &&
          (e.act == Activation::kNone || e.act == Activation::kRelu);

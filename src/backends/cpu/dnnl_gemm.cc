@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cpu/dnnl_common.h"
+#include "ops/gemm.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -22,7 +23,7 @@ class DnnlGemmKernel final : public DnnlKernel {
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
     const Shape& as = in[0].shape;
     const Tensor& b = node_.inputs[1]->constant;
-    const bool trans_b = node_.attrs.get_int("transB", 0) != 0;
+    const bool trans_b = gemm_attrs(node_).trans_b;
     if (as.size() != 2 || b.rank() != 2) return false;
     const int64_t m = as[0], k = as[1], n = trans_b ? b.dim(0) : b.dim(1);
     if ((trans_b ? b.dim(1) : b.dim(0)) != k) return false;
@@ -91,11 +92,10 @@ static bool gemm_supported(const Node& node) {
   if (!is_f32(node.inputs[0]) || !is_f32(b) || !b->is_constant() || !is_f32(node.outputs[0]))
     return false;
   if (b->constant.dtype() != DataType::kFloat32 || b->constant.rank() != 2) return false;
-  if (node.attrs.get_int("transA", 0) != 0 || node.attrs.get_float("alpha", 1.f) != 1.f)
-    return false;
+  const GemmAttrs ga = gemm_attrs(node);
+  if (ga.trans_a || ga.alpha != 1.f) return false;
   const int bi = bias_index(node);
-  if (bi >= 0 && (!is_f32(node.inputs[bi]) || node.attrs.get_float("beta", 1.f) != 1.f))
-    return false;
+  if (bi >= 0 && (!is_f32(node.inputs[bi]) || ga.beta != 1.f)) return false;
   const int r = node.epilogue.residual_input;
   if (r >= 0 && (r >= static_cast<int>(node.inputs.size()) || !is_f32(node.inputs[r])))
     return false;

@@ -7,6 +7,8 @@
 // [M, 1]) is expanded to beta·C and passed as cuBLASLt's C with beta 1. A residual is
 // cuBLASLt's C (beta 1; in place over D allowed), so the two cannot both be present. ReLU is
 // cuBLASLt's epilogue; any other activation is one launch_epilogue after the matmul.
+#include "ops/gemm.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,10 +26,10 @@ class LtGemmKernel final : public CudaKernel {
       : name_(node.name),
         epilogue_(node.epilogue),
         c_(c_index),
-        trans_a_(node.attrs.get_int("transA", 0) != 0),
-        trans_b_(node.attrs.get_int("transB", 0) != 0),
-        alpha_(node.attrs.get_float("alpha", 1.f)),
-        beta_(node.attrs.get_float("beta", 1.f)) {}
+        trans_a_(gemm_attrs(node).trans_a),
+        trans_b_(gemm_attrs(node).trans_b),
+        alpha_(gemm_attrs(node).alpha),
+        beta_(gemm_attrs(node).beta) {}
 
   bool reads_on_host(int i) const override { return i == 1 || (c_ >= 0 && i == c_); }
   int inplace_input() const override { return epilogue_.residual_input; }
@@ -157,7 +159,7 @@ Result<std::unique_ptr<CudaKernel>> make_lt_gemm(const Node& node, Precision pre
     if (!node.inputs[2]->is_constant()) return unsupported("Gemm C is not a constant");
     const Shape& cs = node.inputs[2]->constant.shape();
     if (node.epilogue.residual_input >= 0 && cs.size() == 2 && cs[0] != 1 &&
-        node.attrs.get_float("beta", 1.f) != 0.f)
+        gemm_attrs(node).beta != 0.f)
       return unsupported("Gemm with a full C matrix and a residual epilogue");
   }
   return std::unique_ptr<CudaKernel>(new LtGemmKernel(node, c));

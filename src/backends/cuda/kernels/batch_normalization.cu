@@ -155,7 +155,7 @@ Result<std::unique_ptr<CudaKernel>> make_batch_normalization(const Node& node, P
   if (e.residual_input >= 0 || (e.act != Activation::kNone && e.act != Activation::kRelu))
     return unsupported("BatchNormalization with epilogue " + e.describe());
   return std::unique_ptr<CudaKernel>(
-      new BatchNormKernel(node.name, node.attrs.get_float("epsilon", 1e-5f), e.act));
+      new BatchNormKernel(node.name, batch_norm_attrs(node).epsilon, e.act));
 }
 
 }  // namespace

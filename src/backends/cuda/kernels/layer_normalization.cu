@@ -15,6 +15,7 @@
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernels/structured.cuh"
+#include "ops/layer_normalization.h"
 #include "ops/op_util.h"
 
 namespace kiln {
@@ -180,13 +181,13 @@ Result<std::unique_ptr<CudaKernel>> make_layer_normalization(const Node& node, P
     if (node.input(i) && !node.input(i)->is_constant())
       return unsupported("input " + std::to_string(i) +
                          " is not a constant (the CUDA kernel takes constant Scale and B)");
-  if (node.attrs.get_int("stash_type", 1) != 1)
-    return unsupported("stash_type " + std::to_string(node.attrs.get_int("stash_type", 1)) +
+  const LayerNormAttrs a = layer_norm_attrs(node);
+  if (a.stash_type != 1)
+    return unsupported("stash_type " + std::to_string(a.stash_type) +
                        " (the CUDA kernel keeps its statistics in float)");
   std::vector<bool> stats(3, false);
   for (size_t i = 1; i < node.outputs.size() && i < 3; ++i) stats[i] = node.output(i) != nullptr;
-  return std::unique_ptr<CudaKernel>(new LayerNormKernel(
-      node.name, node.attrs.get_int("axis", -1), node.attrs.get_float("epsilon", 1e-5f), stats));
+  return std::unique_ptr<CudaKernel>(new LayerNormKernel(node.name, a.axis, a.epsilon, stats));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // range saturates), int → int wraps, x → bool is x != 0, to float16/bfloat16 rounds to
 // nearest even.
 
+#include "ops/cast.h"
+
 #include <cstring>
 
 #include "ops/elementwise.h"
@@ -16,7 +18,7 @@ Status infer_cast(const Node& node, const std::vector<TensorDesc>& in,
                   std::vector<TensorDesc>& out) {
   KILN_RETURN_IF_ERROR(check_input_count(in, 1, 1));
   if (!node.attrs.has("to")) return invalid_argument("missing attribute 'to'");
-  const auto to = static_cast<DataType>(node.attrs.get_int("to", 0));
+  const DataType to = cast_attrs(node).to;
   if (in[0].dtype == DataType::kString || to == DataType::kString)
     return unsupported(std::string("Cast from ") + dtype_name(in[0].dtype) + " to " +
                        dtype_name(to) + " (string tensors)");

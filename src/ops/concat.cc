@@ -1,5 +1,7 @@
 // Concat: joins inputs of equal rank along `axis`; every other dimension must match.
 
+#include "ops/concat.h"
+
 #include <cstring>
 
 #include "ops/op_util.h"
@@ -16,7 +18,7 @@ Status infer_concat(const Node& node, const std::vector<TensorDesc>& in,
   if (dtype_size(dt) == 0) return unsupported(std::string("Concat on ") + dtype_name(dt));
   if (!node.attrs.has("axis")) return invalid_argument("missing attribute axis");
   const int64_t rank = static_cast<int64_t>(in[0].shape.size());
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs.get_int("axis", 0), rank));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(concat_attrs(node).axis, rank));
   Shape o = in[0].shape;
   for (size_t k = 1; k < in.size(); ++k) {
     const Shape& s = in[k].shape;
@@ -38,9 +40,9 @@ Status infer_concat(const Node& node, const std::vector<TensorDesc>& in,
 Status run_concat(const Node& node, const std::vector<const Tensor*>& in,
                   const std::vector<Tensor*>& out) {
   const Shape& os = out[0]->shape();
-  const int64_t axis = node.attrs.get_int("axis", 0) < 0
-                           ? node.attrs.get_int("axis", 0) + static_cast<int64_t>(os.size())
-                           : node.attrs.get_int("axis", 0);
+  const int64_t axis = concat_attrs(node).axis < 0
+                           ? concat_attrs(node).axis + static_cast<int64_t>(os.size())
+                           : concat_attrs(node).axis;
   const size_t es = dtype_size(out[0]->dtype());
   // Bytes per unit of the concat axis: everything inside it.
   size_t inner = es;

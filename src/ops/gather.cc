@@ -1,6 +1,8 @@
 // Gather: picks slices of `data` along `axis` at the int32/int64 `indices` (any rank;
 // negative indices count from the end). out.shape = data[:axis] + indices + data[axis+1:].
 
+#include "ops/gather.h"
+
 #include <cstring>
 
 #include "ops/op_util.h"
@@ -18,8 +20,8 @@ Status infer_gather(const Node& node, const std::vector<TensorDesc>& in,
     return invalid_argument(std::string("input 1 (indices): expected int32 or int64, got ") +
                             dtype_name(in[1].dtype));
   const Shape& s = in[0].shape;
-  KILN_ASSIGN_OR_RETURN(
-      int64_t axis, normalize_axis(node.attrs.get_int("axis", 0), static_cast<int64_t>(s.size())));
+  KILN_ASSIGN_OR_RETURN(int64_t axis,
+                        normalize_axis(gather_attrs(node).axis, static_cast<int64_t>(s.size())));
   Shape o(s.begin(), s.begin() + axis);
   o.insert(o.end(), in[1].shape.begin(), in[1].shape.end());
   o.insert(o.end(), s.begin() + axis + 1, s.end());
@@ -31,7 +33,7 @@ Status run_gather(const Node& node, const std::vector<const Tensor*>& in,
                   const std::vector<Tensor*>& out) {
   const Tensor& x = *in[0];
   const Tensor& idx = *in[1];
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs.get_int("axis", 0), x.rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(gather_attrs(node).axis, x.rank()));
   const int64_t n = x.dim(axis);
   // Resolve and check every index before writing anything.
   std::vector<int64_t> at(idx.numel());

@@ -1,6 +1,8 @@
 // Softmax (opset-13 semantics): y = exp(x - max) / sum(exp(x - max)) along one axis
 // (default -1). Subtracting the max keeps exp from overflowing; the result is the same.
 
+#include "ops/softmax.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,7 +22,7 @@ Status infer_softmax(const Node& node, const std::vector<TensorDesc>& in,
     return unsupported(std::string("input 0: element type ") + dtype_name(in[0].dtype) +
                        " (Softmax takes float types)");
   KILN_RETURN_IF_ERROR(
-      normalize_axis(node.attrs.get_int("axis", -1), in[0].shape.size(), "axis").status());
+      normalize_axis(softmax_attrs(node).axis, in[0].shape.size(), "axis").status());
   out[0] = {in[0].dtype, in[0].shape};
   return Status::ok();
 }
@@ -28,7 +30,7 @@ Status infer_softmax(const Node& node, const std::vector<TensorDesc>& in,
 Status run_softmax(const Node& node, const std::vector<const Tensor*>& in,
                    const std::vector<Tensor*>& out) {
   const Tensor& x = *in[0];
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs.get_int("axis", -1), x.rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(softmax_attrs(node).axis, x.rank()));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < axis; ++i) outer *= x.dim(i);
   for (int64_t i = axis + 1; i < x.rank(); ++i) inner *= x.dim(i);

@@ -4,6 +4,8 @@
 // the axis dimension). Without it the axis is split equally, which must divide exactly;
 // opset 18's `num_outputs` attribute instead allows a smaller last piece.
 
+#include "ops/split.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -33,9 +35,8 @@ Result<std::vector<int64_t>> split_sizes(const Node& node, const std::vector<Ten
   }
   if (n == 0) return invalid_argument("Split needs at least one output");
   if (node.attrs.has("num_outputs")) {
-    if (node.attrs.get_int("num_outputs", 0) != n)
-      return invalid_argument("num_outputs " +
-                              std::to_string(node.attrs.get_int("num_outputs", 0)) +
+    if (split_attrs(node).num_outputs != n)
+      return invalid_argument("num_outputs " + std::to_string(split_attrs(node).num_outputs) +
                               " but the node has " + std::to_string(n) + " outputs");
     const int64_t piece = (dim + n - 1) / n;
     for (int64_t i = 0; i < n; ++i)
@@ -54,8 +55,8 @@ Status infer_split(const Node& node, const std::vector<TensorDesc>& in,
   if (dtype_size(in[0].dtype) == 0)
     return unsupported(std::string("Split on ") + dtype_name(in[0].dtype));
   const Shape& s = in[0].shape;
-  KILN_ASSIGN_OR_RETURN(
-      int64_t axis, normalize_axis(node.attrs.get_int("axis", 0), static_cast<int64_t>(s.size())));
+  KILN_ASSIGN_OR_RETURN(int64_t axis,
+                        normalize_axis(split_attrs(node).axis, static_cast<int64_t>(s.size())));
   KILN_ASSIGN_OR_RETURN(auto sizes,
                         split_sizes(node, in, s[axis], static_cast<int64_t>(out.size())));
   for (size_t i = 0; i < out.size(); ++i) {
@@ -69,7 +70,7 @@ Status infer_split(const Node& node, const std::vector<TensorDesc>& in,
 Status run_split(const Node& node, const std::vector<const Tensor*>& in,
                  const std::vector<Tensor*>& out) {
   const Tensor& x = *in[0];
-  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(node.attrs.get_int("axis", 0), x.rank()));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(split_attrs(node).axis, x.rank()));
   // The piece sizes are re-derived here because an omitted output has no tensor to ask.
   std::vector<TensorDesc> descs(in.size());
   for (size_t i = 0; i < in.size(); ++i)

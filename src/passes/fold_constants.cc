@@ -6,6 +6,7 @@
 // constant values.
 #include <algorithm>
 
+#include "ops/gather.h"
 #include "ops/op_registry.h"
 #include "passes/pass.h"
 
@@ -36,7 +37,7 @@ bool fold_shape(const Node& n, Tensor* out) {
 bool fold_shape_gather(const Node& n, Tensor* out) {
   const Value* data = n.input(0);
   const Value* idx = n.input(1);
-  if (!data || !idx || !idx->is_constant() || n.attrs.get_int("axis", 0) != 0) return false;
+  if (!data || !idx || !idx->is_constant() || gather_attrs(n).axis != 0) return false;
   if (idx->constant.dtype() != DataType::kInt64 && idx->constant.dtype() != DataType::kInt32)
     return false;
   const Node* shape = data->producer;

@@ -10,6 +10,7 @@
 // fuse_channel_affine (which turns fold_batch_norm's Mul + Add + Relu back into a
 // BatchNormalization); the CUDA Concat kernel applies the epilogue as it copies.
 #include "ops/batch_normalization.h"
+#include "ops/concat.h"
 #include "passes/pass.h"
 
 namespace kiln {
@@ -22,7 +23,7 @@ bool fuse_at(Graph& g, Node* cat, std::vector<std::vector<std::string>>* groups)
   if (!y || !y->has_shape || y->dims.size() != 4 || !y->dims[1].known() ||
       y->dtype != DataType::kFloat32)
     return false;
-  const int64_t axis = cat->attrs.get_int("axis", 0);
+  const int64_t axis = concat_attrs(*cat).axis;
   if (axis != 1 && axis != -3) return false;
   for (const Value* v : cat->inputs)
     if (!v || v->is_constant() || v->dtype != DataType::kFloat32) return false;

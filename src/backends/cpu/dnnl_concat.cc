@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backends/cpu/dnnl_common.h"
+#include "ops/concat.h"
 #include "ops/op_util.h"
 
 namespace kiln::dnnl_cpu {
@@ -24,7 +25,7 @@ class DnnlConcatKernel final : public DnnlKernel {
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
     const Shape& ys = out[0].shape;
     if (ys.empty() || !all_positive(ys)) return false;
-    auto axis = normalize_axis(node_.attrs.get_int("axis", 0), static_cast<int64_t>(ys.size()));
+    auto axis = normalize_axis(concat_attrs(node_).axis, static_cast<int64_t>(ys.size()));
     if (!axis.is_ok()) return false;
     // Rank-4 operands as stored (a group's layout where the concat joins one; plain else).
     src_mds_.clear();

@@ -3,6 +3,7 @@
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/op_util.h"
+#include "ops/softmax.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -18,7 +19,7 @@ class DnnlSoftmaxKernel final : public DnnlSrcDstKernel {
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>&) override {
     const Shape& xs = in[0].shape;
     if (xs.empty() || !all_positive(xs)) return false;
-    auto axis = normalize_axis(node_.attrs.get_int("axis", -1), static_cast<int64_t>(xs.size()));
+    auto axis = normalize_axis(softmax_attrs(node_).axis, static_cast<int64_t>(xs.size()));
     if (!axis.is_ok()) return false;
     src_md_ = dst_md_ = plain_desc(xs);
     dnnl::softmax_forward::desc desc(dnnl::prop_kind::forward_inference, src_md_,

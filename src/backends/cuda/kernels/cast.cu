@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/kernels/elementwise.cuh"
+#include "ops/cast.h"
 
 namespace kiln {
 
@@ -144,7 +145,7 @@ Result<std::unique_ptr<CudaKernel>> make_cast(const Node& node, Precision) {
   if (!node.input(0)) return invalid_argument("input 0 is missing");
   if (!node.attrs.has("to")) return invalid_argument("missing attribute 'to'");
   const DataType from = node.inputs[0]->dtype;
-  const auto to = static_cast<DataType>(node.attrs.get_int("to", 0));
+  const DataType to = cast_attrs(node).to;
   if (!supported(from) || !supported(to))
     return unsupported(std::string("Cast from ") + dtype_name(from) + " to " + dtype_name(to) +
                        " (float32/float16/int32/int64/bool/uint8 only)");

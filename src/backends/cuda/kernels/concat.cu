@@ -19,6 +19,7 @@
 #include "backends/cuda/kernels/copy_rows.cuh"
 #include "backends/cuda/kernels/elementwise.cuh"
 #include "backends/cuda/kernels/structured.cuh"
+#include "ops/concat.h"
 #include "ops/op_util.h"
 
 namespace kiln {
@@ -268,7 +269,7 @@ class ConcatKernel final : public CudaKernel {
 Result<std::unique_ptr<CudaKernel>> make_concat(const Node& node, Precision) {
   if (node.inputs.empty()) return invalid_argument("Concat needs at least one input");
   if (!node.attrs.has("axis")) return invalid_argument("missing attribute axis");
-  const int64_t axis = node.attrs.get_int("axis", 0);
+  const int64_t axis = concat_attrs(node).axis;
   const Epilogue& e = node.epilogue;
   if (e.residual_input >= 0) return unsupported("Concat with a residual epilogue");
   const size_t pieces =

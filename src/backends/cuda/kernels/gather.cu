@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernels/structured.cuh"
+#include "ops/gather.h"
 #include "ops/op_util.h"
 
 namespace kiln {
@@ -120,7 +121,7 @@ Result<std::unique_ptr<CudaKernel>> make_gather(const Node& node, Precision) {
     return unsupported(std::string("Gather of ") + dtype_name(x->dtype));
   if (!node.input(1) || !node.input(1)->is_constant())
     return unsupported("indices (input 1) is not a constant");
-  return std::unique_ptr<CudaKernel>(new GatherKernel(node.name, node.attrs.get_int("axis", 0)));
+  return std::unique_ptr<CudaKernel>(new GatherKernel(node.name, gather_attrs(node).axis));
 }
 
 }  // namespace

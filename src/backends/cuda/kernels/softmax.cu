@@ -9,6 +9,7 @@
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernels/structured.cuh"
 #include "ops/op_util.h"
+#include "ops/softmax.h"
 
 namespace kiln {
 namespace {
@@ -136,7 +137,7 @@ Result<std::unique_ptr<CudaKernel>> make_softmax(const Node& node, Precision) {
   if (!dtype_is_float(x->dtype))
     return unsupported(std::string("input 0: element type ") + dtype_name(x->dtype) +
                        " (Softmax takes float types)");
-  return std::unique_ptr<CudaKernel>(new SoftmaxKernel(node.attrs.get_int("axis", -1)));
+  return std::unique_ptr<CudaKernel>(new SoftmaxKernel(softmax_attrs(node).axis));
 }
 
 }  // namespace

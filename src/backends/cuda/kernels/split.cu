@@ -9,6 +9,7 @@
 
 #include "backends/cuda/kernels/copy_rows.cuh"
 #include "ops/op_util.h"
+#include "ops/split.h"
 
 namespace kiln {
 namespace {
@@ -113,13 +114,13 @@ Result<std::unique_ptr<CudaKernel>> make_split(const Node& node, Precision) {
     return unsupported(std::string("Split of ") + dtype_name(x->dtype));
   if (node.input(1) && !node.input(1)->is_constant())
     return unsupported("input 1 (split) is not a constant");
-  const int64_t axis = node.attrs.get_int("axis", 0);
+  const int64_t axis = split_attrs(node).axis;
   const bool nhwc =
       dtype_is_float(x->dtype) && cuda::known_rank(node, 0) == 4 && (axis == 1 || axis == -3);
   std::vector<bool> present;
   for (const Value* v : node.outputs) present.push_back(v != nullptr);
   return std::unique_ptr<CudaKernel>(
-      new SplitKernel(axis, nhwc, node.attrs.get_int("num_outputs", 0), std::move(present)));
+      new SplitKernel(axis, nhwc, split_attrs(node).num_outputs, std::move(present)));
 }
 
 }  // namespace

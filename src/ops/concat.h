@@ -1,0 +1,20 @@
+// Concat's attributes, with ONNX's defaults, for the reference kernel, the passes and every
+// backend.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace kiln {
+
+struct ConcatAttrs {
+  int64_t axis = 0;  // may be negative: normalize against the rank
+};
+inline ConcatAttrs concat_attrs(const Node& n) {
+  ConcatAttrs a;
+  a.axis = n.attrs.get_int("axis", a.axis);
+  return a;
+}
+
+}  // namespace kiln

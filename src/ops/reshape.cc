@@ -57,8 +57,7 @@ Status infer_reshape(const Node& node, const std::vector<TensorDesc>& in,
   if (in[1].shape.size() != 1)
     return invalid_argument("input 1 (shape) must be 1-D, got " + shape_str(in[1].shape));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> spec, known_int64s(in[1], "input 1 (shape)"));
-  KILN_ASSIGN_OR_RETURN(Shape s,
-                        reshape_target(in[0].shape, spec, node.attrs.get_int("allowzero", 0)));
+  KILN_ASSIGN_OR_RETURN(Shape s, reshape_target(in[0].shape, spec, reshape_allowzero(node)));
   out[0] = {in[0].dtype, std::move(s)};
   return Status::ok();
 }

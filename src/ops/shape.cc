@@ -4,6 +4,8 @@
 // The shape rule only describes the output; turning it into a constant is constant
 // folding's job.
 
+#include "ops/shape.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -11,15 +13,14 @@
 
 namespace kiln {
 
-namespace {
-
-// [start, end) of the dimensions to report.
 std::pair<int64_t, int64_t> shape_range(const Node& node, int64_t rank) {
   auto fix = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
   const int64_t start = fix(node.attrs.get_int("start", 0));
   const int64_t end = fix(node.attrs.get_int("end", rank));
   return {start, std::max(start, end)};
 }
+
+namespace {
 
 Status infer_shape(const Node& node, const std::vector<TensorDesc>& in,
                    std::vector<TensorDesc>& out) {

@@ -8,6 +8,7 @@
 
 #include "ops/gather.h"
 #include "ops/op_registry.h"
+#include "ops/shape.h"
 #include "passes/pass.h"
 
 namespace kiln {
@@ -22,10 +23,7 @@ constexpr int64_t kMaxFoldedBytes = int64_t{64} << 20;
 bool fold_shape(const Node& n, Tensor* out) {
   Shape s;
   if (!n.input(0) || !n.input(0)->static_shape(&s)) return false;
-  const int64_t rank = static_cast<int64_t>(s.size());
-  auto fix = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
-  const int64_t start = fix(n.attrs.get_int("start", 0));
-  const int64_t end = std::max(start, fix(n.attrs.get_int("end", rank)));
+  const auto [start, end] = shape_range(n, static_cast<int64_t>(s.size()));
   *out =
       Tensor::from_int64s({end - start}, std::vector<int64_t>(s.begin() + start, s.begin() + end));
   return true;
@@ -44,10 +42,7 @@ bool fold_shape_gather(const Node& n, Tensor* out) {
   if (!shape || shape->op != OpKind::Shape || !shape->input(0) || !shape->input(0)->has_shape)
     return false;
   const std::vector<Dim>& dims = shape->input(0)->dims;
-  const int64_t rank = static_cast<int64_t>(dims.size());
-  auto fix = [&](int64_t v) { return std::clamp(v < 0 ? v + rank : v, int64_t{0}, rank); };
-  const int64_t start = fix(shape->attrs.get_int("start", 0));
-  const int64_t end = std::max(start, fix(shape->attrs.get_int("end", rank)));
+  const auto [start, end] = shape_range(*shape, static_cast<int64_t>(dims.size()));
   const int64_t len = end - start;
   std::vector<int64_t> picked;
   for (int64_t i : idx->constant.to_int64s()) {

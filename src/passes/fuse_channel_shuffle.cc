@@ -9,6 +9,8 @@
 // place of two layout conversions and a rank-5 transpose.
 #include <set>
 
+#include "ops/reshape.h"
+#include "ops/transpose.h"
 #include "passes/pass.h"
 
 namespace kiln {
@@ -16,14 +18,14 @@ namespace kiln {
 namespace {
 
 bool is_swap12(const Node& t) {
-  return t.op == OpKind::Transpose && t.attrs.has("perm") &&
-         t.attrs.get_ints("perm") == std::vector<int64_t>{0, 2, 1, 3, 4};
+  if (t.op != OpKind::Transpose) return false;
+  const auto perm = transpose_perm(t, 5);
+  return perm.is_ok() && *perm == std::vector<int64_t>{0, 2, 1, 3, 4};
 }
 
 bool plain_reshape(const Node* n) {
   return n && n->op == OpKind::Reshape && n->inputs.size() == 2 && n->input(0) && n->input(1) &&
-         n->outputs.size() == 1 && n->output(0) && n->epilogue.empty() &&
-         n->attrs.get_int("allowzero", 0) == 0;
+         n->outputs.size() == 1 && n->output(0) && n->epilogue.empty() && !reshape_allowzero(*n);
 }
 
 // `removed` receives the nodes the fusion deletes (the second Reshape may be another

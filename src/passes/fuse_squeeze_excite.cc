@@ -6,6 +6,7 @@
 // the two convolutions run on a [N, C, 1, 1] tensor, where a library convolution costs more
 // in launch and setup than the work itself, and the pooled vector and the gate then stay in the
 // kernel's float scratch.
+#include "ops/conv.h"
 #include "ops/squeeze_excite.h"
 #include "passes/pass.h"
 
@@ -13,10 +14,9 @@ namespace kiln {
 
 namespace {
 
-bool all_equal(const Node& n, const char* attr, int64_t v) {
-  if (!n.attrs.has(attr)) return true;
-  for (int64_t k : n.attrs.get_ints(attr))
-    if (k != v) return false;
+bool all_equal(const std::vector<int64_t>& v, int64_t x) {
+  for (int64_t k : v)
+    if (k != x) return false;
   return true;
 }
 
@@ -24,12 +24,13 @@ bool all_equal(const Node& n, const char* attr, int64_t v) {
 // epilogue is at most an activation, reading `x` and read only by the next node.
 bool pointwise_conv(const Node* n, const Value* x, int64_t in_ch, int64_t* out_ch) {
   if (!n || n->op != OpKind::Conv || n->input(0) != x || n->outputs.size() != 1 || !n->output(0) ||
-      n->inputs.size() > 3 || n->epilogue.residual_input >= 0 || n->epilogue.affine_input >= 0 ||
-      n->attrs.get_int("group", 1) != 1 || !all_equal(*n, "strides", 1) ||
-      !all_equal(*n, "dilations", 1) || !all_equal(*n, "pads", 0))
+      n->inputs.size() > 3 || n->epilogue.residual_input >= 0 || n->epilogue.affine_input >= 0)
     return false;
-  const std::string pad = n->attrs.get_string("auto_pad", "NOTSET");
-  if (pad != "NOTSET" && pad != "VALID") return false;
+  const auto a = parse_conv_attrs(n->attrs);
+  if (!a.is_ok() || a->group != 1 || !all_equal(a->strides, 1) || !all_equal(a->dilations, 1) ||
+      !all_equal(a->pads, 0) || !all_equal(a->kernel_shape, 1) ||
+      (a->auto_pad != AutoPad::kNotSet && a->auto_pad != AutoPad::kValid))
+    return false;
   const Value* w = n->input(1);
   if (!w || !w->is_constant() || w->constant.dtype() != DataType::kFloat32) return false;
   const Shape& ws = w->constant.shape();

@@ -44,6 +44,7 @@
 #include <string>
 
 #include "backends/cpu/dnnl_conv_plan.h"
+#include "ops/conv.h"
 #include "planner/two_label.h"
 
 namespace kiln::dnnl_cpu {
@@ -222,8 +223,8 @@ bool has_winograd_shape(const Group& g) {
   for (const Node* n : g.nodes) {
     if (n->op != OpKind::Conv || !n->inputs[1]->is_constant()) continue;
     const Tensor& w = n->inputs[1]->constant;
-    if (w.rank() == 4 && w.dim(2) == 3 && w.dim(3) == 3 && n->attrs.get_int("group", 1) == 1)
-      return true;
+    const auto a = parse_conv_attrs(n->attrs);
+    if (w.rank() == 4 && w.dim(2) == 3 && w.dim(3) == 3 && a.is_ok() && a->group == 1) return true;
   }
   return false;
 }

@@ -2,10 +2,9 @@
 // input viewed in the output's axis order (output axis i walks input axis perm[i], with that
 // axis's stride) to the plain output. ShuffleNet's channel shuffle is such a transpose.
 
-#include <numeric>
-
 #include "backends/cpu/dnnl_common.h"
 #include "ops/op_util.h"
+#include "ops/transpose.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -22,18 +21,13 @@ class DnnlTransposeKernel final : public DnnlSrcDstKernel {
     const Shape& xs = in[0].shape;
     const size_t rank = xs.size();
     if (rank == 0 || rank > DNNL_MAX_NDIMS || !all_positive(xs)) return false;
-    // The default permutation reverses the axes (the reference's rule).
-    std::vector<int64_t> perm(rank);
-    std::iota(perm.rbegin(), perm.rend(), 0);
-    if (node_.attrs.has("perm")) perm = node_.attrs.get_ints("perm");
-    if (perm.size() != rank) return false;
+    auto checked = transpose_perm(node_, static_cast<int64_t>(rank));  // the reference's rule
+    if (!checked.is_ok()) return false;
+    const std::vector<int64_t>& perm = *checked;
     const std::vector<int64_t> strides = strides_of(xs);
     std::vector<int64_t> dims(rank), src_strides(rank);
-    std::vector<bool> seen(rank, false);
     for (size_t i = 0; i < rank; ++i) {
-      const int64_t p = perm[i] < 0 ? perm[i] + static_cast<int64_t>(rank) : perm[i];
-      if (p < 0 || p >= static_cast<int64_t>(rank) || seen[p]) return false;
-      seen[p] = true;
+      const int64_t p = perm[i];
       dims[i] = xs[p];
       src_strides[i] = strides[p];
     }

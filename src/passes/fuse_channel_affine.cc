@@ -73,16 +73,7 @@ bool fuse_at(Graph& g, Node* mul, std::vector<std::vector<std::string>>* groups)
 }  // namespace
 
 Result<bool> fuse_channel_affine(Graph& g, std::vector<std::vector<std::string>>* groups) {
-  std::vector<Node*> muls;
-  for (const auto& n : g.nodes())
-    if (n->op == OpKind::Mul) muls.push_back(n.get());
-  bool changed = false;
-  for (Node* m : muls) changed |= fuse_at(g, m, groups);
-  if (changed) {
-    KILN_RETURN_IF_ERROR(g.topo_sort());
-    g.remove_unused_values();
-  }
-  return changed;
+  return fuse_each(g, OpKind::Mul, [&](Node* n) { return fuse_at(g, n, groups); });
 }
 
 }  // namespace kiln

@@ -57,18 +57,9 @@ bool fuse_at(Graph& g, Node* first, std::vector<std::vector<std::string>>* group
 }  // namespace
 
 Result<bool> fuse_channel_shuffle(Graph& g, std::vector<std::vector<std::string>>* groups) {
-  std::vector<Node*> reshapes;
-  for (const auto& n : g.nodes())
-    if (n->op == OpKind::Reshape) reshapes.push_back(n.get());
-  bool changed = false;
   std::set<const Node*> removed;
-  for (Node* n : reshapes)
-    if (!removed.count(n)) changed |= fuse_at(g, n, groups, removed);
-  if (changed) {
-    KILN_RETURN_IF_ERROR(g.topo_sort());
-    g.remove_unused_values();
-  }
-  return changed;
+  return fuse_each(g, OpKind::Reshape,
+                   [&](Node* n) { return !removed.count(n) && fuse_at(g, n, groups, removed); });
 }
 
 }  // namespace kiln

@@ -62,16 +62,7 @@ bool fuse_at(Graph& g, Node* cat, std::vector<std::vector<std::string>>* groups)
 }  // namespace
 
 Result<bool> fuse_concat_affine(Graph& g, std::vector<std::vector<std::string>>* groups) {
-  std::vector<Node*> cats;
-  for (const auto& n : g.nodes())
-    if (n->op == OpKind::Concat) cats.push_back(n.get());
-  bool changed = false;
-  for (Node* n : cats) changed |= fuse_at(g, n, groups);
-  if (changed) {
-    KILN_RETURN_IF_ERROR(g.topo_sort());
-    g.remove_unused_values();
-  }
-  return changed;
+  return fuse_each(g, OpKind::Concat, [&](Node* n) { return fuse_at(g, n, groups); });
 }
 
 }  // namespace kiln

@@ -86,16 +86,7 @@ bool fuse_at(Graph& g, Node* pool, std::vector<std::vector<std::string>>* groups
 }  // namespace
 
 Result<bool> fuse_squeeze_excite(Graph& g, std::vector<std::vector<std::string>>* groups) {
-  std::vector<Node*> pools;
-  for (const auto& n : g.nodes())
-    if (n->op == OpKind::GlobalAveragePool) pools.push_back(n.get());
-  bool changed = false;
-  for (Node* n : pools) changed |= fuse_at(g, n, groups);
-  if (changed) {
-    KILN_RETURN_IF_ERROR(g.topo_sort());
-    g.remove_unused_values();
-  }
-  return changed;
+  return fuse_each(g, OpKind::GlobalAveragePool, [&](Node* n) { return fuse_at(g, n, groups); });
 }
 
 }  // namespace kiln

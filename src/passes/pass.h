@@ -44,6 +44,23 @@ inline Node* sole_consumer(const Graph& g, const Value* v) {
   return v->consumers[0];
 }
 
+// The driver of a pattern fusion anchored on nodes of kind `op`: calls fuse(node) on each such
+// node present when it starts (nodes the fusions make are not visited), then, when any call
+// returned true, re-sorts the graph and drops the values nothing uses any more.
+template <class Fuse>
+Result<bool> fuse_each(Graph& g, OpKind op, Fuse&& fuse) {
+  std::vector<Node*> anchors;
+  for (const auto& n : g.nodes())
+    if (n->op == op) anchors.push_back(n.get());
+  bool changed = false;
+  for (Node* n : anchors) changed |= fuse(n);
+  if (changed) {
+    KILN_RETURN_IF_ERROR(g.topo_sort());
+    g.remove_unused_values();
+  }
+  return changed;
+}
+
 // Identity and inference-mode Dropout (mask unused) removed, their uses rewired.
 Result<bool> remove_identity(Graph& g);
 // Nodes with all-constant inputs (and Shape of static shapes, Constant nodes) replaced by
@@ -81,8 +98,7 @@ Result<bool> fuse_concat_affine(Graph& g, std::vector<std::vector<std::string>>*
 // For CUDA engines: GlobalAveragePool → Conv 1×1 [+ act] → Conv 1×1 [+ act] → Mul(x, ·), the
 // squeeze-and-excitation block, → one SqueezeExcite (ops/squeeze_excite.h). `groups`
 // (optional) receives {new node (the Mul's name), pool, conv1, conv2} per fusion.
-Result<bool> fuse_squeeze_excite(Graph& g,
-                                 std::vector<std::vector<std::string>>* groups = nullptr);
+Result<bool> fuse_squeeze_excite(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // Nodes whose outputs reach no graph output removed, then unused values.
 Result<bool> eliminate_dead_nodes(Graph& g);
 

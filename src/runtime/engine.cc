@@ -170,21 +170,18 @@ Result<std::shared_ptr<Engine>> build_engine(
         passes.fused_groups.push_back(line);
       }
     };
-    std::vector<std::vector<std::string>> groups;
-    KILN_RETURN_IF_ERROR(fuse_channel_affine(*graph, &groups).status());
-    add_groups(groups);
-    report.passes.push_back({"fuse_channel_affine", static_cast<int64_t>(graph->nodes().size())});
+    using DevicePass = Result<bool> (*)(Graph&, std::vector<std::vector<std::string>>*);
+    auto run_pass = [&](const char* name, DevicePass pass) -> Status {
+      std::vector<std::vector<std::string>> groups;
+      KILN_RETURN_IF_ERROR(pass(*graph, &groups).status());
+      add_groups(groups);
+      report.passes.push_back({name, static_cast<int64_t>(graph->nodes().size())});
+      return Status::ok();
+    };
+    KILN_RETURN_IF_ERROR(run_pass("fuse_channel_affine", fuse_channel_affine));
     if (cuda) {
-      groups.clear();
-      KILN_RETURN_IF_ERROR(fuse_concat_affine(*graph, &groups).status());
-      add_groups(groups);
-      report.passes.push_back(
-          {"fuse_concat_affine (CUDA)", static_cast<int64_t>(graph->nodes().size())});
-      groups.clear();
-      KILN_RETURN_IF_ERROR(fuse_squeeze_excite(*graph, &groups).status());
-      add_groups(groups);
-      report.passes.push_back(
-          {"fuse_squeeze_excite (CUDA)", static_cast<int64_t>(graph->nodes().size())});
+      KILN_RETURN_IF_ERROR(run_pass("fuse_concat_affine (CUDA)", fuse_concat_affine));
+      KILN_RETURN_IF_ERROR(run_pass("fuse_squeeze_excite (CUDA)", fuse_squeeze_excite));
     }
   }
   report.fused_groups = passes.fused_groups;

@@ -106,7 +106,7 @@ inline int64_t known_rank(const Node& node, size_t i) {
   return v && v->has_shape ? static_cast<int64_t>(v->dims.size()) : -1;
 }
 
-// kUnsupported unless every input after `first` is a constant (or omitted): the inputs a
+// kUnsupported unless every input from `first` on is a constant (or omitted): the inputs a
 // kernel reads on the host at prepare (starts, pads, shapes).
 inline Status inputs_constant_from(const Node& node, size_t first) {
   for (size_t i = first; i < node.inputs.size(); ++i)

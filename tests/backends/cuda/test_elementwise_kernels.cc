@@ -162,6 +162,23 @@ TEST(CudaBinary, FloatMatchesReference) {
         }
 }
 
+// Equal-shaped rank-4 operands meet in the layout input 0 is offered: two plain tensors (a
+// ConvNeXt MLP's [N,H,W,C] activations) stay plain, two NHWC ones stay NHWC.
+TEST(CudaBinary, EqualShapesFollowInputZero) {
+  const Tensor a = random_tensor({2, 5, 7, 16}, 31), b = random_tensor({2, 5, 7, 16}, 32);
+  OneNodeGraph g(OpKind::Mul, {a, b});
+  for (Precision p : kPrecisions) {
+    auto kernel = CudaKernelRegistry::find(OpKind::Mul)(*g.node, p);
+    ASSERT_TRUE(kernel.is_ok()) << kernel.status().to_string();
+    for (Layout first : kLayouts)
+      for (Layout second : kLayouts) {
+        EXPECT_EQ((*kernel)->input_layout(0, first), first);
+        EXPECT_EQ((*kernel)->input_layout(1, second), first);
+      }
+    for (Layout l : kLayouts) expect_cuda_matches_reference(*g.node, g.inputs(), p, l);
+  }
+}
+
 TEST(CudaBinary, PowWithConstantIntegerExponent) {
   for (Precision p : kPrecisions) {
     OneNodeGraph g(OpKind::Pow, {random_tensor({2, 17, 9, 11}, 4, 0.5f, 2.f),

@@ -4,8 +4,10 @@
 // Dtypes: float32/float16 activations; int32/int64 for Add/Sub/Mul/Div (shape arithmetic,
 // plain layout). Pow takes a float base and a float exponent, or any constant exponent.
 //
-// Layouts: rank-4 float inputs of equal shape ask for NHWC (both inputs are asked the same
-// way, so they meet in one layout without looking at what the other was offered); a rank-4
+// Layouts: rank-4 float inputs of equal shape meet in one layout: input 0 takes what it is
+// offered and input 1 is asked for the same (the plan asks a node's inputs in order; NHWC
+// when input 0 is a constant), so two plain tensors, such as the [N,H,W,C] activations of a
+// ConvNeXt MLP, stay plain where asking both for NHWC converted both; a rank-4
 // input with a scalar or per-channel partner takes whatever it is offered; an [N,C,1,1]
 // tensor is the same bytes in both layouts and takes what it is offered too. The output
 // keeps the layout of the input that has its shape. The strided kernel reads any mix of
@@ -82,7 +84,7 @@ class BinaryKernel final : public CudaKernel {
       else if (self->dims[2].value == 1 && self->dims[3].value == 1)
         rule_[i] = Rule::kOffered;  // [N,C,1,1]: the same bytes in both layouts
       else if (same_dims(self, other))
-        rule_[i] = Rule::kNHWC;
+        rule_[i] = Rule::kMatch;
       else if (is_channel_like(other))
         rule_[i] = Rule::kOffered;
       else
@@ -94,7 +96,12 @@ class BinaryKernel final : public CudaKernel {
   Layout input_layout(int i, Layout offered) const override {
     switch (rule_[i]) {
       case Rule::kOffered: return offered;
-      case Rule::kNHWC: return Layout::kNHWC;
+      case Rule::kMatch:
+        if (i == 0) {
+          matched_ = offered;
+          return offered;
+        }
+        return rule_[0] == Rule::kMatch && !constant_[0] ? matched_ : Layout::kNHWC;
       case Rule::kPlain: break;
     }
     return Layout::kPlain;
@@ -117,7 +124,8 @@ class BinaryKernel final : public CudaKernel {
   template <class T, class F>
   Status launch_with(const T* a, const T* b, T* y, F f, cudaStream_t stream) const;
 
-  enum class Rule { kPlain, kNHWC, kOffered };
+  // kMatch: an equal-shaped partner; input 0 takes its offer, input 1 follows it.
+  enum class Rule { kPlain, kMatch, kOffered };
 
   OpKind op_;
   std::string name_;
@@ -125,6 +133,7 @@ class BinaryKernel final : public CudaKernel {
   bool constant_[2] = {false, false};
   Rule rule_[2] = {Rule::kPlain, Rule::kPlain};
   bool inplace_ = false;
+  mutable Layout matched_ = Layout::kNHWC;  // the layout input 0 was given (Rule::kMatch)
 
   // Set by prepare.
   DataType dtype_ = DataType::kUndefined;

@@ -3,6 +3,12 @@
 // prepare drops size-1 dims and merges output dims that stay neighbours in the input (a
 // [N,C,H,W] → [N,H,W,C] transpose becomes a 3-D [N, HW, C] one), so the index arithmetic
 // has as few dims as the permutation really has.
+//
+// Two rank-4 permutations move no bytes at all. A logical [N,C,H,W] stored NHWC holds exactly
+// the bytes of a plain [N,H,W,C], so perm (0,2,3,1) of an NHWC input and perm (0,3,1,2) of a
+// plain input (giving an NHWC output) are views: ConvNeXt's Permute pairs around each block's
+// LayerNorm and Linear layers cost nothing. The kernel asks for that layout, and the plan
+// converts a producer that offers the other one (a copy the gather would have made anyway).
 
 #include <memory>
 
@@ -36,15 +42,53 @@ __global__ void transpose_kernel(const U* __restrict__ x, U* __restrict__ y, int
   }
 }
 
+// The rank-4 permutations that only relabel a tensor's layout.
+enum class Relabel { kNone, kToChannelsLast, kToChannelsFirst };
+
+Relabel relabel_of(const std::vector<int64_t>& perm) {
+  if (perm == std::vector<int64_t>{0, 2, 3, 1}) return Relabel::kToChannelsLast;
+  if (perm == std::vector<int64_t>{0, 3, 1, 2}) return Relabel::kToChannelsFirst;
+  return Relabel::kNone;
+}
+
 class TransposeKernel final : public CudaKernel {
  public:
-  explicit TransposeKernel(const Node& node) : node_(node) {}
+  explicit TransposeKernel(const Node& node) : node_(node) {
+    if (cuda::known_rank(node, 0) == 4) {
+      Result<std::vector<int64_t>> perm = transpose_perm(node, 4);
+      if (perm.is_ok()) relabel_ = relabel_of(perm.value());
+    }
+  }
+
+  // (0,2,3,1) wants its input NHWC, (0,3,1,2) plain: then the output is the input's bytes.
+  Layout input_layout(int, Layout) const override {
+    return relabel_ == Relabel::kToChannelsLast ? Layout::kNHWC : Layout::kPlain;
+  }
+  bool is_alias() const override { return alias_; }
 
   Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
                  CudaBuildContext&) override {
     const DevDesc& x = in[0];
     const int64_t rank = static_cast<int64_t>(x.shape.size());
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, transpose_perm(node_, rank));
+    alias_ = false;
+    if (rank == 4) {
+      const Relabel r = relabel_of(perm);
+      const Shape shape{x.shape[perm[0]], x.shape[perm[1]], x.shape[perm[2]], x.shape[perm[3]]};
+      if (r == Relabel::kToChannelsLast && x.layout == Layout::kNHWC) {
+        alias_ = true;
+        out[0] = DevDesc{x.dtype, shape, Layout::kPlain, nullptr};
+        return Status::ok();
+      }
+      if (r == Relabel::kToChannelsFirst && x.layout == Layout::kPlain) {
+        alias_ = true;
+        out[0] = DevDesc{x.dtype, shape, Layout::kNHWC, nullptr};
+        return Status::ok();
+      }
+    }
+    if (x.layout != Layout::kPlain)
+      return invalid_argument(std::string("Transpose input in ") + layout_name(x.layout) +
+                              " layout (expected plain)");
     elem_ = dtype_size(x.dtype);
     if (elem_ != 1 && elem_ != 2 && elem_ != 4 && elem_ != 8)
       return unsupported(std::string("Transpose on ") + dtype_name(x.dtype));
@@ -81,6 +125,7 @@ class TransposeKernel final : public CudaKernel {
   }
 
   std::string tactic() const override {
+    if (alias_) return "view (NCHW <-> NHWC relabel)";
     return "kiln transpose (" + std::to_string(geom_.rank) + " merged dims)";
   }
 
@@ -115,6 +160,8 @@ class TransposeKernel final : public CudaKernel {
 
  private:
   const Node& node_;
+  Relabel relabel_ = Relabel::kNone;
+  bool alias_ = false;
   TransposeGeom geom_;
   size_t elem_ = 0;
   int64_t numel_ = 0;

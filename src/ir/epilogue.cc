@@ -17,14 +17,16 @@ const char* activation_name(Activation a) {
     case Activation::kSilu: return "SiLU";
     case Activation::kHardSigmoid: return "HardSigmoid";
     case Activation::kHardSwish: return "HardSwish";
+    case Activation::kGelu: return "Gelu";
   }
   return "?";
 }
 
 bool activation_from_name(const std::string& name, Activation* a) {
-  for (Activation k : {Activation::kNone, Activation::kRelu, Activation::kClip,
-                       Activation::kLeakyRelu, Activation::kSigmoid, Activation::kTanh,
-                       Activation::kSilu, Activation::kHardSigmoid, Activation::kHardSwish})
+  for (Activation k :
+       {Activation::kNone, Activation::kRelu, Activation::kClip, Activation::kLeakyRelu,
+        Activation::kSigmoid, Activation::kTanh, Activation::kSilu, Activation::kHardSigmoid,
+        Activation::kHardSwish, Activation::kGelu})
     if (name == activation_name(k)) {
       *a = k;
       return true;
@@ -43,6 +45,7 @@ float apply_activation(Activation a, float alpha, float beta, float x) {
     case Activation::kSilu: return x / (1.f + std::exp(-x));
     case Activation::kHardSigmoid: return std::max(0.f, std::min(1.f, alpha * x + beta));
     case Activation::kHardSwish: return x * std::max(0.f, std::min(1.f, x / 6.f + 0.5f));
+    case Activation::kGelu: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
   }
   return x;
 }
@@ -50,6 +53,7 @@ float apply_activation(Activation a, float alpha, float beta, float x) {
 std::vector<int> Epilogue::inputs() const {
   std::vector<int> r;
   if (residual_input >= 0) r.push_back(residual_input);
+  if (bias_input >= 0) r.push_back(bias_input);
   if (affine_input >= 0) {
     r.push_back(affine_input);
     r.push_back(affine_input + 1);
@@ -60,10 +64,18 @@ std::vector<int> Epilogue::inputs() const {
 
 std::string Epilogue::describe() const {
   std::ostringstream os;
-  if (affine_input >= 0) os << "× scale[c] + shift[c]";
-  if (residual_input >= 0) os << (affine_input >= 0 ? " " : "") << "+ residual";
+  const char* sep = "";
+  if (affine_input >= 0) {
+    os << "× scale[c] + shift[c]";
+    sep = " ";
+  }
+  if (bias_input >= 0) {
+    os << sep << "+ bias[n]";
+    sep = " ";
+  }
+  if (residual_input >= 0) os << sep << "+ residual";
   if (act != Activation::kNone) {
-    if (residual_input >= 0 || affine_input >= 0) os << " → ";
+    if (residual_input >= 0 || affine_input >= 0 || bias_input >= 0) os << " → ";
     os << activation_name(act);
     if (act == Activation::kClip) os << "(" << alpha << ", " << beta << ")";
     if (act == Activation::kLeakyRelu) os << "(" << alpha << ")";

@@ -2,16 +2,18 @@
 // writing it. Fusion is an epilogue on the producing node, not a new op kind, so it maps
 // one-to-one onto oneDNN post-ops and cuDNN/cuBLASLt epilogues:
 //
-//   y = act(op(inputs...)·scale[c] + shift[c] + residual)
+//   y = act(op(inputs...)·scale[c] + shift[c] + bias[n] + residual)
 //
-// The bias is the op's own bias input (Conv B, Gemm C). The residual, when present, is the
-// node input at `residual_input` (after the op's own inputs), with the output's shape; it
-// is added before the activation, as in ResNet's relu(bn(conv(x)) + shortcut). The channel
-// affine, when present, is the pair of float32 [C] node inputs at `affine_input` (scale) and
-// `affine_input + 1` (shift), C being the output's axis 1: a BatchNormalization that could
-// not fold into its producer's weights (DenseNet's norm after each Concat) applied as the
-// producer writes. Epilogue inputs come after the op's own inputs, and the op's shape rule
-// and reference kernel never see them.
+// The bias is the op's own bias input (Conv B, Gemm C); MatMul, which has none in ONNX, carries
+// a fused Add of a constant along its output's last axis as the float32 [N] node input at
+// `bias_input` (a Linear layer's bias: ConvNeXt's MLPs, every transformer). The residual, when
+// present, is the node input at `residual_input` (after the op's own inputs), with the output's
+// shape; it is added before the activation, as in ResNet's relu(bn(conv(x)) + shortcut). The
+// channel affine, when present, is the pair of float32 [C] node inputs at `affine_input` (scale)
+// and `affine_input + 1` (shift), C being the output's axis 1: a BatchNormalization that could not
+// fold into its producer's weights (DenseNet's norm after each Concat) applied as the producer
+// writes. Epilogue inputs come after the op's own inputs, and the op's shape rule and reference
+// kernel never see them.
 #pragma once
 
 #include <string>
@@ -29,6 +31,7 @@ enum class Activation {
   kSilu,         // x·sigmoid(x) (exporters write it as Mul(x, Sigmoid(x)))
   kHardSigmoid,  // max(0, min(1, alpha·x + beta))
   kHardSwish,    // x·max(0, min(1, x/6 + 1/2))
+  kGelu,         // x·(1 + erf(x/√2))/2, the exact GELU (exporters write it as five nodes)
 };
 
 const char* activation_name(Activation a);
@@ -44,11 +47,14 @@ struct Epilogue {
   float beta = 0.f;
   int residual_input = -1;  // index into Node::inputs, or -1
   int affine_input = -1;    // scale at this index of Node::inputs, shift at the next, or -1
+  int bias_input = -1;      // MatMul only: float32 [N] added along the last axis, or -1
 
-  bool empty() const { return act == Activation::kNone && residual_input < 0 && affine_input < 0; }
+  bool empty() const {
+    return act == Activation::kNone && residual_input < 0 && affine_input < 0 && bias_input < 0;
+  }
   // Node::inputs indices that belong to the epilogue, not to the op, in increasing order.
   std::vector<int> inputs() const;
-  // "+ residual → Relu", "Clip(0, 6)", "" when empty.
+  // "+ bias[n] + residual → Relu", "Clip(0, 6)", "" when empty.
   std::string describe() const;
 };
 

@@ -29,7 +29,7 @@ const OpDef* OpRegistry::find(OpKind op) {
 
 namespace {
 
-// The op's own inputs: `in` without the epilogue's (residual, channel affine).
+// The op's own inputs: `in` without the epilogue's (residual, channel affine, bias).
 template <class T>
 std::vector<T> without_epilogue_inputs(const Node& node, const std::vector<T>& in) {
   std::vector<T> r = in;
@@ -71,6 +71,18 @@ Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDe
                                 " " + dtype_name(in[j].dtype) + shape_str(in[j].shape) +
                                 ": expected float32" + shape_str(want));
   }
+  if (e.bias_input >= 0) {
+    // Only fuse_epilogue makes a bias, on MatMul: another op's kernel would not apply it.
+    if (node.op != OpKind::MatMul)
+      return internal_error("a bias epilogue on " + std::string(op_name(node.op)) +
+                            " (only MatMul carries one)");
+    const TensorDesc& b = in[e.bias_input];
+    if (out[0].shape.empty() || b.dtype != DataType::kFloat32 ||
+        b.shape != Shape{out[0].shape.back()})
+      return invalid_argument("epilogue bias " + std::string(dtype_name(b.dtype)) +
+                              shape_str(b.shape) + " does not match the last axis of the output " +
+                              shape_str(out[0].shape));
+  }
   return Status::ok();
 }
 
@@ -83,17 +95,20 @@ Status run_node(const OpDef& def, const Node& node, const std::vector<const Tens
   const Tensor* r = e.residual_input >= 0 ? in[e.residual_input] : nullptr;
   const float* scale = e.affine_input >= 0 ? in[e.affine_input]->data<float>() : nullptr;
   const float* shift = e.affine_input >= 0 ? in[e.affine_input + 1]->data<float>() : nullptr;
+  const float* bias = e.bias_input >= 0 ? in[e.bias_input]->data<float>() : nullptr;
+  const int64_t last = y.shape().empty() ? 1 : y.shape().back();
   // The channel of element i: (i / inner) % C over [N, C, inner...].
   const int64_t c = y.shape().size() >= 2 ? y.shape()[1] : 1;
   const int64_t inner = c > 0 && y.numel() > 0 ? y.numel() / (y.shape()[0] * c) : 1;
   for (int64_t i = 0; i < y.numel(); ++i) {
-    // y = act(y·scale[c] + shift[c] + residual), computed in float (double for float64
+    // y = act(y·scale[c] + shift[c] + bias[n] + residual), computed in float (double for float64
     // would differ from every backend's float epilogue only below float precision).
     float v = static_cast<float>(y.at_double(i));
     if (scale) {
       const int64_t ch = (i / inner) % c;
       v = v * scale[ch] + shift[ch];
     }
+    if (bias) v += bias[i % last];
     if (r) v += static_cast<float>(r->at_double(i));
     v = apply_activation(e.act, e.alpha, e.beta, v);
     switch (y.dtype()) {

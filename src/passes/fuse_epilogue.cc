@@ -1,8 +1,10 @@
 // fuse_epilogue: the element-wise work right after a Conv/ConvTranspose/Gemm/MatMul (a
-// residual Add, then an activation) becomes the node's epilogue (ir/epilogue.h), so a
-// backend does it while the result is still in registers instead of in another pass over
-// memory. Only act(op + residual) is expressible, so Add-then-activation order only.
+// constant bias Add, a residual Add, then an activation, SiLU and GELU included) becomes the node's
+// epilogue (ir/epilogue.h), so a backend does it while the result is still in registers instead of
+// in another pass over memory. Only act(op + residual) is expressible, so Add-then-activation order
+// only.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "ops/activation_attrs.h"
@@ -66,6 +68,25 @@ bool fold_bias_add(Graph& g, Node* op, Node* add) {
   return true;
 }
 
+// MatMul followed by Add of a float32 constant [N] (or [1, ..., 1, N]) along the output's last
+// axis: a Linear layer's bias, carried as the bias epilogue.
+bool fuse_matmul_bias(Graph& g, Node* op, Node* add) {
+  Value* out = op->outputs[0];
+  Value* c = add->input(0) == out ? add->input(1) : add->input(0);
+  if (!c || c == out || !c->is_constant() || c->constant.dtype() != DataType::kFloat32 ||
+      !out->has_shape || out->dims.empty() || !out->dims.back().known())
+    return false;
+  const int64_t n = out->dims.back().value;
+  const Shape& s = c->constant.shape();
+  if (s.empty() || s.back() != n || s.size() > out->dims.size()) return false;
+  for (size_t i = 0; i + 1 < s.size(); ++i)
+    if (s[i] != 1) return false;
+  op->epilogue.bias_input = static_cast<int>(op->inputs.size());
+  g.set_input(op, op->inputs.size(), g.add_constant(op->name + "_bias", c->constant.reshaped({n})));
+  take_over_output(g, op, add, add->output(0));
+  return true;
+}
+
 // The activation `n` computes as an epilogue, if any.
 bool activation_of(const Node& n, Epilogue* e) {
   switch (n.op) {
@@ -96,6 +117,58 @@ bool activation_of(const Node& n, Epilogue* e) {
   }
 }
 
+// Whether `v` is a constant scalar (any rank, one element) within 1e-5 relative of `want`.
+bool constant_near(const Value* v, double want) {
+  float x = 0.f;
+  return v && scalar_constant(v, &x) && std::abs(x - want) <= 1e-5 * std::abs(want);
+}
+
+// The other input of binary node `n` when one of its inputs is `v`, else nullptr.
+const Value* other_input(const Node* n, const Value* v) {
+  if (!n || n->inputs.size() != 2) return nullptr;
+  if (n->input(0) == v) return n->input(1);
+  if (n->input(1) == v) return n->input(0);
+  return nullptr;
+}
+
+// The exact GELU as exporters write it on x: d = x / √2 (or x · 1/√2), t = Erf(d) + 1, then
+// y = (x · t) · 0.5 or (x · 0.5) · t. x must be read by exactly the first node of each branch.
+// Returns the nodes after x, in order, the last writing y; empty when it is not that.
+std::vector<Node*> match_gelu(const Graph& g, const Value* x) {
+  if (x->consumers.size() != 2 || is_graph_output(g, x)) return {};
+  for (int first = 0; first < 2; ++first) {
+    Node* scale = x->consumers[first];
+    Node* mul = x->consumers[1 - first];
+    const bool div = scale->op == OpKind::Div && scale->input(0) == x &&
+                     constant_near(scale->input(1), std::sqrt(2.0));
+    const bool mul_inv =
+        scale->op == OpKind::Mul && constant_near(other_input(scale, x), std::sqrt(0.5));
+    if (!(div || mul_inv) || mul->op != OpKind::Mul || !scale->output(0)) continue;
+    Node* erf = sole_consumer(g, scale->output(0));
+    if (!erf || erf->op != OpKind::Erf || !erf->output(0)) continue;
+    Node* add = sole_consumer(g, erf->output(0));
+    if (!add || add->op != OpKind::Add || !constant_near(other_input(add, erf->output(0)), 1.0) ||
+        !add->output(0))
+      continue;
+    const Value* t = add->output(0);
+    Node* next = sole_consumer(g, t);
+    if (!next || next->op != OpKind::Mul || !mul->output(0)) continue;
+    if (next == mul && other_input(mul, x) == t) {
+      // (x · t) · 0.5
+      Node* half = sole_consumer(g, mul->output(0));
+      if (half && half->op == OpKind::Mul && half->output(0) &&
+          constant_near(other_input(half, mul->output(0)), 0.5))
+        return {scale, erf, add, mul, half};
+    } else if (constant_near(other_input(mul, x), 0.5) &&
+               sole_consumer(g, mul->output(0)) == next && other_input(next, mul->output(0)) == t &&
+               next->output(0)) {
+      // (x · 0.5) · t
+      return {scale, erf, add, mul, next};
+    }
+  }
+  return {};
+}
+
 // Fuses what follows `op`; appends the names of the absorbed nodes to `names`.
 bool fuse_after(Graph& g, Node* op, std::vector<std::string>* names) {
   bool changed = false;
@@ -104,6 +177,16 @@ bool fuse_after(Graph& g, Node* op, std::vector<std::string>* names) {
   if (next && next->op == OpKind::Add && op->op == OpKind::Conv && next->output(0)) {
     std::string name = next->name;
     if (fold_bias_add(g, op, next)) {
+      names->push_back(name);
+      changed = true;
+      next = sole_consumer(g, op->outputs[0]);
+    }
+  }
+  // A constant Add along the last axis after MatMul is a bias.
+  if (next && next->op == OpKind::Add && op->op == OpKind::MatMul && next->inputs.size() == 2 &&
+      next->output(0)) {
+    std::string name = next->name;
+    if (fuse_matmul_bias(g, op, next)) {
       names->push_back(name);
       changed = true;
       next = sole_consumer(g, op->outputs[0]);
@@ -130,6 +213,15 @@ bool fuse_after(Graph& g, Node* op, std::vector<std::string>* names) {
     op->epilogue.beta = e.beta;
     names->push_back(next->name);
     take_over_output(g, op, next, next->output(0));
+    return true;
+  }
+  // GELU as exporters write it (match_gelu).
+  if (std::vector<Node*> gelu = match_gelu(g, out); !gelu.empty()) {
+    op->epilogue.act = Activation::kGelu;
+    Value* y = gelu.back()->output(0);
+    for (Node* n : gelu) names->push_back(n->name);
+    for (size_t i = 0; i + 1 < gelu.size(); ++i) g.remove_node(gelu[i]);
+    take_over_output(g, op, gelu.back(), y);
     return true;
   }
   // SiLU as exporters write it: Mul(x, Sigmoid(x)), x read by exactly those two nodes.

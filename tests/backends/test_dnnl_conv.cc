@@ -74,6 +74,7 @@ const Epi kEpilogues[] = {
     {"residual_relu", Activation::kRelu, 0, 0, true},
     {"residual_clip", Activation::kClip, -0.3f, 0.6f, true},
     {"residual_silu", Activation::kSilu, 0, 0, true},
+    {"gelu", Activation::kGelu, 0, 0, false},
 };
 
 // Builds the Conv node (W constant, as the backend requires), runs both backends.

@@ -82,6 +82,7 @@ bool append_activation(const Epilogue& e, dnnl::post_ops& ops) {
     case Activation::kHardSwish:
       ops.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
       return true;
+    case Activation::kGelu: ops.append_eltwise(1.f, alg::eltwise_gelu_erf, 0.f, 0.f); return true;
   }
   return false;
 }

@@ -116,6 +116,7 @@ const ActCase kActs[] = {
     {Activation::kSilu, 0, 0},
     {Activation::kHardSigmoid, 0.2f, 0.5f},
     {Activation::kHardSwish, 0, 0},
+    {Activation::kGelu, 0, 0},
 };
 
 struct EpilogueCase {

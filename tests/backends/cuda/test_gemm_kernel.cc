@@ -183,13 +183,16 @@ const MatMulCase kMatMuls[] = {
     {"vector_b", {3, 4, 7}, {7}, false},
 };
 
+// Epilogues: none; residual + ReLU (cuBLASLt's C and epilogue); a bias along the last axis
+// (fuse_epilogue's Linear bias: cuBLASLt's bias epilogue); bias + residual + ReLU; bias + SiLU
+// (a separate launch after the bias epilogue).
 TEST(LtMatMul, MatchesReference) {
+  const char* kEpis[] = {"none", "relu_residual", "bias", "bias_relu_residual", "bias_silu"};
   uint32_t seed = 1200;
   for (const MatMulCase& c : kMatMuls)
-    for (bool relu_res : {false, true})
+    for (int epi = 0; epi < 5; ++epi)
       for (Precision p : kPrecisions) {
-        SCOPED_TRACE(std::string(c.name) + (relu_res ? " / relu_residual" : "") + " / " +
-                     precision_name(p));
+        SCOPED_TRACE(std::string(c.name) + " / " + kEpis[epi] + " / " + precision_name(p));
         Graph g;
         Tensor a = random_tensor(c.a, seed += 3), b = random_tensor(c.b, seed + 1, -0.5f, 0.5f);
         Value* bv = c.b_const ? g.add_constant("b", b) : f32_value(g, "b", c.b);
@@ -198,16 +201,26 @@ TEST(LtMatMul, MatchesReference) {
         Node* n = g.add_node(OpKind::MatMul, "matmul_" + std::to_string(seed),
                              {f32_value(g, "a", c.a), bv}, {y});
         std::vector<const Tensor*> in{&a, &b};
-        Tensor r;
-        if (relu_res) {
-          std::vector<Tensor> plain;
-          ASSERT_TRUE(run_reference(*n, in, plain).is_ok());
-          r = random_tensor(plain[0].shape(), seed + 2);
-          g.set_input(n, 2, f32_value(g, "r", r.shape()));
+        std::vector<Tensor> plain;
+        ASSERT_TRUE(run_reference(*n, in, plain).is_ok());
+        const Shape ys = plain[0].shape();
+        Tensor bias, r;
+        const bool with_bias = epi >= 2, with_res = epi == 1 || epi == 3;
+        if (with_bias) {
+          if (ys.empty()) continue;  // vector times vector: no last axis
+          bias = random_tensor({ys.back()}, seed + 5);
+          n->epilogue.bias_input = static_cast<int>(n->inputs.size());
+          g.set_input(n, n->inputs.size(), g.add_constant("bias", bias));
+          in.push_back(&bias);
+        }
+        if (with_res) {
+          r = random_tensor(ys, seed + 2);
+          n->epilogue.residual_input = static_cast<int>(n->inputs.size());
+          g.set_input(n, n->inputs.size(), f32_value(g, "r", r.shape()));
           in.push_back(&r);
-          n->epilogue.residual_input = 2;
           n->epilogue.act = Activation::kRelu;
         }
+        if (epi == 4) n->epilogue.act = Activation::kSilu;
         expect_cuda_matches_reference(*n, in, p);
       }
 }

@@ -5,8 +5,9 @@
 // runs here: an operand whose batch dims are all 1 is shared (stride 0), one whose batch dims
 // equal the broadcast shape is strided. A batched A times an unbatched B is one plain GEMM
 // with M' = batch·M. Partial broadcasts ([3, 1] × [1, 3]) are unsupported. B may be a
-// constant (uploaded once at prepare) or an activation. ReLU is cuBLASLt's epilogue, the
-// residual its C (in place allowed), other activations one launch_epilogue after.
+// constant (uploaded once at prepare) or an activation. A bias epilogue (a Linear layer's
+// bias along the last axis) and ReLU are cuBLASLt's epilogue, the residual its C (in place
+// allowed), other activations one launch_epilogue after.
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,7 +24,9 @@ class LtMatMulKernel final : public CudaKernel {
   LtMatMulKernel(const Node& node, bool b_const)
       : name_(node.name), epilogue_(node.epilogue), b_const_(b_const) {}
 
-  bool reads_on_host(int i) const override { return i == 1 && b_const_; }
+  bool reads_on_host(int i) const override {
+    return (i == 1 && b_const_) || i == epilogue_.bias_input;
+  }
   int inplace_input() const override { return epilogue_.residual_input; }
   size_t workspace_bytes() const override { return lt_.workspace_bytes(); }
   std::string tactic() const override {
@@ -118,6 +121,16 @@ Status LtMatMulKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDe
     b_dev_ = bd;
   }
   p.relu = epilogue_.act == Activation::kRelu;
+  const int bi = epilogue_.bias_input;
+  if (bi >= 0) {
+    if (bi >= static_cast<int>(in.size()) || !in[bi].value || in[bi].shape != Shape{n})
+      return invalid_argument("MatMul bias epilogue must be a constant [" + std::to_string(n) +
+                              "]");
+    std::vector<uint8_t> bytes = encode_floats(in[bi].value->to_floats(), dt);
+    KILN_ASSIGN_OR_RETURN(void* bd, ctx.weights->upload(name_ + "/bias/" + dtype_name(dt),
+                                                        bytes.data(), bytes.size()));
+    p.bias = bd;
+  }
   if (r >= 0) {
     p.c_present = true;
     p.beta = 1.f;

@@ -118,9 +118,11 @@ __device__ __forceinline__ float activate(float x, float alpha, float beta) {
     return x / (1.f + expf(-x));
   } else if constexpr (A == Activation::kHardSigmoid) {
     return fmaxf(0.f, fminf(1.f, alpha * x + beta));
-  } else {
-    static_assert(A == Activation::kHardSwish);
+  } else if constexpr (A == Activation::kHardSwish) {
     return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
+  } else {
+    static_assert(A == Activation::kGelu);
+    return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
   }
 }
 
@@ -136,6 +138,7 @@ __device__ __forceinline__ float activate_rt(Activation a, float v, float alpha,
     case Activation::kSilu: return activate<Activation::kSilu>(v, alpha, beta);
     case Activation::kHardSigmoid: return activate<Activation::kHardSigmoid>(v, alpha, beta);
     case Activation::kHardSwish: return activate<Activation::kHardSwish>(v, alpha, beta);
+    case Activation::kGelu: return activate<Activation::kGelu>(v, alpha, beta);
     case Activation::kNone: break;
   }
   return v;
@@ -156,6 +159,7 @@ decltype(auto) dispatch_activation(Activation a, F&& f) {
       return f(std::integral_constant<Activation, Activation::kHardSigmoid>{});
     case Activation::kHardSwish:
       return f(std::integral_constant<Activation, Activation::kHardSwish>{});
+    case Activation::kGelu: return f(std::integral_constant<Activation, Activation::kGelu>{});
     case Activation::kNone: break;
   }
   return f(std::integral_constant<Activation, Activation::kNone>{});

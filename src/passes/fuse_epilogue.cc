@@ -69,9 +69,12 @@ bool fold_bias_add(Graph& g, Node* op, Node* add) {
 }
 
 // MatMul followed by Add of a float32 constant [N] (or [1, ..., 1, N]) along the output's last
-// axis: a Linear layer's bias, carried as the bias epilogue.
+// axis: a Linear layer's bias, carried as the bias epilogue. B must be a matrix (a 1-D B drops
+// N from the output, whose last axis is then A's rows).
 bool fuse_matmul_bias(Graph& g, Node* op, Node* add) {
   Value* out = op->outputs[0];
+  const Value* b = op->input(1);
+  if (!b || !b->has_shape || b->dims.size() < 2) return false;
   Value* c = add->input(0) == out ? add->input(1) : add->input(0);
   if (!c || c == out || !c->is_constant() || c->constant.dtype() != DataType::kFloat32 ||
       !out->has_shape || out->dims.empty() || !out->dims.back().known())

@@ -199,9 +199,22 @@ TEST(FuseEpilogue, MatMulGelu) {
   EXPECT_EQ(not_gelu.nodes().size(), 6u);
 }
 
-// An Add that is not a bias along the last axis stays: a constant per row ([M, 1]), or an
-// activation of shape [N].
+// An Add that is not a bias along the last axis stays: a constant per row ([M, 1]), an
+// activation of shape [N], or any Add after a MatMul by a 1-D B (its output's last axis is A's
+// rows).
 TEST(FuseEpilogue, MatMulAddThatIsNotABiasStays) {
+  {
+    Graph g;
+    Value* x = typed_value(g, "x", {3, 4});
+    Value* m = typed_value(g, "m", {3});
+    Value* y = typed_value(g, "y", {3});
+    g.add_node(OpKind::MatMul, "mm", {x, g.add_constant("w", random_tensor({4}, 8))}, {m});
+    g.add_node(OpKind::Add, "add", {m, g.add_constant("k", random_tensor({3}, 3))}, {y});
+    g.inputs() = {x};
+    g.outputs() = {y};
+    EXPECT_FALSE(run_pass_and_compare(g, fuse, {random_tensor({3, 4}, 4)}));
+    EXPECT_EQ(g.nodes().size(), 2u);
+  }
   for (int which = 0; which < 2; ++which) {
     SCOPED_TRACE(which);
     Graph g;

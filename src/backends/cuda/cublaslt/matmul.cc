@@ -123,6 +123,7 @@ Status LtMatMulKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDe
   p.relu = epilogue_.act == Activation::kRelu;
   const int bi = epilogue_.bias_input;
   if (bi >= 0) {
+    if (b_vec) return unsupported("MatMul bias epilogue with a 1-D B (no N axis)");
     if (bi >= static_cast<int>(in.size()) || !in[bi].value || in[bi].shape != Shape{n})
       return invalid_argument("MatMul bias epilogue must be a constant [" + std::to_string(n) +
                               "]");

@@ -2,18 +2,12 @@
 // beta = 1, B a constant (packed once per prepared shape), C absent or a per-column bias
 // ([N] or [1, N]); the node's epilogue as post-ops. Other Gemms stay on the reference.
 
-#include <cstring>
-
-#include "backends/cpu/dnnl_common.h"
+#include "backends/cpu/dnnl_inner_product.h"
 #include "ops/gemm.h"
 
 namespace kiln::dnnl_cpu {
 
 namespace {
-
-using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
 
 class DnnlGemmKernel final : public DnnlKernel {
  public:
@@ -34,54 +28,20 @@ class DnnlGemmKernel final : public DnnlKernel {
           (cs.size() == 1 && cs[0] == n) || (cs.size() == 2 && cs[0] == 1 && cs[1] == n);
       if (!row) return false;
     }
-    memory::desc src_md({m, k}, dt::f32, tag::nc);
-    memory::desc dst_md({m, n}, dt::f32, tag::nc);
-    memory::desc w_any({n, k}, dt::f32, tag::any);
-    memory::desc bias_md = bi >= 0 ? memory::desc({n}, dt::f32, tag::x) : memory::desc();
-    dnnl::post_ops ops;
-    if (node_.epilogue.residual_input >= 0) ops.append_sum(1.f);
-    if (!append_activation(node_.epilogue, ops)) return false;
-    dnnl::primitive_attr attr;
-    attr.set_post_ops(ops);
-    dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, w_any,
-                                           bias_md, dst_md);
-    pd_ = dnnl::inner_product_forward::primitive_desc(desc, attr, cpu_engine());
-    prim_ = dnnl::inner_product_forward(pd_);
-    stream_ = dnnl::stream(cpu_engine());
-    // B is [K, N] (io) or, transposed, [N, K] (oi): either way the weights of an inner
-    // product with N outputs and K inputs.
-    memory::desc w_user({n, k}, dt::f32, trans_b ? tag::oi : tag::io);
-    memory user(w_user, cpu_engine(), const_cast<float*>(b.data<float>()));
-    weights_ = memory(pd_.weights_desc(), cpu_engine());
-    dnnl::reorder(user, weights_).execute(stream_, user, weights_);
-    stream_.wait();
-    return true;
+    return ip_.prepare(m, k, n, b.data<float>(), trans_b, bi >= 0, node_.epilogue);
   }
 
-  std::string impl_info() const override { return impl_info_of(prim_); }
+  std::string impl_info() const override { return ip_.impl_info(); }
 
   void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    float* dst = out[0]->data<float>();
     const int r = node_.epilogue.residual_input;
-    if (r >= 0 && in[r]->data<float>() != dst)  // the sum post-op accumulates into dst
-      std::memcpy(dst, in[r]->data<float>(), sizeof(float) * out[0]->numel());
-    memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(in[0]->data<float>()));
-    memory dmem(pd_.dst_desc(), cpu_engine(), dst);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dmem}};
     const int bi = bias_index(node_);
-    if (bi >= 0)
-      args[DNNL_ARG_BIAS] =
-          memory(pd_.bias_desc(), cpu_engine(), const_cast<float*>(in[bi]->data<float>()));
-    prim_.execute(stream_, args);
-    stream_.wait();
+    ip_.run(in[0]->data<float>(), bi >= 0 ? in[bi]->data<float>() : nullptr,
+            r >= 0 ? in[r]->data<float>() : nullptr, out[0]->data<float>(), out[0]->numel());
   }
 
  private:
-  dnnl::inner_product_forward::primitive_desc pd_;
-  dnnl::inner_product_forward prim_;
-  dnnl::stream stream_;
-  memory weights_;
+  InnerProduct ip_;
 };
 
 }  // namespace

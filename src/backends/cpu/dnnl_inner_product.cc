@@ -1,0 +1,50 @@
+#include "backends/cpu/dnnl_inner_product.h"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace kiln::dnnl_cpu {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+bool InnerProduct::prepare(int64_t m, int64_t k, int64_t n, const float* w, bool w_nk, bool bias,
+                           const Epilogue& e) {
+  memory::desc src_md({m, k}, dt::f32, tag::nc);
+  memory::desc dst_md({m, n}, dt::f32, tag::nc);
+  memory::desc w_any({n, k}, dt::f32, tag::any);
+  memory::desc bias_md = bias ? memory::desc({n}, dt::f32, tag::x) : memory::desc();
+  dnnl::post_ops ops;
+  if (e.residual_input >= 0) ops.append_sum(1.f);
+  if (!append_activation(e, ops)) return false;
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, w_any, bias_md,
+                                         dst_md);
+  pd_ = dnnl::inner_product_forward::primitive_desc(desc, attr, cpu_engine());
+  prim_ = dnnl::inner_product_forward(pd_);
+  stream_ = dnnl::stream(cpu_engine());
+  // [N, K] is oi, [K, N] io: either way the weights of N outputs over K inputs.
+  memory user(memory::desc({n, k}, dt::f32, w_nk ? tag::oi : tag::io), cpu_engine(),
+              const_cast<float*>(w));
+  weights_ = memory(pd_.weights_desc(), cpu_engine());
+  dnnl::reorder(user, weights_).execute(stream_, user, weights_);
+  stream_.wait();
+  return true;
+}
+
+void InnerProduct::run(const float* x, const float* bias, const float* residual, float* y,
+                       int64_t y_numel) {
+  if (residual && residual != y)  // the sum post-op accumulates into y
+    std::memcpy(y, residual, sizeof(float) * static_cast<size_t>(y_numel));
+  memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(x));
+  memory dst(pd_.dst_desc(), cpu_engine(), y);
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst}};
+  if (bias) args[DNNL_ARG_BIAS] = memory(pd_.bias_desc(), cpu_engine(), const_cast<float*>(bias));
+  prim_.execute(stream_, args);
+  stream_.wait();
+}
+
+}  // namespace kiln::dnnl_cpu

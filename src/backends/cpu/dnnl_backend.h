@@ -1,8 +1,8 @@
 // The oneDNN CPU backend (dnnl_*.cc), fp32: Conv, Gemm and MatMul by a constant matrix with
-// their epilogues as post-ops, the pools, the binary and unary element-wise ops, Softmax,
-// Concat, Resize, Transpose and Slice (reorders), ReduceMean/Sum/L2; a node it claims but
-// cannot run for some shapes runs on the reference kernel. Declared apart from dnnl_common.h
-// so the runtime need not see oneDNN's headers.
+// their epilogues as post-ops, LayerNormalization, the pools, the binary and unary element-wise
+// ops, Softmax, Concat, Resize, Transpose and Slice (reorders), ReduceMean/Sum/L2; a node it
+// claims but cannot run for some shapes runs on the reference kernel. Declared apart from
+// dnnl_common.h so the runtime need not see oneDNN's headers.
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@
 
 #include "backends/cpu/dnnl_common.h"
 #include "ops/layer_normalization.h"
+#include "ops/op_util.h"
 
 namespace kiln::dnnl_cpu {
 
@@ -17,23 +18,9 @@ using dt = memory::data_type;
 // `t` broadcast (numpy rules) to `shape`, flattened.
 std::vector<float> broadcast_to(const Tensor& t, const Shape& shape) {
   const std::vector<float> v = t.to_floats();
-  const Shape& s = t.shape();
-  const size_t off = shape.size() - s.size();
-  std::vector<int64_t> strides(shape.size(), 0);
-  int64_t stride = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    if (s[i] != 1) strides[off + i] = stride;
-    stride *= s[i];
-  }
   std::vector<float> out(static_cast<size_t>(shape_numel(shape)));
-  for (size_t i = 0; i < out.size(); ++i) {
-    int64_t r = static_cast<int64_t>(i), src = 0;
-    for (size_t d = shape.size(); d-- > 0;) {
-      src += (r % shape[d]) * strides[d];
-      r /= shape[d];
-    }
-    out[i] = v[static_cast<size_t>(src)];
-  }
+  for_each_broadcast(shape, {broadcast_strides(t.shape(), shape)},
+                     [&](int64_t i, const std::vector<int64_t>& off) { out[i] = v[off[0]]; });
   return out;
 }
 

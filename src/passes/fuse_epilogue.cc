@@ -1,8 +1,8 @@
 // fuse_epilogue: the element-wise work right after a Conv/ConvTranspose/Gemm/MatMul (a
-// constant bias Add, a residual Add, then an activation, SiLU and GELU included) becomes the node's
-// epilogue (ir/epilogue.h), so a backend does it while the result is still in registers instead of
-// in another pass over memory. Only act(op + residual) is expressible, so Add-then-activation order
-// only.
+// constant bias Add, a residual Add, then an activation, SiLU and GELU included) becomes the
+// node's epilogue (ir/epilogue.h), so a backend does it while the result is still in registers
+// instead of in another pass over memory. Only act(op + bias + residual) is expressible, so
+// Add-then-activation order only.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -176,20 +176,11 @@ std::vector<Node*> match_gelu(const Graph& g, const Value* x) {
 bool fuse_after(Graph& g, Node* op, std::vector<std::string>* names) {
   bool changed = false;
   Node* next = sole_consumer(g, op->outputs[0]);
-  // A constant per-channel Add after Conv is a bias.
-  if (next && next->op == OpKind::Add && op->op == OpKind::Conv && next->output(0)) {
+  // A constant Add after Conv (per channel) or MatMul (along the last axis) is a bias.
+  if (next && next->op == OpKind::Add && next->inputs.size() == 2 && next->output(0) &&
+      (op->op == OpKind::Conv || op->op == OpKind::MatMul)) {
     std::string name = next->name;
-    if (fold_bias_add(g, op, next)) {
-      names->push_back(name);
-      changed = true;
-      next = sole_consumer(g, op->outputs[0]);
-    }
-  }
-  // A constant Add along the last axis after MatMul is a bias.
-  if (next && next->op == OpKind::Add && op->op == OpKind::MatMul && next->inputs.size() == 2 &&
-      next->output(0)) {
-    std::string name = next->name;
-    if (fuse_matmul_bias(g, op, next)) {
+    if (op->op == OpKind::Conv ? fold_bias_add(g, op, next) : fuse_matmul_bias(g, op, next)) {
       names->push_back(name);
       changed = true;
       next = sole_consumer(g, op->outputs[0]);

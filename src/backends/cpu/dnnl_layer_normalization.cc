@@ -52,7 +52,6 @@ class DnnlLayerNormKernel final : public DnnlKernel {
     pd_ = dnnl::layer_normalization_forward::primitive_desc(desc, cpu_engine());
     prim_ = dnnl::layer_normalization_forward(pd_);
     stream_ = dnnl::stream(cpu_engine());
-    (void)out;
     return true;
   }
 

@@ -57,6 +57,9 @@ class Tensor {
   // keeping alive) its buffer without a copy or an allocation: the runtime's activation arena
   // hands out such views. The view must fit inside `storage`'s bytes.
   static Tensor view_of(const Tensor& storage, size_t byte_offset, DataType dtype, Shape shape);
+  // A tensor of `dtype` and `shape` over `data`, memory the caller owns and keeps alive (and
+  // unchanged in size) for as long as the tensor or a copy of it is used; no copy is made.
+  static Tensor borrow(void* data, DataType dtype, Shape shape);
 
   bool defined() const { return dtype_ != DataType::kUndefined; }
   DataType dtype() const { return dtype_; }

@@ -1,42 +1,146 @@
-// The contract every backend implements (CPU reference, oneDNN, CUDA).
+// The one kernel contract and registry, for every backend (the CPU reference, oneDNN, CUDA).
 //
-// A backend claims nodes with supports(); the runtime builds one Kernel per claimed node.
-// Nodes no backend claims run on the CPU reference kernels (src/ops), with explicit copies
-// when the rest of the graph lives elsewhere, and `kiln inspect` reports them.
+// A kernel runs one node of the optimized graph on one device. Its life cycle:
+//   create    a registered factory looks at the node (op, attributes, dtypes) and the engine's
+//             precision and returns a kernel, or kUnsupported saying why; the runtime then
+//             takes the next candidate for the node, or a reference step on the host.
+//   questions before prepare, the runtime asks how the kernel wants its inputs (layouts,
+//             constants read on the host, in place, views): the plan records each value's
+//             device, dtype and layout and inserts conversions and copies as steps.
+//   prepare   once per input shape, at plan time: check the shapes, choose the algorithm (by
+//             timing candidates where there are several), pack or upload constants, size the
+//             workspace, fill the output descriptions. May allocate and synchronize.
+//   execute   on buffers with the prepared descriptions. Never allocates and never
+//             synchronizes a GPU stream (so a CUDA graph can capture it); on the host it
+//             writes into the preallocated outputs.
 //
-// Kernel life cycle, the same on every backend:
-//   prepare(in)   when input shapes are first seen or change: choose the algorithm, size
-//                 scratch, pack weights. May allocate. Returns the output descriptions.
-//   execute(...)  runs on the inputs with the prepared shapes. Must not allocate device
-//                 memory or synchronize (so GPU backends can capture it in a CUDA graph);
-//                 CPU kernels write into the preallocated output tensors.
+// Build and run contexts are per device: a CUDA kernel's carry the stream and library handles
+// (backends/cuda/cuda_kernel.h). A kernel is only ever given its own device's contexts.
 #pragma once
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/layout.h"
 #include "ir/graph.h"
+#include "kiln/options.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 #include "ops/op_registry.h"
 
 namespace kiln {
 
+enum class DeviceKind : uint8_t { kCpu, kCuda };
+const char* device_kind_name(DeviceKind d);  // "cpu", "cuda"
+
+// A kernel's operand: its description (dtype, logical shape, layout) and its bytes on the
+// kernel's device. `desc.value` is not set at execute.
+struct TensorRef {
+  TensorDesc desc;
+  void* data = nullptr;
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+};
+
+// What prepare() may use. A device derives its own (CudaBuildContext).
+struct BuildContext {
+  explicit BuildContext(DeviceKind d) : device(d) {}
+  virtual ~BuildContext() = default;
+  const DeviceKind device;
+  // The node's compute precision: the engine's, or the node's override.
+  Precision precision = Precision::kFp32;
+  // The plan's notes, for what a kernel changed that a user should know of (a constant
+  // saturated to fp16's range); nullptr when nobody listens.
+  std::vector<std::string>* notes = nullptr;
+};
+
+// What execute() gets. A device derives its own (CudaRunContext).
+struct RunContext {
+  explicit RunContext(DeviceKind d) : device(d) {}
+  const DeviceKind device;
+  void* workspace = nullptr;  // at least the kernel's workspace_bytes()
+  size_t workspace_bytes = 0;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // `out` is pre-sized to the node's output count; fill each present output's desc.
-  virtual Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) = 0;
-  // in[i] nullptr for omitted inputs; out[i] nullptr for omitted outputs, otherwise
-  // allocated with the prepared desc.
-  virtual Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) = 0;
-  // The implementation prepare() chose, for profiles and `kiln inspect` (oneDNN's
-  // implementation name, "reference" where the backend's own kernel declined the shapes);
-  // empty for the reference backend's kernels.
+  virtual DeviceKind device() const = 0;
+
+  // --- Questions, asked before prepare (defaults: plain inputs, nothing special).
+  // The layouts the inputs must arrive in, given the layouts their producers offer
+  // (`offered`, one per node input; kPlain for omitted ones). The default asks
+  // input_layout() for each; a kernel whose inputs must agree (a binary op on equal shapes)
+  // answers for all at once here.
+  virtual std::vector<Layout> input_layouts(const std::vector<Layout>& offered) const;
+  // The layout input i must arrive in, given the one its producer offers. Default: kPlain.
+  virtual Layout input_layout(int i, Layout offered) const { return Layout::kPlain; }
+  // True when input i may arrive exactly as its producer stores it (dtype and layout), for
+  // instance the model's float32 NCHW input to a kernel that converts it more cheaply itself
+  // (fused with its own input transform). The plan then skips the conversion.
+  virtual bool takes_offered(int i, const TensorDesc& offered) const { return false; }
+  // True when input i is a constant the kernel reads from TensorDesc::value at prepare (and
+  // packs itself); the plan then does not place it on the device and passes no data for it.
+  virtual bool reads_on_host(int i) const { return false; }
+  // Output 0 may be written over input `inplace_input()` (same bytes and layout) when no later
+  // step reads that input; -1 when the kernel cannot work in place.
+  virtual int inplace_input() const { return -1; }
+  // True for pure views: output 0 is input 0's buffer with a new shape (or layout);
+  // execute() is never called.
+  virtual bool is_alias() const { return false; }
+
+  // `in` has one entry per node input (not present for omitted inputs); `out` is pre-sized
+  // to the node's outputs: fill dtype, shape and layout of each present output.
+  virtual Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
+                         BuildContext& ctx) = 0;
+  // Scratch device memory execute() needs (RunContext::workspace).
+  virtual size_t workspace_bytes() const { return 0; }
+  // The implementation prepare() chose, for profiles and `kiln inspect` ("onednn
+  // brgconv:avx512_core", "cudnn IMPLICIT_PRECOMP_GEMM (0.041 ms)", "reference (...)");
+  // empty for the reference kernels.
   virtual std::string tactic() const { return ""; }
+  // in[i] / out[i] nullptr for omitted tensors.
+  virtual Status execute(const std::vector<const TensorRef*>& in,
+                         const std::vector<TensorRef*>& out, const RunContext& run) = 0;
 };
 
+// What a kernel factory is given besides the node.
+struct BackendState {  // a backend's caches and options, shared by its kernels (oneDNN's)
+  virtual ~BackendState() = default;
+};
+struct KernelParams {
+  Precision precision = Precision::kFp32;  // the node's compute precision
+  const BackendState* state = nullptr;     // the candidate's backend's, where it has one
+};
+using KernelFactory = Result<std::unique_ptr<Kernel>> (*)(const Node& node,
+                                                          const KernelParams& params);
+
+// One registered kernel candidate: a backend's kernel for one op kind on one device.
+struct KernelCandidate {
+  DeviceKind device = DeviceKind::kCpu;
+  const char* backend = "";  // "onednn", "cuda"
+  OpKind op = OpKind::kCount;
+  // Whether it runs `node` (dtypes, attribute values), asked without making a kernel;
+  // nullptr: ask the factory (it returns kUnsupported).
+  bool (*supports)(const Node& node) = nullptr;
+  KernelFactory make = nullptr;
+};
+
+// Every backend's kernels register here, one file per kernel. A candidate registered twice
+// (same device, backend and op) aborts at startup.
+class KernelRegistry {
+ public:
+  static bool add(const KernelCandidate& c);
+  // The candidates for `op` on `device`, in registration order per backend.
+  static std::vector<const KernelCandidate*> candidates(OpKind op, DeviceKind device);
+  // The candidate of `backend` for `op`, or nullptr.
+  static const KernelCandidate* find(OpKind op, DeviceKind device, const char* backend);
+};
+
+// A device's kernel provider as the host runtime sees it: claims nodes and makes kernels.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -49,5 +153,13 @@ class Backend {
 
 // The CPU reference backend: every op with a reference kernel, single-threaded.
 const Backend& reference_backend();
+// The reference kernel of `node` (a host step of any plan), or kUnsupported when the op has
+// none.
+Result<std::unique_ptr<Kernel>> make_reference_kernel(const Node& node);
+
+// Host tensors as kernel operands (views: no copy; the tensors must outlive the refs).
+TensorRef host_ref(const Tensor& t);
+// A Tensor over a host operand's bytes (no copy), for code written on Tensors.
+Tensor host_tensor(const TensorRef& r);
 
 }  // namespace kiln

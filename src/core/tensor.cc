@@ -105,6 +105,18 @@ Tensor Tensor::view_of(const Tensor& storage, size_t byte_offset, DataType dtype
   return t;
 }
 
+Tensor Tensor::borrow(void* data, DataType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  for (int64_t d : t.shape_) KILN_CHECK(d >= 0);
+  KILN_CHECK(data != nullptr || t.nbytes() == 0);
+  // An empty owner: the aliasing constructor keeps the pointer and owns nothing.
+  t.buf_ =
+      std::shared_ptr<std::byte[]>(std::shared_ptr<std::byte[]>(), static_cast<std::byte*>(data));
+  return t;
+}
+
 Tensor Tensor::from_floats(Shape shape, const std::vector<float>& values) {
   Tensor t(DataType::kFloat32, std::move(shape));
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel());

@@ -16,17 +16,23 @@
 
 #include <vector>
 
+#include "core/layout.h"
 #include "ir/graph.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
 
+// A value's description: what shape rules read and write, and what kernels are prepared with
+// (backends/backend.h), where the layout also counts.
 struct TensorDesc {
   DataType dtype = DataType::kUndefined;
-  Shape shape;
-  const Tensor* value = nullptr;  // known contents, or nullptr
+  Shape shape;                     // logical (ONNX) shape
+  const Tensor* value = nullptr;   // known contents (constants, shape values), or nullptr
+  Layout layout = Layout::kPlain;  // how a kernel's operand is stored; shape rules ignore it
   bool present() const { return dtype != DataType::kUndefined; }
+  int64_t numel() const { return shape_numel(shape); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
 };
 
 using InferFn = Status (*)(const Node& node, const std::vector<TensorDesc>& in,
@@ -48,8 +54,8 @@ class OpRegistry {
 
 // The op's shape rule and reference kernel applied to a node with a fused epilogue
 // (ir/epilogue.h): the epilogue's inputs are hidden from the op's own rule and kernel, then
-// output 0 is scaled and shifted per channel, the residual added and the activation applied. Equal to def->infer/run when the
-// epilogue is empty. Float outputs only when the epilogue is not empty.
+// output 0 is scaled and shifted per channel, the residual added and the activation applied. Equal
+// to def->infer/run when the epilogue is empty. Float outputs only when the epilogue is not empty.
 Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDesc>& in,
                   std::vector<TensorDesc>& out);
 Status run_node(const OpDef& def, const Node& node, const std::vector<const Tensor*>& in,
@@ -63,6 +69,6 @@ Status run_reference(const Node& node, const std::vector<const Tensor*>& in,
 }  // namespace kiln
 
 // In src/ops/<op>.cc:  KILN_REGISTER_OP(Relu, infer_relu, run_relu);
-#define KILN_REGISTER_OP(kind, infer_fn, run_fn)              \
+#define KILN_REGISTER_OP(kind, infer_fn, run_fn)                 \
   [[maybe_unused]] static const bool kiln_op_registered_##kind = \
       ::kiln::OpRegistry::add(::kiln::OpKind::kind, ::kiln::OpDef{infer_fn, run_fn})

@@ -63,18 +63,51 @@ std::string key_of(const std::vector<const Tensor*>& inputs) {
   return k;
 }
 
-// Executes one kernel on prepared in/out pointers, with the hooks.
+// A step's operands as the kernel contract takes them (backends/backend.h): refs over the
+// tensors' bytes, kept with the step so that a run allocates nothing for them.
+struct StepRefs {
+  std::vector<TensorRef> in, out;
+  std::vector<const TensorRef*> in_ptr;
+  std::vector<TensorRef*> out_ptr;
+};
+
+void point(TensorRef& r, const Tensor& t) {
+  r.desc.dtype = t.dtype();
+  if (r.desc.shape != t.shape()) r.desc.shape = t.shape();
+  r.data = const_cast<void*>(t.raw());
+}
+
+void bind_refs(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, StepRefs& r) {
+  r.in.resize(in.size());
+  r.out.resize(out.size());
+  r.in_ptr.assign(in.size(), nullptr);
+  r.out_ptr.assign(out.size(), nullptr);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) {
+      point(r.in[i], *in[i]);
+      r.in_ptr[i] = &r.in[i];
+    }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i]) {
+      point(r.out[i], *out[i]);
+      r.out_ptr[i] = &r.out[i];
+    }
+}
+
+// Executes one kernel on in/out tensors (through `refs`), with the hooks.
 Status execute(const Node& node, size_t k, Kernel& kernel, const std::vector<const Tensor*>& in,
-               const std::vector<Tensor*>& out, const CpuRunHooks& hooks) {
+               const std::vector<Tensor*>& out, StepRefs& refs, const CpuRunHooks& hooks) {
+  static const RunContext run(DeviceKind::kCpu);
+  bind_refs(in, out, refs);
   Status executed;
   try {
     if (hooks.node_seconds) {
       const auto t0 = std::chrono::steady_clock::now();
-      executed = kernel.execute(in, out);
+      executed = kernel.execute(refs.in_ptr, refs.out_ptr, run);
       (*hooks.node_seconds)[k] +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     } else {
-      executed = kernel.execute(in, out);
+      executed = kernel.execute(refs.in_ptr, refs.out_ptr, run);
     }
   } catch (const std::bad_alloc&) {
     executed = Status(StatusCode::kResourceExhausted, node.describe() + ": out of memory");
@@ -111,6 +144,7 @@ struct CpuStep {
   std::vector<const Tensor*> in;
   std::vector<Tensor*> out;
   std::vector<TensorDesc> in_desc, out_desc;
+  StepRefs refs;
 };
 
 struct CpuPlan {
@@ -206,9 +240,10 @@ Status CpuPlanCache::run_plan(CpuPlan& p, const std::vector<const Tensor*>& inpu
           }
         s.out_desc.assign(node.outputs.size(), TensorDesc{});
       }
-      KILN_RETURN_IF_ERROR(s.kernel->prepare(s.in_desc, s.out_desc));
+      BuildContext bctx(DeviceKind::kCpu);
+      KILN_RETURN_IF_ERROR(s.kernel->prepare(s.in_desc, s.out_desc, bctx));
     }
-    KILN_RETURN_IF_ERROR(execute(node, k, *s.kernel, s.in, s.out, hooks));
+    KILN_RETURN_IF_ERROR(execute(node, k, *s.kernel, s.in, s.out, s.refs, hooks));
   }
   outputs.clear();
   for (const Value* o : g.outputs()) outputs.push_back(p.slots[o->id()]);
@@ -276,7 +311,8 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
               node.describe() + ": output '" + node.outputs[i]->name + "'");
       out_desc.assign(node.outputs.size(), TensorDesc{});
     }
-    KILN_RETURN_IF_ERROR(step.kernel->prepare(in_desc, out_desc));
+    BuildContext bctx(DeviceKind::kCpu);
+    KILN_RETURN_IF_ERROR(step.kernel->prepare(in_desc, out_desc, bctx));
     out.assign(node.outputs.size(), nullptr);
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const Value* v = node.outputs[i];
@@ -294,7 +330,7 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
                             allocate(out_desc[i], node.describe() + ": output '" + v->name + "'"));
       out[i] = &values[v->id()];
     }
-    KILN_RETURN_IF_ERROR(execute(node, k, *step.kernel, in, out, hooks));
+    KILN_RETURN_IF_ERROR(execute(node, k, *step.kernel, in, out, step.refs, hooks));
     step.planned_out = out_desc;
     for (TensorDesc& d : step.planned_out) d.value = nullptr;
     step.in_desc.resize(node.inputs.size());

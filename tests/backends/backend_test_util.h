@@ -35,6 +35,34 @@ inline Value* f32_value(Graph& g, const std::string& name, const Shape& shape) {
   return v;
 }
 
+// A host kernel's prepare, with the CPU build context.
+inline Status prepare_host(Kernel& kernel, const std::vector<TensorDesc>& in,
+                           std::vector<TensorDesc>& out) {
+  BuildContext ctx(DeviceKind::kCpu);
+  return kernel.prepare(in, out, ctx);
+}
+
+// A host kernel's execute on tensors (nullptr for omitted ones), through refs as the runtime
+// passes them.
+inline Status execute_host(Kernel& kernel, const std::vector<const Tensor*>& in,
+                           const std::vector<Tensor*>& out) {
+  std::vector<TensorRef> in_ref(in.size()), out_ref(out.size());
+  std::vector<const TensorRef*> in_ptr(in.size(), nullptr);
+  std::vector<TensorRef*> out_ptr(out.size(), nullptr);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i]) {
+      in_ref[i] = host_ref(*in[i]);
+      in_ptr[i] = &in_ref[i];
+    }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i]) {
+      out_ref[i] = host_ref(*out[i]);
+      out_ptr[i] = &out_ref[i];
+    }
+  const RunContext run(DeviceKind::kCpu);
+  return kernel.execute(in_ptr, out_ptr, run);
+}
+
 // prepare + execute of `backend`'s kernel for `node` (inputs nullptr when omitted).
 // The kernel is handed back through `keep` when given.
 inline Result<std::vector<Tensor>> run_backend(const Backend& backend, const Node& node,
@@ -45,7 +73,7 @@ inline Result<std::vector<Tensor>> run_backend(const Backend& backend, const Nod
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i]) descs[i] = TensorDesc{in[i]->dtype(), in[i]->shape(), in[i]};
   std::vector<TensorDesc> out_descs(node.outputs.size());
-  KILN_RETURN_IF_ERROR(kernel->prepare(descs, out_descs));
+  KILN_RETURN_IF_ERROR(prepare_host(*kernel, descs, out_descs));
   std::vector<Tensor> out;
   std::vector<Tensor*> out_ptrs;
   out.reserve(out_descs.size());
@@ -57,7 +85,7 @@ inline Result<std::vector<Tensor>> run_backend(const Backend& backend, const Nod
     out.emplace_back(d.dtype, d.shape);
     out_ptrs.push_back(&out.back());
   }
-  KILN_RETURN_IF_ERROR(kernel->execute(in, out_ptrs));
+  KILN_RETURN_IF_ERROR(execute_host(*kernel, in, out_ptrs));
   if (keep) *keep = std::move(kernel);
   return out;
 }
@@ -70,12 +98,12 @@ inline Result<Tensor> prepare_and_run(Kernel& kernel, const std::vector<const Te
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i]) descs[i] = TensorDesc{in[i]->dtype(), in[i]->shape(), in[i]};
   std::vector<TensorDesc> out(1);
-  KILN_RETURN_IF_ERROR(kernel.prepare(descs, out));
+  KILN_RETURN_IF_ERROR(prepare_host(kernel, descs, out));
   Tensor got(out[0].dtype, out[0].shape);
   if (got.dtype() == DataType::kFloat32)
     for (int64_t i = 0; i < got.numel(); ++i)
       got.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
-  KILN_RETURN_IF_ERROR(kernel.execute(in, {&got}));
+  KILN_RETURN_IF_ERROR(execute_host(kernel, in, {&got}));
   return got;
 }
 

@@ -116,7 +116,7 @@ TEST(DnnlLayout, ReferenceFallbackBetweenBlockedNeighbours) {
   auto kernel = onednn_backend(1).create_kernel(*p->producer);
   ASSERT_TRUE(kernel.is_ok());
   std::vector<TensorDesc> in{{DataType::kFloat32, {2, 16, 12, 11}, nullptr}}, out(1);
-  ASSERT_TRUE((*kernel)->prepare(in, out).is_ok());
+  ASSERT_TRUE(prepare_host(**kernel, in, out).is_ok());
   EXPECT_TRUE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference());
 }
 

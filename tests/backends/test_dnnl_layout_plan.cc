@@ -95,7 +95,7 @@ std::unique_ptr<Kernel> prepared_producer(const Backend& dnnl, const Value* v) {
     EXPECT_TRUE(i->static_shape(&s));
     in.push_back({DataType::kFloat32, s, i->is_constant() ? &i->constant : nullptr});
   }
-  EXPECT_TRUE((*k)->prepare(in, out).is_ok());
+  EXPECT_TRUE(prepare_host(**k, in, out).is_ok());
   return std::move(k).value();
 }
 

@@ -6,9 +6,7 @@
 #include <malloc.h>
 #include <omp.h>
 
-#include <deque>
 #include <limits>
-#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -115,7 +113,8 @@ bool same_small_values(const std::vector<TensorDesc>& in, const std::vector<std:
 }
 }  // namespace
 
-Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) {
+Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
+                           BuildContext&) {
   const OpDef* def = OpRegistry::find(node_.op);
   if (!def) return unsupported(node_.describe() + ": no shape rule");
   // The reference shape rule validates attributes and shapes and gives the output descs.
@@ -147,8 +146,9 @@ std::string DnnlKernel::tactic() const {
 
 std::string DnnlSrcDstKernel::impl_info() const { return impl_info_of(prim_); }
 
-void DnnlSrcDstKernel::run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
-  execute_src_dst(prim_, stream_, src_md_, in[0]->raw(), dst_md_, out[0]->raw());
+void DnnlSrcDstKernel::run(const std::vector<const TensorRef*>& in,
+                           const std::vector<TensorRef*>& out) {
+  execute_src_dst(prim_, stream_, src_md_, in[0]->data, dst_md_, out[0]->data);
 }
 
 std::string impl_info_of(const dnnl::primitive& p) {
@@ -161,7 +161,8 @@ std::string impl_info_of(const dnnl::primitive& p) {
   return info;
 }
 
-Status DnnlKernel::execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) {
+Status DnnlKernel::execute(const std::vector<const TensorRef*>& in,
+                           const std::vector<TensorRef*>& out, const RunContext&) {
   if (fallback_) return run_reference(in, out);
   set_threads(shared_.options.threads);
   try {
@@ -172,36 +173,24 @@ Status DnnlKernel::execute(const std::vector<const Tensor*>& in, const std::vect
   return Status();
 }
 
-namespace {
-
-// The registered kernels: every entry, and the entry of each op kind.
-struct DnnlRegistry {
-  std::deque<DnnlKernelEntry> entries;
-  std::map<OpKind, const DnnlKernelEntry*> by_op;
-};
-DnnlRegistry& registry() {
-  static DnnlRegistry r;
-  return r;
-}
-
-}  // namespace
-
-bool register_dnnl_kernel(DnnlKernelEntry entry) {
-  DnnlRegistry& r = registry();
-  r.entries.push_back(std::move(entry));
-  // Two kernels for one op kind would leave which runs to static initialization order.
-  for (OpKind op : r.entries.back().ops) KILN_CHECK(r.by_op.emplace(op, &r.entries.back()).second);
+bool register_dnnl_kernel(const std::vector<OpKind>& ops, bool (*supports)(const Node&),
+                          KernelFactory make) {
+  for (OpKind op : ops)
+    KernelRegistry::add(KernelCandidate{DeviceKind::kCpu, "onednn", op, supports, make});
   return true;
 }
 
-const DnnlKernelEntry* dnnl_kernel_for(OpKind op) {
-  auto it = registry().by_op.find(op);
-  return it == registry().by_op.end() ? nullptr : it->second;
+Result<std::unique_ptr<Kernel>> make_dnnl_kernel(const Node& node, const KernelParams& params,
+                                                 bool (*supports)(const Node&), DnnlMakeFn make) {
+  const auto* shared = dynamic_cast<const DnnlShared*>(params.state);
+  KILN_CHECK(shared != nullptr);  // the oneDNN backend passes its own
+  if (!supports(node)) return unsupported(node.describe() + ": not supported by oneDNN");
+  return make(node, *shared);
 }
 
 bool claims(const Node& node) {
-  const DnnlKernelEntry* e = dnnl_kernel_for(node.op);
-  return e && e->supports(node);
+  const KernelCandidate* c = KernelRegistry::find(node.op, DeviceKind::kCpu, "onednn");
+  return c && c->supports(node);
 }
 
 namespace {
@@ -213,8 +202,9 @@ class OnednnBackend final : public Backend {
   bool supports(const Node& node) const override { return claims(node); }
   const DnnlShared& shared() const { return shared_; }
   Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
-    if (!supports(node)) return unsupported(node.describe() + ": not supported by oneDNN");
-    return dnnl_kernel_for(node.op)->make(node, shared_);
+    const KernelCandidate* c = KernelRegistry::find(node.op, DeviceKind::kCpu, "onednn");
+    if (!c) return unsupported(node.describe() + ": not supported by oneDNN");
+    return c->make(node, KernelParams{Precision::kFp32, &shared_});
   }
 
  private:

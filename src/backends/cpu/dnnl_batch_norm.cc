@@ -69,9 +69,9 @@ class DnnlBatchNormKernel final : public DnnlKernel {
 
   std::string impl_info() const override { return impl_info_of(prim_); }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    memory x(x_md_, cpu_engine(), const_cast<void*>(in[0]->raw()));
-    memory y(y_md_, cpu_engine(), out[0]->raw());
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
+    memory x(x_md_, cpu_engine(), const_cast<void*>(in[0]->data));
+    memory y(y_md_, cpu_engine(), out[0]->data);
     prim_.execute(stream_, {{DNNL_ARG_SRC_0, x},
                             {DNNL_ARG_SRC_1, factor_},
                             {DNNL_ARG_DST, y},

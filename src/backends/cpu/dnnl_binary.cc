@@ -100,15 +100,15 @@ class DnnlBinaryKernel final : public DnnlKernel {
 
   std::string impl_info() const override { return impl_info_of(prim_); }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
     memory src[2];
     for (int k = 0; k < 2; ++k) {
       Operand& o = ops_[k];
-      memory ext(o.ext_md, cpu_engine(), const_cast<void*>(in[o.input]->raw()));
+      memory ext(o.ext_md, cpu_engine(), const_cast<void*>(in[o.input]->data));
       if (o.reorder) o.reorder_prim.execute(stream_, ext, o.scratch);
       src[k] = o.reorder ? o.scratch : ext;
     }
-    memory d(dst_md_, cpu_engine(), out[0]->raw());
+    memory d(dst_md_, cpu_engine(), out[0]->data);
     prim_.execute(stream_, {{DNNL_ARG_SRC_0, src[0]}, {DNNL_ARG_SRC_1, src[1]}, {DNNL_ARG_DST, d}});
     stream_.wait();
   }

@@ -23,7 +23,7 @@ std::shared_ptr<LayoutPlans> make_layout_plans();
 // What the kernels of one backend share: its options and its caches. The caches are
 // thread-safe; they grow with the distinct conv questions and value groups asked (bounded by
 // the graph and the input shapes run) and go with the backend.
-struct DnnlShared {
+struct DnnlShared : BackendState {
   OnednnOptions options;
   std::shared_ptr<ConvAnswers> convs = make_conv_answers();
   std::shared_ptr<LayoutPlans> layouts = make_layout_plans();
@@ -58,17 +58,17 @@ bool append_activation(const Epilogue& e, dnnl::post_ops& ops);
 // registered for its op kind supports it.
 bool claims(const Node& node);
 
-// The oneDNN kernels register themselves, one entry per file (KILN_REGISTER_DNNL_KERNEL):
-// the op kinds it serves, whether it runs a node of them (dtypes, attributes), and its
-// factory. An op kind registered twice aborts at startup.
-struct DnnlKernelEntry {
-  std::vector<OpKind> ops;
-  bool (*supports)(const Node& node) = nullptr;
-  std::unique_ptr<Kernel> (*make)(const Node& node, const DnnlShared& shared) = nullptr;
-};
-bool register_dnnl_kernel(DnnlKernelEntry entry);
-// nullptr when no oneDNN kernel serves `op`.
-const DnnlKernelEntry* dnnl_kernel_for(OpKind op);
+// The oneDNN kernels register themselves in the one kernel registry (backends/backend.h), one
+// file per kernel (KILN_REGISTER_DNNL_KERNEL): the op kinds it serves, whether it runs a node
+// of them (dtypes, attributes), and its factory. An op kind registered twice aborts at
+// startup.
+using DnnlMakeFn = std::unique_ptr<Kernel> (*)(const Node& node, const DnnlShared& shared);
+bool register_dnnl_kernel(const std::vector<OpKind>& ops, bool (*supports)(const Node&),
+                          KernelFactory make);
+// The registry's factory for a oneDNN kernel: kUnsupported unless `supports(node)`; the
+// backend's state (KernelParams::state) is its DnnlShared.
+Result<std::unique_ptr<Kernel>> make_dnnl_kernel(const Node& node, const KernelParams& params,
+                                                 bool (*supports)(const Node&), DnnlMakeFn make);
 
 // Activation storage between oneDNN kernels (dnnl_layout.cc, dnnl_layout_plan.cc). The
 // runtime hands kernels host Tensors of the logical NCHW shape; a value whose producer and
@@ -125,8 +125,11 @@ class DnnlKernel : public Kernel {
  public:
   DnnlKernel(const Node& node, const DnnlShared& shared) : node_(node), shared_(shared) {}
 
-  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) final;
-  Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) final;
+  DeviceKind device() const final { return DeviceKind::kCpu; }
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
+                 BuildContext& ctx) final;
+  Status execute(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
+                 const RunContext& run) final;
   // Whether the prepared shapes run the reference kernel (tests check which path ran).
   bool uses_reference() const { return fallback_; }
   // "onednn <oneDNN's implementation name>", or "reference (oneDNN declined these shapes)".
@@ -137,7 +140,7 @@ class DnnlKernel : public Kernel {
   // false (not an error) when oneDNN cannot run these shapes.
   virtual bool try_prepare(const std::vector<TensorDesc>& in,
                            const std::vector<TensorDesc>& out) = 0;
-  virtual void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) = 0;
+  virtual void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) = 0;
   // oneDNN's name for the prepared primitive (impl_info_of), for tactic(); empty if none.
   virtual std::string impl_info() const { return ""; }
 
@@ -146,7 +149,7 @@ class DnnlKernel : public Kernel {
 
  private:
   // The reference kernel reads and writes NCHW: blocked operands are converted around it.
-  Status run_reference(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out);
+  Status run_reference(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out);
 
   bool fallback_ = false;
   std::vector<TensorDesc> prepared_in_;
@@ -161,7 +164,7 @@ class DnnlSrcDstKernel : public DnnlKernel {
 
  protected:
   std::string impl_info() const override;
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override;
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override;
 
   dnnl::memory::desc src_md_, dst_md_;
   dnnl::primitive prim_;
@@ -207,7 +210,10 @@ bool all_positive(const std::vector<int64_t>& shape);
 
 // In src/backends/cpu/dnnl_<op>.cc, at namespace kiln::dnnl_cpu, the op kinds last:
 //   KILN_REGISTER_DNNL_KERNEL(pool, pool_supported, make_pool_kernel, OpKind::MaxPool, ...);
-#define KILN_REGISTER_DNNL_KERNEL(name, supports_fn, make_fn, ...)        \
-  [[maybe_unused]] static const bool kiln_dnnl_kernel_registered_##name = \
-      ::kiln::dnnl_cpu::register_dnnl_kernel(                             \
-          ::kiln::dnnl_cpu::DnnlKernelEntry{{__VA_ARGS__}, supports_fn, make_fn})
+#define KILN_REGISTER_DNNL_KERNEL(name, supports_fn, make_fn, ...)                 \
+  static ::kiln::Result<std::unique_ptr<::kiln::Kernel>> kiln_dnnl_make_##name(    \
+      const ::kiln::Node& node, const ::kiln::KernelParams& params) {              \
+    return ::kiln::dnnl_cpu::make_dnnl_kernel(node, params, supports_fn, make_fn); \
+  }                                                                                \
+  [[maybe_unused]] static const bool kiln_dnnl_kernel_registered_##name =          \
+      ::kiln::dnnl_cpu::register_dnnl_kernel({__VA_ARGS__}, supports_fn, kiln_dnnl_make_##name)

@@ -63,13 +63,13 @@ class DnnlConcatKernel final : public DnnlKernel {
     return plain_ ? "kiln row copies (plain operands)" : impl_info_of(prim_);
   }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
     if (plain_) {
-      auto* y = static_cast<std::byte*>(out[0]->raw());
+      auto* y = static_cast<std::byte*>(out[0]->data);
       for (int64_t o = 0; o < outer_; ++o) {
         size_t at = static_cast<size_t>(o) * out_run_bytes_;
         for (size_t i = 0; i < in.size(); ++i) {
-          std::memcpy(y + at, static_cast<const std::byte*>(in[i]->raw()) + o * run_bytes_[i],
+          std::memcpy(y + at, static_cast<const std::byte*>(in[i]->data) + o * run_bytes_[i],
                       run_bytes_[i]);
           at += run_bytes_[i];
         }
@@ -79,8 +79,8 @@ class DnnlConcatKernel final : public DnnlKernel {
     std::unordered_map<int, memory> args;
     for (size_t i = 0; i < in.size(); ++i)
       args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] =
-          memory(src_mds_[i], cpu_engine(), const_cast<void*>(in[i]->raw()));
-    args[DNNL_ARG_DST] = memory(dst_md_, cpu_engine(), out[0]->raw());
+          memory(src_mds_[i], cpu_engine(), const_cast<void*>(in[i]->data));
+    args[DNNL_ARG_DST] = memory(dst_md_, cpu_engine(), out[0]->data);
     prim_.execute(stream_, args);
     stream_.wait();
   }

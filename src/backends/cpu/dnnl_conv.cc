@@ -50,10 +50,10 @@ class DnnlConvKernel final : public DnnlKernel {
     return r;
   }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
     const int r = node_.epilogue.residual_input, b = bias_index(node_);
-    planner_.run(plan_, in[0]->data<float>(), out[0]->data<float>(),
-                 r >= 0 ? in[r]->data<float>() : nullptr, b >= 0 ? in[b]->data<float>() : nullptr);
+    planner_.run(plan_, in[0]->as<float>(), out[0]->as<float>(),
+                 r >= 0 ? in[r]->as<float>() : nullptr, b >= 0 ? in[b]->as<float>() : nullptr);
   }
 
  private:

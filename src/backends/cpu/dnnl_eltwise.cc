@@ -93,16 +93,16 @@ class DnnlEltwiseKernel final : public DnnlKernel {
     return relayout_ ? r + " after a relayout" : r;
   }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
     if (relayout_) {
-      memory src(src_ext_, cpu_engine(), const_cast<void*>(in[0]->raw()));
-      memory dst(dst_ext_, cpu_engine(), out[0]->raw());
+      memory src(src_ext_, cpu_engine(), const_cast<void*>(in[0]->data));
+      memory dst(dst_ext_, cpu_engine(), out[0]->data);
       relayout_prim_.execute(stream_, src, dst);
     }
     // Later steps (HardSigmoid's clip, every step after a relayout) run in place on the output.
     for (size_t i = 0; i < prims_.size(); ++i)
-      execute_src_dst(prims_[i], stream_, md_, i == 0 && !relayout_ ? in[0]->raw() : out[0]->raw(),
-                      md_, out[0]->raw());
+      execute_src_dst(prims_[i], stream_, md_, i == 0 && !relayout_ ? in[0]->data : out[0]->data,
+                      md_, out[0]->data);
   }
 
  private:

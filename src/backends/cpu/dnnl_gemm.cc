@@ -33,11 +33,11 @@ class DnnlGemmKernel final : public DnnlKernel {
 
   std::string impl_info() const override { return ip_.impl_info(); }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
     const int r = node_.epilogue.residual_input;
     const int bi = bias_index(node_);
-    ip_.run(in[0]->data<float>(), bi >= 0 ? in[bi]->data<float>() : nullptr,
-            r >= 0 ? in[r]->data<float>() : nullptr, out[0]->data<float>(), out[0]->numel());
+    ip_.run(in[0]->as<float>(), bi >= 0 ? in[bi]->as<float>() : nullptr,
+            r >= 0 ? in[r]->as<float>() : nullptr, out[0]->as<float>(), out[0]->desc.numel());
   }
 
  private:

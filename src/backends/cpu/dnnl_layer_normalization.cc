@@ -57,9 +57,9 @@ class DnnlLayerNormKernel final : public DnnlKernel {
 
   std::string impl_info() const override { return impl_info_of(prim_); }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    memory src(md_, cpu_engine(), const_cast<float*>(in[0]->data<float>()));
-    memory dst(md_, cpu_engine(), out[0]->data<float>());
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
+    memory src(md_, cpu_engine(), const_cast<float*>(in[0]->as<float>()));
+    memory dst(md_, cpu_engine(), out[0]->as<float>());
     memory scale(pd_.weights_desc(), cpu_engine(), scale_.data());
     memory shift(pd_.weights_desc(), cpu_engine(), shift_.data());
     prim_.execute(stream_, {{DNNL_ARG_SRC, src},

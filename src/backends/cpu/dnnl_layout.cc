@@ -109,31 +109,38 @@ void reorder_once(const memory::desc& src_md, const void* src, const memory::des
   stream.wait();
 }
 
-Status DnnlKernel::run_reference(const std::vector<const Tensor*>& in,
-                                 const std::vector<Tensor*>& out) {
+Status DnnlKernel::run_reference(const std::vector<const TensorRef*>& in,
+                                 const std::vector<TensorRef*>& out) {
   const OpDef* def = OpRegistry::find(node_.op);
-  std::vector<Tensor> plain_in(in.size()), plain_out(out.size());
-  std::vector<const Tensor*> ref_in = in;
-  std::vector<Tensor*> ref_out = out;
+  // Tensors over the operands, or over plain copies of the blocked ones.
+  std::vector<Tensor> ref_in(in.size()), ref_out(out.size());
+  std::vector<bool> blocked_out(out.size(), false);
+  std::vector<const Tensor*> in_ptr(in.size(), nullptr);
+  std::vector<Tensor*> out_ptr(out.size(), nullptr);
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!in[i] || in[i]->rank() != 4 || !stored_blocked(shared_, node_.input(i), in[i]->dim(0)))
-      continue;
-    plain_in[i] = Tensor(in[i]->dtype(), in[i]->shape());
-    reorder_once(stored_desc(shared_, node_.input(i), in[i]->shape()), in[i]->raw(),
-                 memory::desc(to_dims(in[i]->shape()), dt::f32, tag::nchw), plain_in[i].raw());
-    ref_in[i] = &plain_in[i];
+    if (!in[i]) continue;
+    const Shape& s = in[i]->desc.shape;
+    if (s.size() == 4 && stored_blocked(shared_, node_.input(i), s[0])) {
+      ref_in[i] = Tensor(in[i]->desc.dtype, s);
+      reorder_once(stored_desc(shared_, node_.input(i), s), in[i]->data,
+                   memory::desc(to_dims(s), dt::f32, tag::nchw), ref_in[i].raw());
+    } else {
+      ref_in[i] = host_tensor(*in[i]);
+    }
+    in_ptr[i] = &ref_in[i];
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i] || out[i]->rank() != 4 || !stored_blocked(shared_, node_.output(i), out[i]->dim(0)))
-      continue;
-    plain_out[i] = Tensor(out[i]->dtype(), out[i]->shape());
-    ref_out[i] = &plain_out[i];
+    if (!out[i]) continue;
+    const Shape& s = out[i]->desc.shape;
+    blocked_out[i] = s.size() == 4 && stored_blocked(shared_, node_.output(i), s[0]);
+    ref_out[i] = blocked_out[i] ? Tensor(out[i]->desc.dtype, s) : host_tensor(*out[i]);
+    out_ptr[i] = &ref_out[i];
   }
-  KILN_RETURN_IF_ERROR(run_node(*def, node_, ref_in, ref_out).with_context(node_.describe()));
+  KILN_RETURN_IF_ERROR(run_node(*def, node_, in_ptr, out_ptr).with_context(node_.describe()));
   for (size_t i = 0; i < out.size(); ++i)
-    if (plain_out[i].defined())
-      reorder_once(memory::desc(to_dims(out[i]->shape()), dt::f32, tag::nchw), plain_out[i].raw(),
-                   stored_desc(shared_, node_.output(i), out[i]->shape()), out[i]->raw());
+    if (blocked_out[i])
+      reorder_once(memory::desc(to_dims(out[i]->desc.shape), dt::f32, tag::nchw), ref_out[i].raw(),
+                   stored_desc(shared_, node_.output(i), out[i]->desc.shape), out[i]->data);
   return Status();
 }
 

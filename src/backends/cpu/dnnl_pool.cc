@@ -84,9 +84,9 @@ class DnnlPoolKernel final : public DnnlKernel {
 
   std::string impl_info() const override { return impl_info_of(prim_); }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(in[0]->data<float>()));
-    memory dst(dst_ext_, cpu_engine(), out[0]->data<float>());
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
+    memory src(pd_.src_desc(), cpu_engine(), const_cast<float*>(in[0]->as<float>()));
+    memory dst(dst_ext_, cpu_engine(), out[0]->as<float>());
     prim_.execute(stream_, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst_direct_ ? dst : dst_mem_}});
     if (!dst_direct_) dst_reorder_.execute(stream_, dst_mem_, dst);
     stream_.wait();

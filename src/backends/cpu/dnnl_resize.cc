@@ -83,9 +83,9 @@ class DnnlResizeKernel final : public DnnlKernel {
   //  2. every output row: y[ow] = Σ_i row_weight[i] · tmp[row_i][ow], a weighted sum of whole
   //     rows that the compiler vectorizes.
   // Per element that is the reference's order of operations (rows outside, columns inside).
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    const float* x = in[0]->data<float>();
-    float* y = out[0]->data<float>();
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
+    const float* x = in[0]->as<float>();
+    float* y = out[0]->as<float>();
     float* tmp = tmp_.data();
     const int64_t in_rows = planes_ * in_h_, out_rows = planes_ * out_h_;
 #pragma omp parallel

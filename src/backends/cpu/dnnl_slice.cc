@@ -70,11 +70,11 @@ class DnnlSliceKernel final : public DnnlKernel {
     return runs_ ? "kiln contiguous runs" : impl_info_of(prim_);
   }
 
-  void run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
     if (runs_) {
       // The rows in output order: a counter over the outer axes of the window.
-      const float* x = in[0]->data<float>() + first_;
-      float* y = out[0]->data<float>();
+      const float* x = in[0]->as<float>() + first_;
+      float* y = out[0]->as<float>();
       std::vector<int64_t> at(outer_shape_.size(), 0);
       const int64_t rows = shape_numel(outer_shape_);
       for (int64_t r = 0; r < rows; ++r) {
@@ -88,7 +88,7 @@ class DnnlSliceKernel final : public DnnlKernel {
       }
       return;
     }
-    execute_src_dst(prim_, stream_, src_md_, in[0]->data<float>() + first_, dst_md_, out[0]->raw());
+    execute_src_dst(prim_, stream_, src_md_, in[0]->as<float>() + first_, dst_md_, out[0]->data);
   }
 
  private:

@@ -1,4 +1,4 @@
-// The reference backend wraps src/ops' plain-loop kernels behind the Backend contract.
+// The reference backend wraps src/ops' plain-loop kernels behind the kernel contract.
 
 #include "backends/backend.h"
 
@@ -10,16 +10,37 @@ class ReferenceKernel final : public Kernel {
  public:
   ReferenceKernel(const Node& node, const OpDef& def) : node_(node), def_(def) {}
 
-  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out) override {
+  DeviceKind device() const override { return DeviceKind::kCpu; }
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
+                 BuildContext&) override {
     return infer_node(def_, node_, in, out).with_context(node_.describe());
   }
-  Status execute(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
-    return run_node(def_, node_, in, out).with_context(node_.describe());
+  Status execute(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
+                 const RunContext&) override {
+    // Tensors over the operands' bytes: the reference kernels are written on Tensors.
+    in_.resize(in.size());
+    out_.resize(out.size());
+    in_ptr_.assign(in.size(), nullptr);
+    out_ptr_.assign(out.size(), nullptr);
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i]) {
+        in_[i] = host_tensor(*in[i]);
+        in_ptr_[i] = &in_[i];
+      }
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i]) {
+        out_[i] = host_tensor(*out[i]);
+        out_ptr_[i] = &out_[i];
+      }
+    return run_node(def_, node_, in_ptr_, out_ptr_).with_context(node_.describe());
   }
 
  private:
   const Node& node_;
   const OpDef& def_;
+  std::vector<Tensor> in_, out_;
+  std::vector<const Tensor*> in_ptr_;
+  std::vector<Tensor*> out_ptr_;
 };
 
 class ReferenceBackend final : public Backend {
@@ -27,13 +48,17 @@ class ReferenceBackend final : public Backend {
   const char* name() const override { return "reference"; }
   bool supports(const Node& node) const override { return OpRegistry::find(node.op) != nullptr; }
   Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
-    const OpDef* def = OpRegistry::find(node.op);
-    if (!def) return unsupported(node.describe() + ": no reference kernel");
-    return std::unique_ptr<Kernel>(new ReferenceKernel(node, *def));
+    return make_reference_kernel(node);
   }
 };
 
 }  // namespace
+
+Result<std::unique_ptr<Kernel>> make_reference_kernel(const Node& node) {
+  const OpDef* def = OpRegistry::find(node.op);
+  if (!def) return unsupported(node.describe() + ": no reference kernel");
+  return std::unique_ptr<Kernel>(new ReferenceKernel(node, *def));
+}
 
 const Backend& reference_backend() {
   static const ReferenceBackend backend;

@@ -8,8 +8,6 @@
 
 namespace kiln {
 
-const char* layout_name(Layout l) { return l == Layout::kNHWC ? "NHWC" : "plain"; }
-
 WeightStore::~WeightStore() {
   for (auto& [key, buf] : buffers_) cudaFree(buf.first);
 }
@@ -45,22 +43,29 @@ size_t WeightStore::total_bytes() const {
   return n;
 }
 
-namespace {
-std::map<OpKind, CudaKernelFactory>& registry() {
-  static std::map<OpKind, CudaKernelFactory> r;
-  return r;
-}
-}  // namespace
-
-bool CudaKernelRegistry::add(OpKind op, CudaKernelFactory f) {
-  // Two kernels registered for one op would leave which runs to static initialization order.
-  KILN_CHECK(registry().emplace(op, f).second);
-  return true;
+Status CudaKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
+                           BuildContext& ctx) {
+  KILN_CHECK(ctx.device == DeviceKind::kCuda);
+  return prepare(in, out, static_cast<CudaBuildContext&>(ctx));
 }
 
-CudaKernelFactory CudaKernelRegistry::find(OpKind op) {
-  auto it = registry().find(op);
-  return it == registry().end() ? nullptr : it->second;
+Status CudaKernel::execute(const std::vector<const TensorRef*>& in,
+                           const std::vector<TensorRef*>& out, const RunContext& run) {
+  KILN_CHECK(run.device == DeviceKind::kCuda);
+  return enqueue(in, out, static_cast<const CudaRunContext&>(run));
+}
+
+bool register_cuda_kernel(OpKind op, KernelFactory factory) {
+  return KernelRegistry::add(KernelCandidate{DeviceKind::kCuda, "cuda", op, nullptr, factory});
+}
+
+bool has_cuda_kernel(OpKind op) { return KernelRegistry::find(op, DeviceKind::kCuda, "cuda"); }
+
+Result<std::unique_ptr<CudaKernel>> make_cuda_kernel(const Node& node, Precision precision) {
+  const KernelCandidate* c = KernelRegistry::find(node.op, DeviceKind::kCuda, "cuda");
+  if (!c) return unsupported("no CUDA kernel for " + std::string(op_name(node.op)));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, c->make(node, KernelParams{precision, nullptr}));
+  return std::unique_ptr<CudaKernel>(static_cast<CudaKernel*>(k.release()));
 }
 
 }  // namespace kiln

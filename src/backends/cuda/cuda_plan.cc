@@ -68,7 +68,7 @@ class Builder {
   Status build(const std::vector<const Node*>& order, const std::vector<Tensor>& inputs);
 
  private:
-  int new_slot(const DevDesc& d, int value_id, bool arena) {
+  int new_slot(const TensorDesc& d, int value_id, bool arena) {
     PlanSlot s;
     s.desc = d;
     s.desc.value = nullptr;
@@ -133,7 +133,7 @@ Result<int> Builder::constant_slot(const Value* v, const Tensor& t, DataType dt)
         std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
   }
   KILN_ASSIGN_OR_RETURN(void* d, weights_.upload(key, bytes.data(), bytes.size()));
-  int s = new_slot(DevDesc{dt, t.shape(), Layout::kPlain, nullptr}, v->id(), false);
+  int s = new_slot(TensorDesc{dt, t.shape()}, v->id(), false);
   p_.slots[s].fixed = d;
   reps_[v->id()].push_back(s);
   return s;
@@ -149,7 +149,7 @@ Result<int> Builder::slot_for(const Value* v, Layout layout, DataType dtype) {
   for (int s : reps)
     if (p_.slots[s].desc.layout == layout && p_.slots[s].desc.dtype == dtype) return s;
   int src = reps.front();
-  DevDesc d = p_.slots[src].desc;
+  TensorDesc d = p_.slots[src].desc;
   if (layout == Layout::kNHWC && d.shape.size() != 4)
     return internal_error("value '" + v->name + "': NHWC asked for rank " +
                           std::to_string(d.shape.size()));
@@ -257,35 +257,47 @@ Status Builder::add_node(const Node& n) {
   KILN_RETURN_IF_ERROR(eval_on_host(n, &evaluated));
   if (evaluated) return Status::ok();
 
-  CudaKernelFactory factory = CudaKernelRegistry::find(n.op);
-  if (!factory) return add_cpu_step(n, "no CUDA kernel for " + std::string(op_name(n.op)));
+  const std::vector<const KernelCandidate*> candidates =
+      KernelRegistry::candidates(n.op, DeviceKind::kCuda);
+  if (candidates.empty())
+    return add_cpu_step(n, "no CUDA kernel for " + std::string(op_name(n.op)));
   const Node& kn = resolved(n);
   const Precision prec = precision_of(n);
-  auto made = factory(kn, prec);
-  if (!made.is_ok()) {
-    if (made.status().code() == StatusCode::kUnsupported)
-      return add_cpu_step(n, made.status().message());
-    return made.status().with_context(n.describe());
+  // The first candidate that takes the node; the last one's reason when none does.
+  std::unique_ptr<Kernel> kernel;
+  std::string declined;
+  for (const KernelCandidate* c : candidates) {
+    auto made = c->make(kn, KernelParams{prec, nullptr});
+    if (made.is_ok()) {
+      kernel = std::move(made).value();
+      break;
+    }
+    if (made.status().code() != StatusCode::kUnsupported)
+      return made.status().with_context(n.describe());
+    declined = made.status().message();
   }
-  std::unique_ptr<CudaKernel> kernel = std::move(made).value();
+  if (!kernel) return add_cpu_step(n, declined);
 
   PlanStep step;
   step.node = &kn;
-  std::vector<DevDesc> in(n.inputs.size());
+  std::vector<TensorDesc> in(n.inputs.size());
   step.in.assign(n.inputs.size(), -1);
+  // The layouts the inputs are offered in (their first placed form), asked all at once.
+  std::vector<Layout> offered(n.inputs.size(), Layout::kPlain);
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i] && !reps_[n.inputs[i]->id()].empty())
+      offered[i] = p_.slots[reps_[n.inputs[i]->id()].front()].desc.layout;
+  const std::vector<Layout> wanted = kernel->input_layouts(offered);
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Value* v = n.inputs[i];
     if (!v) continue;
     const TensorDesc& h = host_[v->id()];
     DataType dt = device_dtype(h.dtype, prec);
     if (h.value && kernel->reads_on_host(static_cast<int>(i))) {
-      in[i] = DevDesc{dt, h.shape, Layout::kPlain, h.value};
+      in[i] = TensorDesc{dt, h.shape, h.value};
       continue;
     }
-    Layout offered = Layout::kPlain;
-    if (!reps_[v->id()].empty()) offered = p_.slots[reps_[v->id()].front()].desc.layout;
-    Layout want =
-        h.shape.size() == 4 ? kernel->input_layout(static_cast<int>(i), offered) : Layout::kPlain;
+    Layout want = h.shape.size() == 4 ? wanted[i] : Layout::kPlain;
     int s = -1;
     const std::vector<int>& reps = reps_[v->id()];
     bool converted = false;  // the wanted form exists already
@@ -300,7 +312,7 @@ Status Builder::add_node(const Node& n) {
     in[i] = p_.slots[s].desc;
     in[i].value = h.value;
   }
-  std::vector<DevDesc> out(n.outputs.size());
+  std::vector<TensorDesc> out(n.outputs.size());
   bctx_.precision = prec;  // what the kernel sees as the plan's precision
   Status prepared = kernel->prepare(in, out, bctx_);
   bctx_.precision = p_.options.precision;
@@ -384,7 +396,7 @@ Status Builder::add_cpu_step(const Node& n, const std::string& why) {
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     const Value* v = n.outputs[i];
     if (!v || !out[i].present()) continue;
-    DevDesc d{device_dtype(out[i].dtype, prec), out[i].shape, Layout::kPlain, nullptr};
+    TensorDesc d{device_dtype(out[i].dtype, prec), out[i].shape};
     step.out[i] = new_slot(d, v->id(), true);
     step.host_out_dtypes.resize(n.outputs.size());
     step.host_out_dtypes[i] = out[i].dtype;
@@ -419,7 +431,7 @@ Status Builder::build(const std::vector<const Node*>& order, const std::vector<T
     const Value* v = g_.inputs()[i];
     const Tensor& t = inputs[i];
     host_[v->id()] = TensorDesc{t.dtype(), t.shape(), nullptr};
-    int s = new_slot(DevDesc{t.dtype(), t.shape(), Layout::kPlain, nullptr}, v->id(), true);
+    int s = new_slot(TensorDesc{t.dtype(), t.shape()}, v->id(), true);
     reps_[v->id()].push_back(s);
     p_.input_slots.push_back(s);
     p_.input_shapes.push_back(t.shape());

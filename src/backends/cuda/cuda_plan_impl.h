@@ -16,7 +16,7 @@ Tensor tensor_from_bytes(const void* bytes, DataType dt, const Shape& shape, Dat
 // (a constant uploaded to the WeightStore), or nowhere (a constant a kernel reads on the
 // host).
 struct PlanSlot {
-  DevDesc desc;
+  TensorDesc desc;
   int value_id = -1;  // the graph value it represents
   int buffer = -1;    // index into PlanImpl::buffers, or -1
   void* fixed = nullptr;
@@ -33,8 +33,8 @@ enum class StepKind { kKernel, kConvert, kCpu };
 struct PlanStep {
   StepKind kind = StepKind::kKernel;
   const Node* node = nullptr;
-  std::unique_ptr<CudaKernel> kernel;  // kKernel
-  std::vector<int> in, out;            // slot ids, -1 for omitted
+  std::unique_ptr<Kernel> kernel;  // kKernel
+  std::vector<int> in, out;        // slot ids, -1 for omitted
   // kCpu: inputs known on the host (constants, shape values), and the reference's dtypes.
   std::vector<const Tensor*> host_in;
   std::vector<DataType> host_in_dtypes, host_out_dtypes;

@@ -85,27 +85,32 @@ Status CudaPlan::Impl::enqueue_step(size_t k) {
   PlanStep& st = steps[k];
   cudaStream_t stream = handles->stream;
   if (st.kind == StepKind::kConvert) {
-    DevTensor src{slots[st.in[0]].desc, data(st.in[0])};
-    DevTensor dst{slots[st.out[0]].desc, data(st.out[0])};
+    TensorRef src{slots[st.in[0]].desc, data(st.in[0])};
+    TensorRef dst{slots[st.out[0]].desc, data(st.out[0])};
     return launch_convert(src, dst, stream).with_context(st.info.name);
   }
   if (st.kind == StepKind::kKernel) {
     if (st.kernel->is_alias()) return Status::ok();
-    std::vector<DevTensor> in(st.in.size()), out(st.out.size());
-    std::vector<const DevTensor*> ip(st.in.size(), nullptr);
-    std::vector<DevTensor*> op(st.out.size(), nullptr);
+    std::vector<TensorRef> in(st.in.size()), out(st.out.size());
+    std::vector<const TensorRef*> ip(st.in.size(), nullptr);
+    std::vector<TensorRef*> op(st.out.size(), nullptr);
     for (size_t i = 0; i < st.in.size(); ++i) {
       if (st.in[i] < 0) continue;
-      in[i] = DevTensor{slots[st.in[i]].desc, data(st.in[i])};
+      in[i] = TensorRef{slots[st.in[i]].desc, data(st.in[i])};
       ip[i] = &in[i];
     }
     for (size_t i = 0; i < st.out.size(); ++i) {
       if (st.out[i] < 0) continue;
-      out[i] = DevTensor{slots[st.out[i]].desc, data(st.out[i])};
+      out[i] = TensorRef{slots[st.out[i]].desc, data(st.out[i])};
       op[i] = &out[i];
     }
-    CudaRunContext run{stream, handles->cudnn, handles->cublaslt, workspace, workspace_bytes};
-    return st.kernel->enqueue(ip, op, run).with_context(st.node->describe());
+    CudaRunContext run;
+    run.stream = stream;
+    run.cudnn = handles->cudnn;
+    run.cublaslt = handles->cublaslt;
+    run.workspace = workspace;
+    run.workspace_bytes = workspace_bytes;
+    return st.kernel->execute(ip, op, run).with_context(st.node->describe());
   }
   // A CPU step: bring the inputs to the host, run the reference kernel, send the outputs
   // back. Synchronous (so a plan with CPU steps is never captured in a CUDA graph). Every copy
@@ -129,7 +134,7 @@ Status CudaPlan::Impl::enqueue_step(size_t k) {
       continue;
     }
     if (st.in[i] < 0) continue;
-    const DevDesc& d = slots[st.in[i]].desc;
+    const TensorDesc& d = slots[st.in[i]].desc;
     host_in[i] = tensor_from_bytes(down[i].data(), d.dtype, d.shape, st.host_in_dtypes[i]);
     ins[i] = &host_in[i];
   }
@@ -138,7 +143,7 @@ Status CudaPlan::Impl::enqueue_step(size_t k) {
   std::vector<std::vector<uint8_t>> up(st.out.size());
   for (size_t i = 0; i < st.out.size(); ++i) {
     if (st.out[i] < 0) continue;
-    const DevDesc& d = slots[st.out[i]].desc;
+    const TensorDesc& d = slots[st.out[i]].desc;
     up[i] = host_bytes_as(outs[i], d.dtype);
     if (up[i].size() != d.nbytes())
       return internal_error(n.describe() + ": CPU output " + std::to_string(i) + " has " +
@@ -163,7 +168,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
   if (inputs.size() != p.input_slots.size())
     return internal_error("plan run with " + std::to_string(inputs.size()) + " inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const DevDesc& d = p.slots[p.input_slots[i]].desc;
+    const TensorDesc& d = p.slots[p.input_slots[i]].desc;
     if (inputs[i].shape() != d.shape || inputs[i].dtype() != d.dtype)
       return internal_error("plan built for input shape " + shape_str(d.shape) + ", given " +
                             shape_str(inputs[i].shape()));
@@ -203,7 +208,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
   p.timing.d2h_ms = elapsed(p.ev[2], p.ev[3]);
   outputs.clear();
   for (size_t i = 0; i < p.output_slots.size(); ++i) {
-    const DevDesc& d = p.slots[p.output_slots[i]].desc;
+    const TensorDesc& d = p.slots[p.output_slots[i]].desc;
     outputs.push_back(tensor_from_bytes(p.out_staging[i], d.dtype, d.shape, p.output_dtypes[i]));
   }
   return Status::ok();

@@ -48,7 +48,7 @@ inline std::vector<uint8_t> to_device_bytes(const Tensor& t, DataType dt, Layout
   return bytes;
 }
 
-inline Tensor from_device_bytes(const std::vector<uint8_t>& bytes, const DevDesc& d) {
+inline Tensor from_device_bytes(const std::vector<uint8_t>& bytes, const TensorDesc& d) {
   if (!dtype_is_float(d.dtype)) {
     Tensor t(d.dtype, d.shape);
     std::memcpy(t.raw(), bytes.data(), t.nbytes());
@@ -92,7 +92,7 @@ struct DeviceBytes {
 
 struct CudaRunOptions {
   // The layout offered for 4-D float inputs that are not constants; the kernel's
-  // input_layout() decides.
+  // input_layouts() decides.
   Layout offered = Layout::kNHWC;
   bool time_tactics = true;
   // Candidates finalized and timed per library path (CudaBuildContext::max_tactics); -1: the
@@ -115,10 +115,16 @@ struct CudaRunOptions {
 inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
                                                  const std::vector<const Tensor*>& inputs,
                                                  Precision precision, const CudaRunOptions& o) {
-  CudaKernelFactory factory = CudaKernelRegistry::find(node.op);
-  if (!factory) return unsupported(std::string("no CUDA kernel for ") + op_name(node.op));
-  KILN_ASSIGN_OR_RETURN(auto kernel, factory(node, precision));
-  const Layout offered = o.offered;
+  KILN_ASSIGN_OR_RETURN(auto kernel, make_cuda_kernel(node, precision));
+  // The offer: o.offered for 4-D float inputs that are not constants, as the plan asks.
+  std::vector<Layout> offered(inputs.size(), Layout::kPlain);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = i < node.inputs.size() ? node.inputs[i] : nullptr;
+    if (inputs[i] && !(v && v->is_constant()) && inputs[i]->rank() == 4 &&
+        dtype_is_float(inputs[i]->dtype()))
+      offered[i] = o.offered;
+  }
+  const std::vector<Layout> wanted = kernel->input_layouts(offered);
 
   static WeightStore* weights = new WeightStore();  // lives for the test process
   TacticCache fresh;
@@ -141,23 +147,22 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
                                                                           cudaStreamDestroy);
   KILN_CUDNN(cudnnSetStream(bctx.cudnn, bctx.stream));
 
-  std::vector<DevDesc> in_desc(inputs.size());
-  std::vector<DevTensor> in_dev(inputs.size());
+  std::vector<TensorDesc> in_desc(inputs.size());
+  std::vector<TensorRef> in_dev(inputs.size());
   std::vector<DeviceBytes> in_bufs(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor* t = inputs[i];
     if (!t) continue;
     const Value* v = i < node.inputs.size() ? node.inputs[i] : nullptr;
     bool constant = v && v->is_constant();
-    DevDesc d;
+    TensorDesc d;
     d.dtype = dtype_is_float(t->dtype()) ? bctx.act_dtype() : t->dtype();
     d.shape = t->shape();
     d.value = constant ? &v->constant : nullptr;
     Layout want = Layout::kPlain;
-    if (!constant && t->rank() == 4 && dtype_is_float(t->dtype()))
-      want = kernel->input_layout(static_cast<int>(i), offered);
+    if (!constant && t->rank() == 4 && dtype_is_float(t->dtype())) want = wanted[i];
     d.layout = want;
-    const DevDesc raw{DataType::kFloat32, t->shape(), Layout::kPlain, nullptr};
+    const TensorDesc raw{DataType::kFloat32, t->shape()};
     if (o.offer_raw && !constant && dtype_is_float(t->dtype()) &&
         kernel->takes_offered(static_cast<int>(i), raw)) {
       d = raw;
@@ -171,14 +176,14 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
     KILN_CUDA(cudaMemcpy(in_bufs[i].p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
     in_dev[i].data = in_bufs[i].p;
   }
-  std::vector<DevDesc> out_desc(node.outputs.size());
+  std::vector<TensorDesc> out_desc(node.outputs.size());
   KILN_RETURN_IF_ERROR(kernel->prepare(in_desc, out_desc, bctx));
 
   CudaNodeResult result;
   result.tactic = kernel->tactic();
-  std::vector<DevTensor> out_dev(out_desc.size());
+  std::vector<TensorRef> out_dev(out_desc.size());
   std::vector<DeviceBytes> out_bufs(out_desc.size());
-  std::vector<DevTensor*> out_ptrs(out_desc.size(), nullptr);
+  std::vector<TensorRef*> out_ptrs(out_desc.size(), nullptr);
   for (size_t i = 0; i < out_desc.size(); ++i) {
     if (!out_desc[i].present()) continue;
     out_dev[i].desc = out_desc[i];
@@ -207,7 +212,7 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
     KILN_CUDA(cudaMalloc(&workspace.p, run.workspace_bytes));
     run.workspace = workspace.p;
   }
-  std::vector<const DevTensor*> in_ptrs(inputs.size(), nullptr);
+  std::vector<const TensorRef*> in_ptrs(inputs.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i]) in_ptrs[i] = &in_dev[i];
   if (!kernel->is_alias()) KILN_RETURN_IF_ERROR(kernel->enqueue(in_ptrs, out_ptrs, run));

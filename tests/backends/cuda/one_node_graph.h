@@ -65,9 +65,8 @@ struct OneNodeGraph {
 
   // What the registered factory says about the node.
   Status create(Precision p = Precision::kFp32) const {
-    CudaKernelFactory f = CudaKernelRegistry::find(node->op);
-    if (!f) return not_found("no CUDA kernel registered");
-    auto k = f(*node, p);
+    if (!has_cuda_kernel(node->op)) return not_found("no CUDA kernel registered");
+    auto k = make_cuda_kernel(*node, p);
     return k.is_ok() ? Status::ok() : k.status();
   }
 };

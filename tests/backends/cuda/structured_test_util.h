@@ -61,9 +61,8 @@ inline void expect_all_match(const Node& node, const std::vector<const Tensor*>&
 
 // The factory's answer for a node the CUDA backend must leave to the CPU.
 inline void expect_factory_unsupported(const Node& node) {
-  CudaKernelFactory f = CudaKernelRegistry::find(node.op);
-  ASSERT_NE(f, nullptr) << op_name(node.op);
-  auto k = f(node, Precision::kFp16);
+  ASSERT_TRUE(has_cuda_kernel(node.op)) << op_name(node.op);
+  auto k = make_cuda_kernel(node, Precision::kFp16);
   ASSERT_FALSE(k.is_ok()) << node.describe();
   EXPECT_EQ(k.status().code(), StatusCode::kUnsupported) << k.status().to_string();
 }

@@ -56,7 +56,7 @@ TEST(CudnnConv, AsksForItsLayoutWhateverIsOffered) {
   auto cn = make_conv(kConvs[7], kEpilogues[4], 7);
   for (Precision p : kPrecisions) {
     SCOPED_TRACE(precision_name(p));
-    auto kernel = CudaKernelRegistry::find(OpKind::Conv)(*cn->node, p);
+    auto kernel = make_cuda_kernel(*cn->node, p);
     ASSERT_TRUE(kernel.is_ok()) << kernel.status().to_string();
     const Layout want = p == Precision::kFp32 ? Layout::kPlain : Layout::kNHWC;
     for (Layout offered : {Layout::kPlain, Layout::kNHWC}) {
@@ -140,7 +140,7 @@ TEST(CudnnConv, NewShapesOfOneNode) {
 }
 
 StatusCode factory_code(const Node& n) {
-  auto k = CudaKernelRegistry::find(OpKind::Conv)(n, Precision::kFp16);
+  auto k = make_cuda_kernel(n, Precision::kFp16);
   return k.is_ok() ? StatusCode::kOk : k.status().code();
 }
 

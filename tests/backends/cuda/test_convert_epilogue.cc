@@ -26,7 +26,7 @@ DeviceBytes upload(const std::vector<uint8_t>& bytes) {
 }
 
 // Reads `desc` back from the device as a float32 (or integer) plain tensor.
-Tensor download(const void* p, const DevDesc& desc) {
+Tensor download(const void* p, const TensorDesc& desc) {
   std::vector<uint8_t> bytes(desc.nbytes());
   EXPECT_EQ(cudaMemcpy(bytes.data(), p, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   return from_device_bytes(bytes, desc);
@@ -43,8 +43,8 @@ TEST_P(ConvertTest, EveryDtypeAndLayoutPair) {
         for (Layout lt : {Layout::kPlain, Layout::kNHWC}) {
           SCOPED_TRACE(std::string(dtype_name(from)) + " " + layout_name(lf) + " -> " +
                        dtype_name(to) + " " + layout_name(lt) + " " + shape_str(shape));
-          DevTensor src{DevDesc{from, shape, lf, nullptr}, nullptr};
-          DevTensor dst{DevDesc{to, shape, lt, nullptr}, nullptr};
+          TensorRef src{TensorDesc{from, shape, nullptr, lf}, nullptr};
+          TensorRef dst{TensorDesc{to, shape, nullptr, lt}, nullptr};
           DeviceBytes in = upload(to_device_bytes(x, from, lf));
           DeviceBytes out;
           ASSERT_EQ(cudaMalloc(&out.p, dst.desc.nbytes() + 16), cudaSuccess);
@@ -72,8 +72,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ConvertTest,
 TEST(Convert, IntegerPlainCopy) {
   Tensor x(DataType::kInt64, {3, 5, 7});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<int64_t>()[i] = i * 7919 - 100000;
-  DevTensor src{DevDesc{DataType::kInt64, x.shape(), Layout::kPlain, nullptr}, nullptr};
-  DevTensor dst = src;
+  TensorRef src{TensorDesc{DataType::kInt64, x.shape()}, nullptr};
+  TensorRef dst = src;
   DeviceBytes in = upload(to_device_bytes(x, DataType::kInt64, Layout::kPlain));
   DeviceBytes out;
   ASSERT_EQ(cudaMalloc(&out.p, x.nbytes()), cudaSuccess);
@@ -86,15 +86,15 @@ TEST(Convert, IntegerPlainCopy) {
 
 TEST(Convert, RejectsWhatItCannotDo) {
   const Shape s{1, 3, 4, 4};
-  DevTensor i64{DevDesc{DataType::kInt64, s, Layout::kPlain, nullptr}, nullptr};
-  DevTensor i64_nhwc{DevDesc{DataType::kInt64, s, Layout::kNHWC, nullptr}, nullptr};
+  TensorRef i64{TensorDesc{DataType::kInt64, s}, nullptr};
+  TensorRef i64_nhwc{TensorDesc{DataType::kInt64, s, nullptr, Layout::kNHWC}, nullptr};
   EXPECT_EQ(launch_convert(i64, i64_nhwc, nullptr).code(), StatusCode::kUnsupported);
-  DevTensor f32{DevDesc{kF32, s, Layout::kPlain, nullptr}, nullptr};
+  TensorRef f32{TensorDesc{kF32, s}, nullptr};
   EXPECT_EQ(launch_convert(i64, f32, nullptr).code(), StatusCode::kUnsupported);
-  DevTensor other{DevDesc{kF32, {1, 3, 4, 5}, Layout::kPlain, nullptr}, nullptr};
+  TensorRef other{TensorDesc{kF32, {1, 3, 4, 5}}, nullptr};
   EXPECT_FALSE(launch_convert(f32, other, nullptr).is_ok());
-  DevTensor rank3{DevDesc{kF32, {3, 4, 4}, Layout::kNHWC, nullptr}, nullptr};
-  DevTensor rank3_plain{DevDesc{kF32, {3, 4, 4}, Layout::kPlain, nullptr}, nullptr};
+  TensorRef rank3{TensorDesc{kF32, {3, 4, 4}, nullptr, Layout::kNHWC}, nullptr};
+  TensorRef rank3_plain{TensorDesc{kF32, {3, 4, 4}}, nullptr};
   EXPECT_FALSE(launch_convert(rank3_plain, rank3, nullptr).is_ok());
 }
 
@@ -145,7 +145,7 @@ TEST_P(EpilogueTest, EveryActivationWithAndWithoutBiasAndResidual) {
           SCOPED_TRACE(std::string(activation_name(a.act)) + " " + dtype_name(dt) + " " +
                        layout_name(layout) + " " + shape_str(shape) + (with_bias ? " +bias" : "") +
                        (with_res ? " +residual" : ""));
-          const DevDesc desc{dt, shape, layout, nullptr};
+          const TensorDesc desc{dt, shape, nullptr, layout};
           DeviceBytes data = upload(to_device_bytes(x, dt, layout));
           DeviceBytes res = upload(to_device_bytes(r, dt, layout));
           Status st =
@@ -178,11 +178,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, EpilogueTest,
                                          EpilogueCase{{2, 5, 3, 4, 6}, Layout::kPlain}));  // rank 5
 
 TEST(Epilogue, RejectsBadDescriptions) {
-  const DevDesc i64{DataType::kInt64, {1, 3, 4, 4}, Layout::kPlain, nullptr};
+  const TensorDesc i64{DataType::kInt64, {1, 3, 4, 4}};
   EXPECT_EQ(
       launch_epilogue(i64, nullptr, nullptr, nullptr, Activation::kRelu, 0, 0, nullptr).code(),
       StatusCode::kUnsupported);
-  const DevDesc nhwc3{kF32, {3, 4, 4}, Layout::kNHWC, nullptr};
+  const TensorDesc nhwc3{kF32, {3, 4, 4}, nullptr, Layout::kNHWC};
   EXPECT_FALSE(
       launch_epilogue(nhwc3, nullptr, nullptr, nullptr, Activation::kRelu, 0, 0, nullptr).is_ok());
 }

@@ -168,12 +168,12 @@ TEST(CudaBinary, EqualShapesFollowInputZero) {
   const Tensor a = random_tensor({2, 5, 7, 16}, 31), b = random_tensor({2, 5, 7, 16}, 32);
   OneNodeGraph g(OpKind::Mul, {a, b});
   for (Precision p : kPrecisions) {
-    auto kernel = CudaKernelRegistry::find(OpKind::Mul)(*g.node, p);
+    auto kernel = make_cuda_kernel(*g.node, p);
     ASSERT_TRUE(kernel.is_ok()) << kernel.status().to_string();
     for (Layout first : kLayouts)
       for (Layout second : kLayouts) {
-        EXPECT_EQ((*kernel)->input_layout(0, first), first);
-        EXPECT_EQ((*kernel)->input_layout(1, second), first);
+        const std::vector<Layout> want = (*kernel)->input_layouts({first, second});
+        EXPECT_EQ(want, (std::vector<Layout>{first, first}));
       }
     for (Layout l : kLayouts) expect_cuda_matches_reference(*g.node, g.inputs(), p, l);
   }

@@ -138,7 +138,7 @@ TEST(LtGemm, TacticCacheSkipsRetiming) {
 }
 
 StatusCode factory_code(const Node& n) {
-  auto k = CudaKernelRegistry::find(n.op)(n, Precision::kFp16);
+  auto k = make_cuda_kernel(n, Precision::kFp16);
   return k.is_ok() ? StatusCode::kOk : k.status().code();
 }
 

@@ -15,7 +15,7 @@ class CudaOpCases : public ::testing::TestWithParam<size_t> {};
 TEST_P(CudaOpCases, MatchesReference) {
   const OpCase& c = op_cases()[GetParam()];
   CaseGraph cg = build_case(c);
-  if (!CudaKernelRegistry::find(c.op)) GTEST_SKIP() << "no CUDA kernel for " << op_name(c.op);
+  if (!has_cuda_kernel(c.op)) GTEST_SKIP() << "no CUDA kernel for " << op_name(c.op);
   std::vector<Tensor> want;
   Status ref = run_reference(*cg.node, cg.inputs, want);
   ASSERT_TRUE(ref.is_ok()) << ref.to_string();

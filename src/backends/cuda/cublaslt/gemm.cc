@@ -36,9 +36,9 @@ class LtGemmKernel final : public CudaKernel {
   size_t workspace_bytes() const override { return lt_.workspace_bytes(); }
   std::string tactic() const override { return lt_.tactic() + act_note_; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override;
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     const int r = epilogue_.residual_input;
     const void* c = r >= 0 ? in[r]->data : full_c_;
@@ -55,7 +55,7 @@ class LtGemmKernel final : public CudaKernel {
   int c_;
   bool trans_a_, trans_b_;
   float alpha_, beta_;
-  DevDesc out_desc_;
+  TensorDesc out_desc_;
   const void* b_dev_ = nullptr;
   const void* full_c_ = nullptr;
   bool separate_act_ = false;
@@ -63,11 +63,11 @@ class LtGemmKernel final : public CudaKernel {
   LtMatmul lt_;
 };
 
-Status LtGemmKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+Status LtGemmKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                              CudaBuildContext& ctx) {
   if (in.size() < 2 || !in[0].present() || !in[1].value)
     return invalid_argument("Gemm needs A and a constant B");
-  const DevDesc& a = in[0];
+  const TensorDesc& a = in[0];
   const Tensor& b = *in[1].value;
   if (a.dtype != DataType::kFloat32 && a.dtype != DataType::kFloat16)
     return unsupported(std::string("Gemm on ") + dtype_name(a.dtype));
@@ -81,7 +81,7 @@ Status LtGemmKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc
                             shape_str(b.shape()));
   const DataType dt = a.dtype;
   const std::string dn = dtype_name(dt);
-  out_desc_ = DevDesc{dt, {m, n}, Layout::kPlain, nullptr};
+  out_desc_ = TensorDesc{dt, {m, n}};
   out[0] = out_desc_;
   const int r = epilogue_.residual_input;
   if (r >= 0 &&

@@ -34,9 +34,9 @@ class LtMatMulKernel final : public CudaKernel {
            (separate_act_ ? std::string(" + ") + activation_name(epilogue_.act) : "");
   }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override;
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     const int r = epilogue_.residual_input;
     KILN_RETURN_IF_ERROR(lt_.run(run.cublaslt, in[0]->data, b_const_ ? b_dev_ : in[1]->data,
@@ -51,13 +51,13 @@ class LtMatMulKernel final : public CudaKernel {
   std::string name_;
   Epilogue epilogue_;
   bool b_const_;
-  DevDesc out_desc_;
+  TensorDesc out_desc_;
   const void* b_dev_ = nullptr;
   bool separate_act_ = false;
   LtMatmul lt_;
 };
 
-Status LtMatMulKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+Status LtMatMulKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                                CudaBuildContext& ctx) {
   if (in.size() < 2 || !in[0].present() || !in[1].present())
     return invalid_argument("MatMul needs A and B");
@@ -89,7 +89,7 @@ Status LtMatMulKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDe
   Shape ys = batch;
   if (!a_vec) ys.push_back(m);
   if (!b_vec) ys.push_back(n);
-  out_desc_ = DevDesc{dt, ys, Layout::kPlain, nullptr};
+  out_desc_ = TensorDesc{dt, ys};
   out[0] = out_desc_;
   const int r = epilogue_.residual_input;
   if (r >= 0 && (r >= static_cast<int>(in.size()) || in[r].shape != ys || in[r].dtype != dt ||

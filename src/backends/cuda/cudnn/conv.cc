@@ -26,7 +26,7 @@ constexpr float kTimeTolerance = 0.03f;
 
 }  // namespace
 
-Status CudnnConvKernel::upload_constants(const std::vector<DevDesc>& in, CudaBuildContext& ctx) {
+Status CudnnConvKernel::upload_constants(const std::vector<TensorDesc>& in, CudaBuildContext& ctx) {
   const DataType dt = x_desc_.dtype;
   const std::string dn = dtype_name(dt);
   if (nhwc()) {
@@ -65,11 +65,11 @@ Status CudnnConvKernel::upload_constants(const std::vector<DevDesc>& in, CudaBui
   return Status::ok();
 }
 
-Status CudnnConvKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+Status CudnnConvKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                                 CudaBuildContext& ctx) {
   if (in.size() < 2 || !in[0].present() || !in[1].present())
     return invalid_argument("Conv needs X and W");
-  const DevDesc& x = in[0];
+  const TensorDesc& x = in[0];
   if (x.dtype != DataType::kFloat32 && x.dtype != DataType::kFloat16)
     return unsupported(std::string("Conv on ") + dtype_name(x.dtype) + " (cuDNN: float32/16)");
   if (x.shape.size() != 4)
@@ -84,7 +84,7 @@ Status CudnnConvKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevD
     return invalid_argument("bias " + shape_str(in[bias_].shape) + " must be [" +
                             std::to_string(g.out_channels) + "]");
   x_desc_ = x;
-  y_desc_ = DevDesc{x.dtype, g.output_shape(), layout_, nullptr};
+  y_desc_ = TensorDesc{x.dtype, g.output_shape(), nullptr, layout_};
   const int r = epilogue_.residual_input;
   if (r >= 0) {
     if (r >= static_cast<int>(in.size()) || in[r].shape != y_desc_.shape ||

@@ -82,9 +82,9 @@ class CudnnConvKernel final : public CudaKernel {
   // The chosen tactic's time (ms), < 0 when it was not timed.
   float tactic_ms() const { return tactic_.ms; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override;
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     const int r = epilogue_.residual_input;
     return launch(run.cudnn, run.stream, in[0]->data, out[0]->data, r >= 0 ? in[r]->data : nullptr,
@@ -121,8 +121,8 @@ class CudnnConvKernel final : public CudaKernel {
     KILN_CUDNN(cudnnSetConvolutionMathType(d_.conv, m));
     return Status::ok();
   }
-  Status setup_legacy(const DevDesc& x, const DevDesc& w, CudaBuildContext& ctx);
-  Status upload_constants(const std::vector<DevDesc>& in, CudaBuildContext& ctx);
+  Status setup_legacy(const TensorDesc& x, const TensorDesc& w, CudaBuildContext& ctx);
+  Status upload_constants(const std::vector<TensorDesc>& in, CudaBuildContext& ctx);
   Status choose(CudaBuildContext& ctx, const std::string& key);
   Status alloc_scratch(ConvScratch& s) const;
   // Appends the candidates of each path: timed when ctx.time_tactics (those that ran), else
@@ -146,7 +146,7 @@ class CudnnConvKernel final : public CudaKernel {
   ConvGeometry geo_;
   CudnnConvDescs d_;
   CudnnPadMapping pads_;
-  DevDesc x_desc_, y_desc_;
+  TensorDesc x_desc_, y_desc_;
   int full_dims_[4] = {0, 0, 0, 0};  // cuDNN's output n, c, h, w
   size_t full_bytes_ = 0;            // cuDNN's output when cropping
   cudnnMathType_t requested_math_ = CUDNN_DEFAULT_MATH;

@@ -16,7 +16,8 @@
 
 namespace kiln {
 
-Status CudnnConvKernel::setup_legacy(const DevDesc& x, const DevDesc& w, CudaBuildContext& ctx) {
+Status CudnnConvKernel::setup_legacy(const TensorDesc& x, const TensorDesc& w,
+                                     CudaBuildContext& ctx) {
   const ConvGeometry& g = geo_;
   pads_ = map_conv_padding(g);
   const cudnnDataType_t cdt = cudnn_dtype(x.dtype);

@@ -48,7 +48,7 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   Layout input_layout(int i, Layout offered) const override {
     return direct_->input_layout(i, offered);
   }
-  bool takes_offered(int i, const DevDesc& offered) const override {
+  bool takes_offered(int i, const TensorDesc& offered) const override {
     return i == 0 && offered.shape.size() == 4 && offered.layout == Layout::kPlain &&
            (offered.dtype == DataType::kFloat32 || offered.dtype == DataType::kFloat16) &&
            offered.shape[1] <= kMaxChannels;
@@ -60,10 +60,10 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   }
   std::string tactic() const override { return tactic_text_; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override;
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     // z: the rewritten input, or the converted one for the direct conv; the conv's own
     // workspace lies below it.
@@ -71,24 +71,24 @@ class SpaceToDepthConvKernel final : public CudaKernel {
     CudaRunContext inner = run;
     inner.workspace_bytes = z_offset_;
     if (!s2d_ && !convert_) return direct_->enqueue(in, out, run);
-    DevTensor zt{z_desc_, z};
+    TensorRef zt{z_desc_, z};
     if (s2d_) {
       KILN_RETURN_IF_ERROR(launch_space_to_depth(io_, shape_, in[0]->data, z, run.stream));
     } else {
       KILN_RETURN_IF_ERROR(launch_convert(*in[0], zt, run.stream));
     }
-    std::vector<const DevTensor*> in2 = in;
+    std::vector<const TensorRef*> in2 = in;
     in2[0] = &zt;
     return (s2d_ ? s2d_ : direct_)->enqueue(in2, out, inner);
   }
 
  private:
   // The rewrite's shapes for these inputs; kUnsupported when it does not apply.
-  Result<S2dShape> plan_shape(const std::vector<DevDesc>& in) const;
+  Result<S2dShape> plan_shape(const std::vector<TensorDesc>& in) const;
   // Milliseconds of `launch`, from the tactic cache under `key` or timed (and cached).
   Result<float> cached_time(CudaBuildContext& ctx, const std::string& key,
                             const std::function<Status(const void* x, void* z)>& launch,
-                            const DevDesc& x, size_t z_bytes) const;
+                            const TensorDesc& x, size_t z_bytes) const;
 
   int bias_;
   Precision precision_;
@@ -100,12 +100,12 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   S2dShape shape_;
   S2dIo io_;
   Tensor filter_;  // the rewritten filter, read by s2d_'s prepare
-  DevDesc z_desc_;
+  TensorDesc z_desc_;
   size_t z_offset_ = 0, z_bytes_ = 0;
   std::string tactic_text_;
 };
 
-Result<S2dShape> SpaceToDepthConvKernel::plan_shape(const std::vector<DevDesc>& in) const {
+Result<S2dShape> SpaceToDepthConvKernel::plan_shape(const std::vector<TensorDesc>& in) const {
   if (in.size() < 2 || !in[0].present() || !in[1].value || in[0].shape.size() != 4)
     return unsupported("space-to-depth needs a 2-D conv with a constant filter");
   KILN_ASSIGN_OR_RETURN(ConvGeometry g, conv_geometry(attrs_, in[0].shape, in[1].shape));
@@ -127,7 +127,7 @@ Result<S2dShape> SpaceToDepthConvKernel::plan_shape(const std::vector<DevDesc>& 
 
 Result<float> SpaceToDepthConvKernel::cached_time(
     CudaBuildContext& ctx, const std::string& key,
-    const std::function<Status(const void* x, void* z)>& launch, const DevDesc& x,
+    const std::function<Status(const void* x, void* z)>& launch, const TensorDesc& x,
     size_t z_bytes) const {
   // Cached like the convs' times so that a rebuild from the cache makes the same choice (a
   // re-timed transform could tip a close one).
@@ -149,13 +149,13 @@ std::string io_text(DataType dtype, Layout layout) {
   return std::string(dtype_name(dtype)) + " " + layout_name(layout);
 }
 
-Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
-                                       CudaBuildContext& ctx) {
+Status SpaceToDepthConvKernel::prepare(const std::vector<TensorDesc>& in,
+                                       std::vector<TensorDesc>& out, CudaBuildContext& ctx) {
   s2d_.reset();
   convert_ = false;
   z_offset_ = z_bytes_ = 0;
   // What the convs read: input 0 in the activation dtype and the conv's layout.
-  std::vector<DevDesc> conv_in = in;
+  std::vector<TensorDesc> conv_in = in;
   const Layout conv_layout = direct_->input_layout(0, in[0].layout);
   if (in[0].present() && in[0].shape.size() == 4) {
     conv_in[0].dtype = ctx.act_dtype();
@@ -176,9 +176,9 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vect
       const std::string key = "s2d-convert|" + io_text(in[0].dtype, in[0].layout) + ">" +
                               io_text(z_desc_.dtype, z_desc_.layout) + "|" + shape_str(in[0].shape);
       auto launch = [&](const void* x, void* z) {
-        const DevTensor src{DevDesc{in[0].dtype, in[0].shape, in[0].layout, nullptr},
+        const TensorRef src{TensorDesc{in[0].dtype, in[0].shape, nullptr, in[0].layout},
                             const_cast<void*>(x)};
-        DevTensor dst{z_desc_, z};
+        TensorRef dst{z_desc_, z};
         return launch_convert(src, dst, ctx.stream);
       };
       KILN_ASSIGN_OR_RETURN(convert_ms, cached_time(ctx, key, launch, in[0], z_bytes_));
@@ -192,11 +192,11 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<DevDesc>& in, std::vect
   const S2dIo io{in[0].dtype, ctx.act_dtype(), in[0].layout == Layout::kNHWC,
                  conv_layout == Layout::kNHWC};
   filter_ = space_to_depth_filter(*in[1].value, s.cp);
-  const DevDesc z_desc{io.z_dtype, Shape{s.n, s.cz(), s.hz, s.wz}, conv_layout, nullptr};
-  std::vector<DevDesc> in2 = conv_in;
+  const TensorDesc z_desc{io.z_dtype, Shape{s.n, s.cz(), s.hz, s.wz}, nullptr, conv_layout};
+  std::vector<TensorDesc> in2 = conv_in;
   in2[0] = z_desc;
-  in2[1] = DevDesc{DataType::kFloat32, filter_.shape(), Layout::kPlain, &filter_};
-  std::vector<DevDesc> out2(out.size());
+  in2[1] = TensorDesc{DataType::kFloat32, filter_.shape(), &filter_, Layout::kPlain};
+  std::vector<TensorDesc> out2(out.size());
   ConvAttrs a;
   a.kernel_shape = {filter_.shape()[2], filter_.shape()[3]};
   auto inner = std::make_unique<CudnnConvKernel>(inner_node_, a, bias_, precision_);

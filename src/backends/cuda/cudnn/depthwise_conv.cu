@@ -98,7 +98,7 @@ class DepthwiseConvKernel final : public CudaKernel {
   size_t workspace_bytes() const override { return use_cudnn_ ? cudnn_->workspace_bytes() : 0; }
   std::string tactic() const override { return tactic_; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     use_cudnn_ = false;
     if (ctx.conv_path != CudnnConvPath::kAuto) {  // a cuDNN path forced: cuDNN
@@ -113,7 +113,7 @@ class DepthwiseConvKernel final : public CudaKernel {
       return Status::ok();
     }
     KILN_ASSIGN_OR_RETURN(float own_ms, time_own(ctx));
-    std::vector<DevDesc> cudnn_out(out.size());
+    std::vector<TensorDesc> cudnn_out(out.size());
     const Status cudnn = cudnn_->prepare(in, cudnn_out, ctx);
     tactic_ = own_text(own_ms);
     if (cudnn.is_ok() && cudnn_->tactic_ms() >= 0 && cudnn_->tactic_ms() < own_ms) {
@@ -125,7 +125,7 @@ class DepthwiseConvKernel final : public CudaKernel {
     return Status::ok();
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (use_cudnn_) return cudnn_->enqueue(in, out, run);
     const int r = epilogue_.residual_input;
@@ -133,11 +133,11 @@ class DepthwiseConvKernel final : public CudaKernel {
   }
 
  private:
-  Status prepare_own(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare_own(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                      CudaBuildContext& ctx) {
     if (in.size() < 2 || !in[0].present() || !in[1].value)
       return unsupported("depthwise Conv needs X and a constant W");
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     if (x.shape.size() != 4 || x.layout != Layout::kNHWC)
       return invalid_argument("depthwise Conv input must be 4-D NHWC, got " + shape_str(x.shape) +
@@ -153,7 +153,7 @@ class DepthwiseConvKernel final : public CudaKernel {
     if (bias_ >= 0 && (!in[bias_].value || in[bias_].shape != Shape{g.out_channels}))
       return invalid_argument("bias " + shape_str(in[bias_].shape) + " must be a constant [" +
                               std::to_string(g.out_channels) + "]");
-    y_desc_ = DevDesc{x.dtype, y_shape, Layout::kNHWC, nullptr};
+    y_desc_ = TensorDesc{x.dtype, y_shape, nullptr, Layout::kNHWC};
     const int res = epilogue_.residual_input;
     if (res >= 0 && (res >= static_cast<int>(in.size()) || in[res].shape != y_shape ||
                      in[res].dtype != x.dtype || in[res].layout != Layout::kNHWC))
@@ -196,7 +196,7 @@ class DepthwiseConvKernel final : public CudaKernel {
     dtype_ = x.dtype;
     x_desc_ = x;
     out[0] = y_desc_;
-    for (size_t i = 1; i < out.size(); ++i) out[i] = DevDesc{};
+    for (size_t i = 1; i < out.size(); ++i) out[i] = TensorDesc{};
     return Status::ok();
   }
 
@@ -281,7 +281,7 @@ class DepthwiseConvKernel final : public CudaKernel {
   std::unique_ptr<CudnnConvKernel> cudnn_;
   bool use_cudnn_ = false;
   DwGeo geo_{};
-  DevDesc x_desc_, y_desc_;
+  TensorDesc x_desc_, y_desc_;
   DataType dtype_ = DataType::kUndefined;
   const void* weights_ = nullptr;  // [R·S][C] in dtype_
   const float* bias_dev_ = nullptr;

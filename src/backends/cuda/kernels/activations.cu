@@ -76,7 +76,7 @@ class ClipKernel final : public UnaryKernel<ActOp<Activation::kClip>> {
                              std::numeric_limits<float>::infinity()}) {}
 
  protected:
-  Status configure(const std::vector<DevDesc>& in) override {
+  Status configure(const std::vector<TensorDesc>& in) override {
     for (size_t i = 1; i < in.size() && i < 3; ++i) {
       if (!in[i].present()) continue;
       const char* what = i == 1 ? "min" : "max";

@@ -54,12 +54,12 @@ class BatchNormKernel final : public CudaKernel {
   bool reads_on_host(int i) const override { return i >= 1 && i <= 4; }
   int inplace_input() const override { return 0; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     static const char* const kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
     if (in.size() != 5)
       return invalid_argument("expected 5 inputs, got " + std::to_string(in.size()));
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     if (x.shape.size() < 2)
       return invalid_argument("input X " + shape_str(x.shape) +
@@ -93,8 +93,8 @@ class BatchNormKernel final : public CudaKernel {
     inner_ = c_ == 0 || x.shape[0] == 0 ? 0 : numel_ / (x.shape[0] * c_);
     layout_ = x.layout;
     dtype_ = x.dtype;
-    out[0] = DevDesc{x.dtype, x.shape, x.layout, nullptr};
-    for (size_t i = 1; i < out.size(); ++i) out[i] = DevDesc{};
+    out[0] = TensorDesc{x.dtype, x.shape, nullptr, x.layout};
+    for (size_t i = 1; i < out.size(); ++i) out[i] = TensorDesc{};
     return Status::ok();
   }
 
@@ -103,7 +103,7 @@ class BatchNormKernel final : public CudaKernel {
            (act_ == Activation::kNone ? "" : std::string(" fused ") + activation_name(act_));
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (numel_ == 0) return Status::ok();
     const bool nhwc = layout_ == Layout::kNHWC;

@@ -93,32 +93,36 @@ class BinaryKernel final : public CudaKernel {
     inplace_ = !constant_[0] && same_dims(node.inputs[0], node.outputs[0]);
   }
 
-  Layout input_layout(int i, Layout offered) const override {
-    switch (rule_[i]) {
-      case Rule::kOffered: return offered;
-      case Rule::kMatch:
-        if (i == 0) {
-          matched_ = offered;
-          return offered;
-        }
-        return rule_[0] == Rule::kMatch && !constant_[0] ? matched_ : Layout::kNHWC;
-      case Rule::kPlain: break;
+  std::vector<Layout> input_layouts(const std::vector<Layout>& offered) const override {
+    std::vector<Layout> want(offered.size(), Layout::kPlain);
+    for (size_t i = 0; i < 2 && i < offered.size(); ++i) {
+      switch (rule_[i]) {
+        case Rule::kOffered: want[i] = offered[i]; break;
+        case Rule::kMatch:
+          // Input 0 takes its offer and input 1 follows it; a constant input 0 (uploaded by
+          // this kernel) leaves input 1 in NHWC.
+          want[i] = i == 0                                      ? offered[0]
+                    : rule_[0] == Rule::kMatch && !constant_[0] ? offered[0]
+                                                                : Layout::kNHWC;
+          break;
+        case Rule::kPlain: break;
+      }
     }
-    return Layout::kPlain;
+    return want;
   }
   bool reads_on_host(int i) const override { return constant_[i]; }
   int inplace_input() const override { return inplace_ ? 0 : -1; }
   std::string tactic() const override { return tactic_; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override;
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override;
 
  private:
   enum class Mode { kFlat, kIndexed, kStrided };
 
-  Status upload_constant(int i, const DevDesc& d, Layout layout, CudaBuildContext& ctx);
+  Status upload_constant(int i, const TensorDesc& d, Layout layout, CudaBuildContext& ctx);
   template <class T>
   Status launch(const void* a, const void* b, void* y, cudaStream_t stream) const;
   template <class T, class F>
@@ -133,7 +137,6 @@ class BinaryKernel final : public CudaKernel {
   bool constant_[2] = {false, false};
   Rule rule_[2] = {Rule::kPlain, Rule::kPlain};
   bool inplace_ = false;
-  mutable Layout matched_ = Layout::kNHWC;  // the layout input 0 was given (Rule::kMatch)
 
   // Set by prepare.
   DataType dtype_ = DataType::kUndefined;
@@ -147,7 +150,7 @@ class BinaryKernel final : public CudaKernel {
   std::string tactic_;
 };
 
-Status BinaryKernel::upload_constant(int i, const DevDesc& d, Layout layout,
+Status BinaryKernel::upload_constant(int i, const TensorDesc& d, Layout layout,
                                      CudaBuildContext& ctx) {
   const Tensor& t = *d.value;
   std::vector<uint8_t> bytes(static_cast<size_t>(t.numel()) * dtype_size(dtype_));
@@ -196,7 +199,7 @@ Status BinaryKernel::upload_constant(int i, const DevDesc& d, Layout layout,
   return Status::ok();
 }
 
-Status BinaryKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+Status BinaryKernel::prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                              CudaBuildContext& ctx) {
   if (in.size() != 2 || !in[0].present() || !in[1].present())
     return invalid_argument("expected 2 inputs");
@@ -227,7 +230,7 @@ Status BinaryKernel::prepare(const std::vector<DevDesc>& in, std::vector<DevDesc
     const bool permute = out_layout == Layout::kNHWC && in[i].shape == shape;
     KILN_RETURN_IF_ERROR(upload_constant(i, in[i], permute ? Layout::kNHWC : Layout::kPlain, ctx));
   }
-  out[0] = DevDesc{dtype_, shape, out_layout, nullptr};
+  out[0] = TensorDesc{dtype_, shape, nullptr, out_layout};
 
   auto full = [&](int i) { return in[i].shape == shape && layout_[i] == out_layout; };
   const size_t rank = shape.size();
@@ -352,8 +355,8 @@ Status BinaryKernel::launch(const void* a, const void* b, void* y, cudaStream_t 
   return internal_error(std::string("binary kernel for ") + op_name(op_));
 }
 
-Status BinaryKernel::enqueue(const std::vector<const DevTensor*>& in,
-                             const std::vector<DevTensor*>& out, const CudaRunContext& run) {
+Status BinaryKernel::enqueue(const std::vector<const TensorRef*>& in,
+                             const std::vector<TensorRef*>& out, const CudaRunContext& run) {
   const void* a = constant_[0] ? const_data_[0] : in[0]->data;
   const void* b = constant_[1] ? const_data_[1] : in[1]->data;
   void* y = out[0]->data;

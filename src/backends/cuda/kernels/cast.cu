@@ -93,7 +93,7 @@ class CastKernel final : public CudaKernel {
   int inplace_input() const override { return float_copy_ ? 0 : -1; }
   std::string tactic() const override { return float_copy_ ? "kiln copy" : "kiln cast"; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     if (in.empty() || !in[0].present()) return invalid_argument("input 0 is missing");
     from_ = in[0].dtype;
@@ -102,14 +102,15 @@ class CastKernel final : public CudaKernel {
     if (float_copy_ && from_ != out_dtype_)
       return invalid_argument(std::string("float input in ") + dtype_name(from_) + ", expected " +
                               dtype_name(out_dtype_));
-    out[0] = DevDesc{out_dtype_, in[0].shape, float_copy_ ? in[0].layout : Layout::kPlain, nullptr};
+    out[0] =
+        TensorDesc{out_dtype_, in[0].shape, nullptr, float_copy_ ? in[0].layout : Layout::kPlain};
     return Status::ok();
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
-    const DevTensor& x = *in[0];
-    DevTensor& y = *out[0];
+    const TensorRef& x = *in[0];
+    TensorRef& y = *out[0];
     const int64_t n = x.desc.numel();
     if (to_ == DataType::kFloat16 && out_dtype_ == DataType::kFloat32) {
       return dispatch(from_, [&](auto from_tag) -> Status {

@@ -44,10 +44,10 @@ class ChannelShuffleKernel final : public CudaKernel {
   }
   bool reads_on_host(int i) const override { return i >= 1; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
     if (in.size() != 3) return invalid_argument("ChannelShuffle needs x, shape5 and shape4");
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_ASSIGN_OR_RETURN(auto s5, known_int64s(cuda::desc_of(in[1]), "input 1 (shape5)"));
     KILN_ASSIGN_OR_RETURN(auto s4, known_int64s(cuda::desc_of(in[2]), "input 2 (shape4)"));
     KILN_ASSIGN_OR_RETURN(g_, channel_shuffle_geometry(x.shape, s5, s4));
@@ -68,7 +68,7 @@ class ChannelShuffleKernel final : public CudaKernel {
         }
     }
     units_ = x.numel() * static_cast<int64_t>(elem_) / static_cast<int64_t>(unit_);
-    out[0] = DevDesc{x.dtype, g_.out, nhwc_ ? Layout::kNHWC : Layout::kPlain, nullptr};
+    out[0] = TensorDesc{x.dtype, g_.out, nullptr, nhwc_ ? Layout::kNHWC : Layout::kPlain};
     return Status::ok();
   }
 
@@ -77,7 +77,7 @@ class ChannelShuffleKernel final : public CudaKernel {
                  : "kiln channel shuffle (runs, " + std::to_string(unit_) + " B units)";
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (units_ == 0) return Status::ok();
     if (units_ < (int64_t{1} << 31)) return launch<uint32_t>(in[0]->data, out[0]->data, run);

@@ -89,18 +89,18 @@ class ConcatKernel final : public CudaKernel {
   }
   bool reads_on_host(int i) const override { return static_cast<size_t>(i) >= pieces_; }
 
-  Status prepare(const std::vector<DevDesc>& all_in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& all_in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     if (all_in.size() < pieces_) return invalid_argument("Concat needs inputs");
-    const std::vector<DevDesc> in(all_in.begin(), all_in.begin() + pieces_);
+    const std::vector<TensorDesc> in(all_in.begin(), all_in.begin() + pieces_);
     if (in.empty() || !in[0].present()) return invalid_argument("Concat needs inputs");
-    const DevDesc& first = in[0];
+    const TensorDesc& first = in[0];
     const int64_t rank = static_cast<int64_t>(first.shape.size());
     KILN_ASSIGN_OR_RETURN(axis_norm_, normalize_axis(axis_, rank));
     Shape shape = first.shape;
     shape[axis_norm_] = 0;
     for (size_t k = 0; k < in.size(); ++k) {
-      const DevDesc& d = in[k];
+      const TensorDesc& d = in[k];
       const std::string which = "input " + std::to_string(k);
       if (!d.present()) return invalid_argument(which + " is missing");
       if (d.dtype != first.dtype)
@@ -131,7 +131,7 @@ class ConcatKernel final : public CudaKernel {
       for (int64_t i = axis_norm_ + 1; i < rank; ++i) unit_bytes_ *= shape[i];
     }
     sizes_.clear();
-    for (const DevDesc& d : in) sizes_.push_back(d.shape[axis_norm_]);
+    for (const TensorDesc& d : in) sizes_.push_back(d.shape[axis_norm_]);
     out_axis_ = shape[axis_norm_];
     dtype_ = first.dtype;
     // One launch for all inputs where the output is float NHWC and its elements count in
@@ -169,7 +169,7 @@ class ConcatKernel final : public CudaKernel {
       KILN_ASSIGN_OR_RETURN(void* dev, ctx.weights->upload(key, params.data(), bytes));
       params_ = static_cast<const float*>(dev);
     }
-    out[0] = DevDesc{first.dtype, shape, layout_, nullptr};
+    out[0] = TensorDesc{first.dtype, shape, nullptr, layout_};
     return Status::ok();
   }
 
@@ -180,7 +180,7 @@ class ConcatKernel final : public CudaKernel {
     return t;
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (fused_) return enqueue_nhwc(in, out[0]->data, run.stream);
     auto* dst = static_cast<char*>(out[0]->data);
@@ -197,7 +197,7 @@ class ConcatKernel final : public CudaKernel {
   }
 
  private:
-  Status enqueue_nhwc(const std::vector<const DevTensor*>& in, void* out, cudaStream_t stream) {
+  Status enqueue_nhwc(const std::vector<const TensorRef*>& in, void* out, cudaStream_t stream) {
     if (rows_ == 0 || out_axis_ == 0) return Status::ok();
     // The vector width prepare chose, narrowed where a buffer is not aligned to it.
     int v = v_;

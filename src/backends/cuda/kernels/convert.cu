@@ -104,7 +104,7 @@ struct ConvertOp {
 };
 
 template <class Tin, class Tout>
-Status convert_typed(const DevTensor& src, DevTensor& dst, cudaStream_t stream) {
+Status convert_typed(const TensorRef& src, TensorRef& dst, cudaStream_t stream) {
   const Tin* s = static_cast<const Tin*>(src.data);
   Tout* d = static_cast<Tout*>(dst.data);
   if (src.desc.layout == dst.desc.layout)
@@ -115,20 +115,20 @@ Status convert_typed(const DevTensor& src, DevTensor& dst, cudaStream_t stream) 
   return transpose(s, d, n, hw, c, stream);                                         // -> plain
 }
 
-std::string describe(const DevDesc& d) {
+std::string describe(const TensorDesc& d) {
   return std::string(dtype_name(d.dtype)) + " " + layout_name(d.layout) + " " + shape_str(d.shape);
 }
 
 }  // namespace
 
-Status launch_convert(const DevTensor& src, DevTensor& dst, cudaStream_t stream) {
-  const DevDesc& a = src.desc;
-  const DevDesc& b = dst.desc;
+Status launch_convert(const TensorRef& src, TensorRef& dst, cudaStream_t stream) {
+  const TensorDesc& a = src.desc;
+  const TensorDesc& b = dst.desc;
   auto fail = [&](const std::string& why) {
     return unsupported("convert " + describe(a) + " -> " + describe(b) + ": " + why);
   };
   if (a.shape != b.shape) return fail("shapes differ");
-  for (const DevDesc* d : {&a, &b})
+  for (const TensorDesc* d : {&a, &b})
     if (d->layout == Layout::kNHWC && d->shape.size() != 4) return fail("NHWC needs rank 4");
   if (a.numel() == 0) return Status::ok();
   if (a.dtype == b.dtype && a.layout == b.layout) {

@@ -97,7 +97,7 @@ Status epilogue_typed(int64_t n, T* data, const T* residual, Activation act,
 
 }  // namespace
 
-Status launch_epilogue(const DevDesc& desc, void* data, const float* bias, const void* residual,
+Status launch_epilogue(const TensorDesc& desc, void* data, const float* bias, const void* residual,
                        Activation act, float alpha, float beta, cudaStream_t stream) {
   const std::string what = std::string("epilogue on ") + dtype_name(desc.dtype) + " " +
                            layout_name(desc.layout) + " " + shape_str(desc.shape);

@@ -45,9 +45,9 @@ class GatherKernel final : public CudaKernel {
 
   bool reads_on_host(int i) const override { return i == 1; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     const Tensor* idx = in.size() > 1 ? in[1].value : nullptr;
     if (!idx) return unsupported("indices (input 1) is not a constant");
     if (idx->dtype() != DataType::kInt64 && idx->dtype() != DataType::kInt32)
@@ -82,13 +82,13 @@ class GatherKernel final : public CudaKernel {
     Shape o(s.begin(), s.begin() + axis);
     o.insert(o.end(), idx->shape().begin(), idx->shape().end());
     o.insert(o.end(), s.begin() + axis + 1, s.end());
-    out[0] = DevDesc{x.dtype, o, Layout::kPlain, nullptr};
+    out[0] = TensorDesc{x.dtype, o};
     return Status::ok();
   }
 
   std::string tactic() const override { return "kiln gather"; }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (outer_ * count_ * row_bytes_ == 0) return Status::ok();
     const void* x = in[0]->data;

@@ -61,9 +61,9 @@ class GlobalPoolKernel final : public CudaKernel {
 
   Layout input_layout(int, Layout offered) const override { return offered; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     if (x.shape.size() < 3)
       return invalid_argument("input 0: expected rank ≥ 3 (N, C, spatial...), got shape " +
@@ -82,7 +82,7 @@ class GlobalPoolKernel final : public CudaKernel {
     Shape shape(x.shape.size(), 1);
     shape[0] = n_;
     shape[1] = c_;
-    out[0] = DevDesc{x.dtype, shape, Layout::kPlain, nullptr};
+    out[0] = TensorDesc{x.dtype, shape};
     return Status::ok();
   }
 
@@ -100,7 +100,7 @@ class GlobalPoolKernel final : public CudaKernel {
     return t;
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (n_ * c_ == 0) return Status::ok();
     return dispatch_act(dtype_, [&](auto tag) -> Status {

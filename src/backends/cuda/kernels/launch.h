@@ -15,13 +15,13 @@ namespace kiln {
 
 // kernels/convert.cu: copies `src` into `dst` (same logical shape), converting the dtype
 // (float32 <-> float16, or equal) and the layout (kPlain <-> kNHWC, or equal).
-Status launch_convert(const DevTensor& src, DevTensor& dst, cudaStream_t stream);
+Status launch_convert(const TensorRef& src, TensorRef& dst, cudaStream_t stream);
 
 // kernels/epilogue.cu: in place on `data` (logical [N,C,...] in `layout`, dtype float32 or
 // float16): data = act(data + bias[c] + residual), where bias (float32, C values, on the
 // device) and residual (same desc as data) may be nullptr. The scalar definition is
 // ir/epilogue.h's apply_activation.
-Status launch_epilogue(const DevDesc& desc, void* data, const float* bias, const void* residual,
+Status launch_epilogue(const TensorDesc& desc, void* data, const float* bias, const void* residual,
                        Activation act, float alpha, float beta, cudaStream_t stream);
 
 }  // namespace kiln

@@ -87,10 +87,10 @@ class LayerNormKernel final : public CudaKernel {
   bool reads_on_host(int i) const override { return i == 1 || i == 2; }
   int inplace_input() const override { return 0; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     if (in.size() < 2) return invalid_argument("expected 2 or 3 inputs");
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     if (x.layout != Layout::kPlain) return invalid_argument("LayerNormalization takes plain input");
     if (x.shape.empty()) return invalid_argument("input 0 is a scalar; it needs rank >= 1");
@@ -125,19 +125,17 @@ class LayerNormKernel final : public CudaKernel {
       params_ = static_cast<const float*>(dev);
     }
     dtype_ = x.dtype;
-    out[0] = DevDesc{x.dtype, x.shape, Layout::kPlain, nullptr};
+    out[0] = TensorDesc{x.dtype, x.shape};
     Shape stat = x.shape;
     for (int64_t d = axis; d < rank; ++d) stat[d] = 1;
     for (size_t i = 1; i < out.size(); ++i)
-      out[i] = i < stats_.size() && stats_[i]
-                   ? DevDesc{DataType::kFloat32, stat, Layout::kPlain, nullptr}
-                   : DevDesc{};
+      out[i] = i < stats_.size() && stats_[i] ? TensorDesc{DataType::kFloat32, stat} : TensorDesc{};
     return Status::ok();
   }
 
   std::string tactic() const override { return "kiln layer_norm warp/row"; }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (rows_ * cols_ == 0) return Status::ok();
     float* mean = out.size() > 1 && out[1] ? static_cast<float*>(out[1]->data) : nullptr;

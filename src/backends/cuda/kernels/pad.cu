@@ -32,12 +32,12 @@ class PadKernel final : public CudaKernel {
   }
   bool reads_on_host(int i) const override { return i >= 1; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     if (in.size() < 2 || !in[1].present()) return invalid_argument("input 1 (pads) is missing");
     std::vector<TensorDesc> descs;
-    for (const DevDesc& d : in) descs.push_back(cuda::desc_of(d));
+    for (const TensorDesc& d : in) descs.push_back(cuda::desc_of(d));
     KILN_ASSIGN_OR_RETURN(PadAmounts pads, read_pads(descs, mode_));
     const std::vector<int64_t>& begin = pads.begin;
     const std::vector<int64_t>& end = pads.end;
@@ -68,13 +68,13 @@ class PadKernel final : public CudaKernel {
     }
     KILN_RETURN_IF_ERROR(cuda::make_axis_map(x.shape, shape, x.layout, offset, step, map_));
     numel_ = shape_numel(shape);
-    out[0] = DevDesc{x.dtype, shape, x.layout, nullptr};
+    out[0] = TensorDesc{x.dtype, shape, nullptr, x.layout};
     return Status::ok();
   }
 
   std::string tactic() const override { return "kiln pad"; }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     return cuda::launch_axis_map(elem_, in[0]->data, out[0]->data, numel_, map_, rule_, value_bits_,
                                  run.stream);

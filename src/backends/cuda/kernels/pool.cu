@@ -145,9 +145,9 @@ class PoolKernel final : public CudaKernel {
 
   Layout input_layout(int, Layout offered) const override { return offered; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     if (x.shape.size() != 4)
       return unsupported("input " + shape_str(x.shape) + ": only 2-D pooling (rank 4)");
@@ -172,7 +172,7 @@ class PoolKernel final : public CudaKernel {
                      attrs_.count_include_pad};
     layout_ = x.layout;
     dtype_ = x.dtype;
-    out[0] = DevDesc{x.dtype, pool_output_shape(x.shape, dims), x.layout, nullptr};
+    out[0] = TensorDesc{x.dtype, pool_output_shape(x.shape, dims), nullptr, x.layout};
     return Status::ok();
   }
 
@@ -180,7 +180,7 @@ class PoolKernel final : public CudaKernel {
     return std::string(is_max_ ? "kiln max_pool " : "kiln avg_pool ") + layout_name(layout_);
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (geom_.n * geom_.c * geom_.oh * geom_.ow == 0) return Status::ok();
     return dispatch_act(dtype_, [&](auto tag) -> Status {

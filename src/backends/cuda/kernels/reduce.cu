@@ -99,9 +99,9 @@ class ReduceKernel final : public CudaKernel {
 
   bool reads_on_host(int i) const override { return i == 1; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     std::vector<TensorDesc> descs(in.size());
     for (size_t i = 0; i < in.size(); ++i) descs[i] = cuda::desc_of(in[i]);
@@ -141,7 +141,7 @@ class ReduceKernel final : public CudaKernel {
       if (spec->reduced[i]) geom_.count *= x.shape[i];
     inner_reduced_ = !groups.empty() && groups.back().first;
     dtype_ = x.dtype;
-    out[0] = DevDesc{x.dtype, spec->out_shape, Layout::kPlain, nullptr};
+    out[0] = TensorDesc{x.dtype, spec->out_shape};
     return Status::ok();
   }
 
@@ -149,7 +149,7 @@ class ReduceKernel final : public CudaKernel {
     return inner_reduced_ ? "kiln reduce warp-per-output" : "kiln reduce thread-per-output";
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (geom_.outputs == 0) return Status::ok();
     return cuda::dispatch_act(dtype_, [&](auto tag) -> Status {
@@ -166,7 +166,7 @@ class ReduceKernel final : public CudaKernel {
 
  private:
   template <class T, ReduceKind kKind>
-  Status launch(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status launch(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                 const CudaRunContext& run) const {
     constexpr int kThreads = 256;
     const T* x = static_cast<const T*>(in[0]->data);

@@ -138,9 +138,9 @@ class ResizeKernel final : public CudaKernel {
   }
   bool reads_on_host(int i) const override { return i >= 1 && i <= 3; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     if (x.shape.size() != 4)
       return unsupported("Resize of rank " + std::to_string(x.shape.size()) + " (rank 4 only)");
@@ -168,13 +168,13 @@ class ResizeKernel final : public CudaKernel {
                        static_cast<float>(attrs_.extrapolation_value)};
     layout_ = x.layout;
     dtype_ = x.dtype;
-    out[0] = DevDesc{x.dtype, g.output_shape, x.layout, nullptr};
+    out[0] = TensorDesc{x.dtype, g.output_shape, nullptr, x.layout};
     return Status::ok();
   }
 
   std::string tactic() const override { return std::string("kiln resize ") + layout_name(layout_); }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (geom_.n * geom_.c * geom_.oh * geom_.ow == 0) return Status::ok();
     return cuda::dispatch_act(dtype_, [&](auto tag) -> Status {

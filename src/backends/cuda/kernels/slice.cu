@@ -14,7 +14,7 @@ namespace kiln {
 namespace {
 
 // Per-axis first index, step and count, as ops/slice.cc's slice_window.
-Status slice_window(const std::vector<DevDesc>& in, std::vector<int64_t>& start,
+Status slice_window(const std::vector<TensorDesc>& in, std::vector<int64_t>& start,
                     std::vector<int64_t>& step, Shape& shape) {
   const Shape& s = in[0].shape;
   const int64_t rank = static_cast<int64_t>(s.size());
@@ -74,23 +74,23 @@ class SliceKernel final : public CudaKernel {
   }
   bool reads_on_host(int i) const override { return i >= 1; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
     if (in.size() < 3) return invalid_argument("Slice needs starts and ends");
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     std::vector<int64_t> start, step;
     Shape shape;
     KILN_RETURN_IF_ERROR(slice_window(in, start, step, shape));
     KILN_RETURN_IF_ERROR(cuda::make_axis_map(x.shape, shape, x.layout, start, step, map_));
     elem_ = dtype_size(x.dtype);
     numel_ = shape_numel(shape);
-    out[0] = DevDesc{x.dtype, shape, x.layout, nullptr};
+    out[0] = TensorDesc{x.dtype, shape, nullptr, x.layout};
     return Status::ok();
   }
 
   std::string tactic() const override { return "kiln slice"; }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     return cuda::launch_axis_map(elem_, in[0]->data, out[0]->data, numel_, map_,
                                  cuda::OutsideRule::kNone, 0, run.stream);

@@ -83,9 +83,9 @@ class SoftmaxKernel final : public CudaKernel {
  public:
   explicit SoftmaxKernel(int64_t axis) : axis_(axis) {}
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     if (x.layout != Layout::kPlain) return invalid_argument("Softmax takes plain input");
     const int64_t rank = static_cast<int64_t>(x.shape.size());
@@ -95,7 +95,7 @@ class SoftmaxKernel final : public CudaKernel {
     for (int64_t i = axis + 1; i < rank; ++i) inner_ *= x.shape[i];
     n_ = x.shape[axis];
     dtype_ = x.dtype;
-    out[0] = DevDesc{x.dtype, x.shape, Layout::kPlain, nullptr};
+    out[0] = TensorDesc{x.dtype, x.shape};
     return Status::ok();
   }
 
@@ -103,7 +103,7 @@ class SoftmaxKernel final : public CudaKernel {
     return inner_ == 1 ? "kiln softmax rows" : "kiln softmax columns";
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (outer_ * n_ * inner_ == 0) return Status::ok();
     return cuda::dispatch_act(dtype_, [&](auto tag) -> Status {

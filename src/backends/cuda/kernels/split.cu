@@ -27,9 +27,9 @@ class SplitKernel final : public CudaKernel {
   }
   bool reads_on_host(int i) const override { return i == 1; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     const int64_t rank = static_cast<int64_t>(x.shape.size());
     KILN_ASSIGN_OR_RETURN(const int64_t axis, normalize_axis(axis_, rank));
     if (x.layout == Layout::kNHWC && (rank != 4 || axis != 1))
@@ -71,19 +71,19 @@ class SplitKernel final : public CudaKernel {
     in_row_ = dim * unit_bytes_;
     for (int64_t i = 0; i < n; ++i) {
       if (i < static_cast<int64_t>(present_.size()) && !present_[i]) {
-        out[i] = DevDesc{};
+        out[i] = TensorDesc{};
         continue;
       }
       Shape s = x.shape;
       s[axis] = sizes_[i];
-      out[i] = DevDesc{x.dtype, s, layout_, nullptr};
+      out[i] = TensorDesc{x.dtype, s, nullptr, layout_};
     }
     return Status::ok();
   }
 
   std::string tactic() const override { return std::string("kiln split ") + layout_name(layout_); }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     const auto* src = static_cast<const char*>(in[0]->data);
     int64_t offset = 0;

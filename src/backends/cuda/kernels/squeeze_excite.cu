@@ -148,9 +148,9 @@ class SqueezeExciteKernel final : public CudaKernel {
   bool reads_on_host(int i) const override { return i >= 1; }
   int inplace_input() const override { return 0; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     KILN_RETURN_IF_ERROR(cuda::check_act_dtype(x.dtype, "input 0"));
     const Tensor* t[5] = {};
     for (size_t i = 1; i < in.size() && i < 5; ++i) t[i] = in[i].value;
@@ -189,7 +189,7 @@ class SqueezeExciteKernel final : public CudaKernel {
     } else {
       spread_ = cuda::NhwcSpread{};
     }
-    out[0] = DevDesc{x.dtype, x.shape, x.layout, nullptr};
+    out[0] = TensorDesc{x.dtype, x.shape, nullptr, x.layout};
     return Status::ok();
   }
 
@@ -205,7 +205,7 @@ class SqueezeExciteKernel final : public CudaKernel {
     return t;
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (d_.n * d_.c == 0) return Status::ok();
     return cuda::dispatch_act(dtype_, [&](auto tag) -> Status {

@@ -116,7 +116,7 @@ inline Status inputs_constant_from(const Node& node, size_t first) {
 }
 
 // The reference's view of a device description (shape rules and helpers take TensorDesc).
-inline TensorDesc desc_of(const DevDesc& d) { return TensorDesc{d.dtype, d.shape, d.value}; }
+inline TensorDesc desc_of(const TensorDesc& d) { return TensorDesc{d.dtype, d.shape, d.value}; }
 
 // FNV-1a over bytes: part of WeightStore keys, so that two nodes of the same name with
 // different constants never share a buffer.

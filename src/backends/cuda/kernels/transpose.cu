@@ -66,9 +66,9 @@ class TransposeKernel final : public CudaKernel {
   }
   bool is_alias() const override { return alias_; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext&) override {
-    const DevDesc& x = in[0];
+    const TensorDesc& x = in[0];
     const int64_t rank = static_cast<int64_t>(x.shape.size());
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> perm, transpose_perm(node_, rank));
     alias_ = false;
@@ -77,12 +77,12 @@ class TransposeKernel final : public CudaKernel {
       const Shape shape{x.shape[perm[0]], x.shape[perm[1]], x.shape[perm[2]], x.shape[perm[3]]};
       if (r == Relabel::kToChannelsLast && x.layout == Layout::kNHWC) {
         alias_ = true;
-        out[0] = DevDesc{x.dtype, shape, Layout::kPlain, nullptr};
+        out[0] = TensorDesc{x.dtype, shape};
         return Status::ok();
       }
       if (r == Relabel::kToChannelsFirst && x.layout == Layout::kPlain) {
         alias_ = true;
-        out[0] = DevDesc{x.dtype, shape, Layout::kNHWC, nullptr};
+        out[0] = TensorDesc{x.dtype, shape, nullptr, Layout::kNHWC};
         return Status::ok();
       }
     }
@@ -120,7 +120,7 @@ class TransposeKernel final : public CudaKernel {
       geom_.src_strides[i] = strides[i];
     }
     numel_ = x.numel();
-    out[0] = DevDesc{x.dtype, shape, Layout::kPlain, nullptr};
+    out[0] = TensorDesc{x.dtype, shape};
     return Status::ok();
   }
 
@@ -129,7 +129,7 @@ class TransposeKernel final : public CudaKernel {
     return "kiln transpose (" + std::to_string(geom_.rank) + " merged dims)";
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     if (numel_ == 0) return Status::ok();
     constexpr int kThreads = 256;

@@ -46,22 +46,22 @@ class UnaryKernel : public CudaKernel {
   bool reads_on_host(int i) const override { return i > 0; }
   int inplace_input() const override { return 0; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     if (in.empty() || !in[0].present()) return invalid_argument("input 0 is missing");
     if (in[0].dtype != DataType::kFloat32 && in[0].dtype != DataType::kFloat16)
       return unsupported(std::string(op_) + " on " + dtype_name(in[0].dtype));
     KILN_RETURN_IF_ERROR(configure(in));
-    out[0] = DevDesc{in[0].dtype, in[0].shape, in[0].layout, nullptr};
+    out[0] = TensorDesc{in[0].dtype, in[0].shape, nullptr, in[0].layout};
     return Status::ok();
   }
 
   std::string tactic() const override { return std::string("kiln ") + op_; }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
-    const DevTensor& x = *in[0];
-    DevTensor& y = *out[0];
+    const TensorRef& x = *in[0];
+    TensorRef& y = *out[0];
     if (x.desc.dtype == DataType::kFloat16)
       return launch_map(static_cast<const __half*>(x.data), static_cast<__half*>(y.data),
                         x.desc.numel(), ApplyUnary<__half, F>{f_}, run.stream, op_);
@@ -71,7 +71,7 @@ class UnaryKernel : public CudaKernel {
 
  protected:
   // Reads constant inputs into f_ (Clip's bounds); in[0] is checked already.
-  virtual Status configure(const std::vector<DevDesc>& in) { return Status::ok(); }
+  virtual Status configure(const std::vector<TensorDesc>& in) { return Status::ok(); }
 
   const char* op_;
   F f_;

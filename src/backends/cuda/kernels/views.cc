@@ -31,7 +31,7 @@ class ViewKernel final : public CudaKernel {
   bool reads_on_host(int i) const override { return i > 0; }
   std::string tactic() const override { return "view"; }
 
-  Status prepare(const std::vector<DevDesc>& in, std::vector<DevDesc>& out,
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     if (in.empty() || !in[0].present()) return invalid_argument("input 0 is missing");
     if (dtype_size(in[0].dtype) == 0)
@@ -47,11 +47,11 @@ class ViewKernel final : public CudaKernel {
     KILN_RETURN_IF_ERROR(def_->infer(node_, descs, shapes));
     if (shape_numel(shapes[0].shape) != in[0].numel())
       return internal_error("view changes the element count");
-    out[0] = DevDesc{in[0].dtype, shapes[0].shape, Layout::kPlain, nullptr};
+    out[0] = TensorDesc{in[0].dtype, shapes[0].shape};
     return Status::ok();
   }
 
-  Status enqueue(const std::vector<const DevTensor*>& in, const std::vector<DevTensor*>& out,
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
     return internal_error("enqueue on a view");  // is_alias(): never called
   }

@@ -1,0 +1,56 @@
+#include "backends/backend.h"
+
+#include <cstring>
+#include <utility>
+
+#include "core/check.h"
+
+namespace kiln {
+
+const char* device_kind_name(DeviceKind d) { return d == DeviceKind::kCuda ? "cuda" : "cpu"; }
+
+std::vector<Layout> Kernel::input_layouts(const std::vector<Layout>& offered) const {
+  std::vector<Layout> want(offered.size());
+  for (size_t i = 0; i < offered.size(); ++i)
+    want[i] = input_layout(static_cast<int>(i), offered[i]);
+  return want;
+}
+
+namespace {
+std::vector<KernelCandidate>& registry() {
+  static std::vector<KernelCandidate> r;
+  return r;
+}
+}  // namespace
+
+bool KernelRegistry::add(const KernelCandidate& c) {
+  KILN_CHECK(c.make != nullptr && c.op != OpKind::kCount);
+  // Two kernels of one backend for one op would leave which runs to static initialization
+  // order.
+  KILN_CHECK(find(c.op, c.device, c.backend) == nullptr);
+  registry().push_back(c);
+  return true;
+}
+
+std::vector<const KernelCandidate*> KernelRegistry::candidates(OpKind op, DeviceKind device) {
+  std::vector<const KernelCandidate*> r;
+  for (const KernelCandidate& c : registry())
+    if (c.op == op && c.device == device) r.push_back(&c);
+  return r;
+}
+
+const KernelCandidate* KernelRegistry::find(OpKind op, DeviceKind device, const char* backend) {
+  for (const KernelCandidate& c : registry())
+    if (c.op == op && c.device == device && std::strcmp(c.backend, backend) == 0) return &c;
+  return nullptr;
+}
+
+TensorRef host_ref(const Tensor& t) {
+  return TensorRef{TensorDesc{t.dtype(), t.shape(), nullptr}, const_cast<void*>(t.raw())};
+}
+
+Tensor host_tensor(const TensorRef& r) {
+  return Tensor::borrow(r.data, r.desc.dtype, r.desc.shape);
+}
+
+}  // namespace kiln

@@ -57,14 +57,14 @@ struct DeviceMemoryInfo {
 
 // What a Context's runtime has done. A run whose input shapes (and, on the CPU, small inputs'
 // values) a cached plan was built for neither builds nor allocates anything but its outputs.
-// CPU plans share one arena sized for the largest; each CUDA plan holds its own arena (and
-// CUDA graph), so arena_bytes is their sum there.
+// A Context's plans share one activation arena sized for the largest (on CUDA also one
+// workspace; each plan keeps its own CUDA graph and pinned staging buffers).
 struct ContextStats {
   int64_t plan_builds = 0;        // plans built: a new input shape, or a plan its data refused
   int64_t plan_runs = 0;          // runs through a cached plan
   int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
-  int64_t arena_allocations = 0;  // times an activation arena was allocated or grown
-  int64_t arena_bytes = 0;        // the arenas' size now
+  int64_t arena_allocations = 0;  // times the arena (on CUDA: or workspace) was allocated or grown
+  int64_t arena_bytes = 0;        // the arena's size now
   // What the builds changed that affects results, once each: on CUDA in fp16, constants
   // saturated to fp16's range ("fp16: constant 'eps': 1 of 1 values outside fp16's range...").
   std::vector<std::string> notes;

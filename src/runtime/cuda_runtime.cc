@@ -84,7 +84,7 @@ Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& c
     std::rotate(plans.begin(), it, it + 1);  // most recently used first
     ++ctx->stats.plan_runs;
   } else {
-    // Make room first, so the dropped plans' device memory is free for the new one.
+    // Make room first, so the dropped plans' staging memory is free for the new one.
     const size_t limit = static_cast<size_t>(std::max(1, engine.options.max_cached_plans));
     while (plans.size() >= limit) plans.pop_back();
     size_t cached = es.tactics.size();
@@ -93,14 +93,15 @@ Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& c
                                    es.tactics, *ctx->handles));
     plans.insert(plans.begin(), std::move(plan));
     ++ctx->stats.plan_builds;
-    ++ctx->stats.arena_allocations;  // each plan holds its own arena
     if (!es.timing_cache.empty() && es.tactics.size() != cached)
       KILN_RETURN_IF_ERROR(es.tactics.save(es.timing_cache, es.device_tag));
   }
   ctx->stats.plans_cached = static_cast<int64_t>(plans.size());
-  ctx->stats.arena_bytes = 0;
-  for (const auto& p : plans) ctx->stats.arena_bytes += p->memory().arena_bytes;
-  return plans.front()->run(inputs, outputs);
+  KILN_RETURN_IF_ERROR(plans.front()->run(inputs, outputs));
+  // One arena for all of the Context's plans, sized for the largest (CudaSharedMemory).
+  ctx->stats.arena_allocations = ctx->handles->memory.allocations;
+  ctx->stats.arena_bytes = static_cast<int64_t>(ctx->handles->memory.arena_bytes);
+  return Status::ok();
 }
 
 ContextStats cuda_stats(const CudaContextState* ctx) {

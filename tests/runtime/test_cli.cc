@@ -275,6 +275,24 @@ TEST_F(Cli, BenchWritesJson) {
   EXPECT_LE(ips, 4 * 1e3 / mn * 1.001);
 }
 
+// --alternate: each batch alone, then in rotation on one context, with no plan built and no
+// arena allocated during the rotation (every batch has its cached plan, sharing one arena).
+TEST_F(Cli, BenchAlternatesBatchesWithoutRebuilding) {
+  std::string model = channel_mean_model(path("m.onnx"));
+  auto r = kiln("bench " + model + " --alternate 1,4,2 --duration 0.1 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("alternating"), std::string::npos) << r.out;
+  for (const char* row : {"cpu        1 ", "cpu        4 ", "cpu        2 "})
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  EXPECT_NE(r.out.find("while alternating: 0 plan builds, 0 arena allocations"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("in all: 3 plan builds,"), std::string::npos) << r.out;
+  expect_error(kiln("bench " + model + " --alternate 2"), 2, "at least two batch sizes");
+  expect_error(kiln("bench " + model + " --alternate 1,0"), 2, "--alternate");
+  expect_error(kiln("bench " + model + " --alternate 1,2 --json x.json"), 2,
+               "--alternate times whole runs");
+}
+
 // --dump-profile on the CPU: one entry per node with its backend and a mean time, and the
 // slowest printed; --no-transfers stays CUDA-only.
 TEST_F(Cli, BenchDumpsACpuProfile) {

@@ -109,6 +109,13 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
                                                     const std::vector<std::string>& shapes,
                                                     uint32_t seed);
 
+// `kiln bench --alternate B1,B2,...` (bench_alternate.cc): the batch sizes alone, then in
+// rotation on one Context; prints each batch's median latency both ways and the plan builds and
+// arena allocations during the rotation.
+int bench_alternating(const Engine& e, const std::string& model, const GlobalOptions& g,
+                      const std::vector<int64_t>& batches, const std::vector<std::string>& shapes,
+                      double duration, uint32_t seed);
+
 // The fp16 range guard (fp16_check.cc): runs `model` in float32 on the CPU on two random
 // inputs (shapes as random_inputs, the batch at most 2) and prints the values that leave fp16's
 // range, to stdout when `always` (with a line when there are none), else as a warning on stderr.

@@ -33,6 +33,7 @@ struct BenchOptions {
   uint32_t seed = 1;
   bool no_transfers = false;
   std::string dump_profile;
+  std::vector<int64_t> alternate;  // --alternate: batch sizes run in rotation
 };
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -83,9 +84,16 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (o.warmup < 0 || o.duration < 0) return usage_error("--warmup/--duration must be >= 0");
   if (o.no_transfers && g.device != "cuda")
     return usage_error("--no-transfers needs --device cuda");
+  if (!o.alternate.empty() && (o.no_transfers || !o.json.empty() || !o.dump_profile.empty()))
+    return usage_error(
+        "--alternate times whole runs and prints a table: it takes no "
+        "--no-transfers, --json or --dump-profile");
   auto engine_or = load_engine(o.model, g, fp16_guard(o.model, g, o.batch, o.shapes));
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
+
+  if (!o.alternate.empty())
+    return bench_alternating(e, o.model, g, o.alternate, o.shapes, o.duration, o.seed);
 
   auto feeds_or = random_inputs(e, o.batch, o.shapes, o.seed);
   if (!feeds_or.is_ok())
@@ -250,6 +258,11 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--dump-profile", o->dump_profile,
                   "write per-layer times (JSON) to this file: device time per step on CUDA, "
                   "each node's kernel time on the CPU");
+  app->add_option("--alternate", o->alternate,
+                  "B1,B2,...: run these batch sizes alone, then in rotation on one context "
+                  "(as a dynamic batcher would), and compare each one's median latency")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   return {app, [o, &global] { return run(*o, global); }};
 }
 

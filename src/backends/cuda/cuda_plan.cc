@@ -540,9 +540,9 @@ Result<std::unique_ptr<CudaPlan>> CudaPlan::build(const Graph& graph,
   KILN_RETURN_IF_ERROR(b.build(order, inputs));
   for (const PlanStep& s : impl->steps) impl->infos.push_back(s.info);
 
-  // Device memory: arena (+1 byte so an empty arena still has an address) and workspace.
-  KILN_CUDA(cudaMalloc(&impl->arena, static_cast<size_t>(impl->memory.arena_bytes) + 256));
-  if (impl->workspace_bytes) KILN_CUDA(cudaMalloc(&impl->workspace, impl->workspace_bytes));
+  // Device memory: the Context's shared arena and workspace, grown for this plan now, so the
+  // build's cost is all paid here.
+  KILN_RETURN_IF_ERROR(impl->bind());
   for (int s : impl->input_slots) {
     void* p = nullptr;
     size_t n = impl->slots[s].desc.nbytes();
@@ -564,15 +564,59 @@ Result<std::unique_ptr<CudaPlan>> CudaPlan::build(const Graph& graph,
 CudaPlan::CudaPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaPlan::~CudaPlan() = default;
 
-CudaPlan::Impl::~Impl() {
+void CudaPlan::Impl::drop_graphs() {
   if (graph_exec) cudaGraphExecDestroy(graph_exec);
   if (compute_exec) cudaGraphExecDestroy(compute_exec);
+  graph_exec = compute_exec = nullptr;
+}
+
+Status CudaPlan::Impl::bind() {
+  CudaSharedMemory& m = handles->memory;
+  // +256 bytes so that an empty arena still has an address.
+  KILN_RETURN_IF_ERROR(m.reserve(static_cast<size_t>(memory.arena_bytes) + 256, workspace_bytes));
+  if (bound && bound_generation == m.generation) return Status::ok();
+  drop_graphs();
+  arena = m.arena;
+  workspace = workspace_bytes ? m.workspace : nullptr;
+  bound_generation = m.generation;
+  bound = true;
+  return Status::ok();
+}
+
+Status CudaSharedMemory::reserve(size_t arena_need, size_t workspace_need) {
+  if (arena_need <= arena_bytes && workspace_need <= workspace_bytes) return Status::ok();
+  // Plans bound to the old buffers may have work in flight on this device.
+  KILN_CUDA(cudaDeviceSynchronize());
+  if (arena_need > arena_bytes) {
+    cudaFree(arena);
+    arena = nullptr;
+    arena_bytes = 0;
+    KILN_CUDA(cudaMalloc(&arena, arena_need));
+    arena_bytes = arena_need;
+  }
+  if (workspace_need > workspace_bytes) {
+    cudaFree(workspace);
+    workspace = nullptr;
+    workspace_bytes = 0;
+    KILN_CUDA(cudaMalloc(&workspace, workspace_need));
+    workspace_bytes = workspace_need;
+  }
+  ++allocations;
+  ++generation;
+  return Status::ok();
+}
+
+CudaSharedMemory::~CudaSharedMemory() {
+  cudaFree(workspace);
+  cudaFree(arena);
+}
+
+CudaPlan::Impl::~Impl() {
+  drop_graphs();
   for (cudaEvent_t e : ev)
     if (e) cudaEventDestroy(e);
   for (void* p : in_staging) cudaFreeHost(p);
   for (void* p : out_staging) cudaFreeHost(p);
-  cudaFree(workspace);
-  cudaFree(arena);
 }
 
 const CudaTiming& CudaPlan::last_timing() const { return impl_->timing; }

@@ -38,13 +38,31 @@ struct CudaPlanOptions {
   size_t max_tactics = 0;      // EngineOptions::max_tactics
 };
 
-// Library handles and the stream of one Context.
+// The device memory all plans of one Context share: one activation arena and one workspace,
+// each grown to the largest a plan has needed and never shrunk. Plans run one at a time on
+// the Context's stream, so they can all use the same bytes.
+struct CudaSharedMemory {
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  int64_t allocations = 0;  // how often either buffer was (re)allocated
+  // Bumped at every reallocation: a plan bound to an older generation binds again (and
+  // captures its CUDA graph again, which held the old addresses).
+  uint64_t generation = 0;
+  // Grows the buffers to at least these sizes. Synchronizes the device before freeing.
+  Status reserve(size_t arena, size_t workspace);
+  ~CudaSharedMemory();
+};
+
+// Library handles, the stream and the shared device memory of one Context.
 struct CudaStreamHandles {
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
   // Threads for the staging copies of large inputs, started once per Context.
   std::unique_ptr<ThreadPool> copy_pool;
+  CudaSharedMemory memory;
   static Result<std::unique_ptr<CudaStreamHandles>> create();
   ~CudaStreamHandles();
 };
@@ -58,9 +76,9 @@ struct CudaStepInfo {
 };
 
 struct CudaMemoryReport {
-  int64_t arena_bytes = 0;
+  int64_t arena_bytes = 0;  // what this plan needs of the Context's shared arena
   int64_t arena_lower_bound = 0;
-  int64_t workspace_bytes = 0;
+  int64_t workspace_bytes = 0;  // what this plan needs of the shared workspace
   int64_t staging_bytes = 0;    // pinned host
   int64_t io_device_bytes = 0;  // device input/output buffers outside the arena
 };

@@ -61,10 +61,13 @@ struct CudaPlan::Impl {
   CudaTiming timing;
   bool has_cpu_steps = false;
 
-  // Device memory: the arena (all buffers) and one workspace shared by the steps.
+  // Device memory: the arena (all buffers) and one workspace shared by the steps, both the
+  // Context's (CudaSharedMemory), bound at `bound_generation` (bind()).
   void* arena = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  uint64_t bound_generation = 0;
+  bool bound = false;
   // Pinned host staging, one per input and output.
   std::vector<void*> in_staging, out_staging;
   cudaEvent_t ev[4] = {};  // start, inputs copied, compute done, outputs copied
@@ -83,6 +86,10 @@ struct CudaPlan::Impl {
   Status enqueue_step(size_t i);
   Status enqueue_copies_in();
   Status enqueue_copies_out();
+  // Points the plan at the Context's shared memory, growing it when the plan needs more;
+  // drops the CUDA graphs captured over an older arena.
+  Status bind();
+  void drop_graphs();
   ~Impl();
 };
 

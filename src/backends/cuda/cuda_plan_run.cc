@@ -164,6 +164,7 @@ Status CudaPlan::Impl::enqueue_steps(size_t first, size_t last) {
 
 Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   Impl& p = *impl_;
+  KILN_RETURN_IF_ERROR(p.bind());  // another plan may have grown the shared memory
   cudaStream_t stream = p.handles->stream;
   if (inputs.size() != p.input_slots.size())
     return internal_error("plan run with " + std::to_string(inputs.size()) + " inputs");
@@ -216,6 +217,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
 
 Result<std::vector<double>> CudaPlan::time_compute(int iterations) {
   Impl& p = *impl_;
+  KILN_RETURN_IF_ERROR(p.bind());  // another plan may have grown the shared memory
   cudaStream_t stream = p.handles->stream;
   if (!p.ran_once) return internal_error("time_compute before the first run");
   if (p.options.cuda_graph && !p.has_cpu_steps && !p.compute_exec) {
@@ -240,6 +242,7 @@ Result<std::vector<double>> CudaPlan::time_compute(int iterations) {
 
 Result<std::vector<double>> CudaPlan::profile_steps(int iterations) {
   Impl& p = *impl_;
+  KILN_RETURN_IF_ERROR(p.bind());  // another plan may have grown the shared memory
   cudaStream_t stream = p.handles->stream;
   if (!p.ran_once) return internal_error("profile_steps before the first run");
   std::vector<cudaEvent_t> ev(p.steps.size() + 1);

@@ -249,7 +249,8 @@ namespace kiln::test {
 namespace {
 
 // One Context alternating batch sizes keeps a plan per size: three builds, then every run
-// replays its cached plan (CUDA graph included) and still matches the reference.
+// replays its cached plan (CUDA graph included) and still matches the reference. The plans
+// share one arena: grown for batch 1, then 4; batch 2's plan fits in it.
 TEST(CudaPlanShapes, AlternatingBatchesBuildOncePerShape) {
   const ModelBuilder b = channel_shuffle_model();
   EngineOptions o;
@@ -265,7 +266,7 @@ TEST(CudaPlanShapes, AlternatingBatchesBuildOncePerShape) {
   EXPECT_EQ(st.plan_builds, 3);
   EXPECT_EQ(st.plan_runs, 6);
   EXPECT_EQ(st.plans_cached, 3);
-  EXPECT_EQ(st.arena_allocations, 3);
+  EXPECT_EQ(st.arena_allocations, 2);
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+// Conv: the shapes CNNs are made of (a 7×7 stride-2 stem on 3 channels, 3×3 with padding, 1×1
+// pointwise, a depthwise 3×3, a grouped conv, a dilated one, asymmetric padding), with their
+// fused epilogues (bias + Relu, Clip as ReLU6, SiLU, a residual + Relu), and no bias.
+#include "ops/cases/op_cases.h"
+#include "ops/op_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+struct ConvShape {
+  Shape x;
+  int64_t out_channels, kernel, stride = 1, group = 1, dilation = 1;
+  std::vector<int64_t> pads;  // empty: "same" for odd kernels ((k−1)·d/2 each side)
+};
+
+// The output's spatial size, for a residual of its shape.
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1) {
+  return (in + p0 + p1 - d * (k - 1) - 1) / s + 1;
+}
+
+OpCase conv(std::string name, const ConvShape& s, uint32_t seed, bool bias = true,
+            Activation act = Activation::kNone, bool residual = false) {
+  OpCase c;
+  c.name = std::move(name);
+  c.op = OpKind::Conv;
+  const int64_t k = s.kernel;
+  std::vector<int64_t> pads = s.pads;
+  if (pads.empty()) pads.assign(4, (k - 1) * s.dilation / 2);
+  c.attrs.set("kernel_shape", std::vector<int64_t>{k, k});
+  c.attrs.set("strides", std::vector<int64_t>{s.stride, s.stride});
+  c.attrs.set("pads", pads);
+  if (s.dilation != 1) c.attrs.set("dilations", std::vector<int64_t>{s.dilation, s.dilation});
+  if (s.group != 1) c.attrs.set("group", s.group);
+  c.inputs.push_back({random_tensor(s.x, seed)});
+  c.inputs.push_back(
+      {random_tensor({s.out_channels, s.x[1] / s.group, k, k}, seed + 1, -0.3f, 0.3f), true});
+  if (bias || residual) c.inputs.push_back({random_tensor({s.out_channels}, seed + 2), true});
+  if (residual) {
+    const int64_t h = out_size(s.x[2], k, s.stride, s.dilation, pads[0], pads[2]);
+    const int64_t w = out_size(s.x[3], k, s.stride, s.dilation, pads[1], pads[3]);
+    c.inputs.push_back({random_tensor({s.x[0], s.out_channels, h, w}, seed + 3)});
+    c.epilogue.residual_input = 3;
+  }
+  c.epilogue.act = act;
+  if (act == Activation::kClip) {
+    c.epilogue.alpha = 0.f;
+    c.epilogue.beta = 6.f;
+  }
+  return c;
+}
+
+}  // namespace
+
+KILN_OP_CASES(conv) {
+  return {
+      conv("stem_7x7_s2", {{1, 3, 32, 32}, 16, 7, 2}, 1000, true, Activation::kRelu),
+      conv("3x3_relu", {{2, 16, 12, 12}, 32, 3}, 1004, true, Activation::kRelu),
+      conv("1x1_residual_relu", {{2, 32, 8, 8}, 32, 1}, 1008, true, Activation::kRelu, true),
+      conv("1x1_no_bias", {{1, 24, 9, 7}, 40, 1}, 1012, false),
+      conv("depthwise_relu6", {{2, 32, 10, 10}, 32, 3, 1, 32}, 1016, true, Activation::kClip),
+      conv("depthwise_s2_silu", {{1, 48, 15, 15}, 48, 3, 2, 48}, 1020, true, Activation::kSilu),
+      conv("grouped", {{1, 16, 8, 8}, 32, 3, 1, 4}, 1024),
+      conv("dilated", {{1, 8, 16, 16}, 8, 3, 1, 1, 2}, 1028),
+      conv("asymmetric_pads", {{1, 8, 9, 10}, 12, 3, 2, 1, 1, {0, 1, 1, 0}}, 1032),
+  };
+}
+
+}  // namespace kiln::test

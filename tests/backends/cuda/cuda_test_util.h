@@ -115,6 +115,9 @@ struct CudaRunOptions {
 inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
                                                  const std::vector<const Tensor*>& inputs,
                                                  Precision precision, const CudaRunOptions& o) {
+  // The call's own weights: nodes of different tests share names ("case_node"), and a weight
+  // is keyed by its node's name. Declared before the kernel, so it outlives it.
+  WeightStore weights;
   KILN_ASSIGN_OR_RETURN(auto kernel, make_cuda_kernel(node, precision));
   // The offer: o.offered for 4-D float inputs that are not constants, as the plan asks.
   std::vector<Layout> offered(inputs.size(), Layout::kPlain);
@@ -126,13 +129,12 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
   }
   const std::vector<Layout> wanted = kernel->input_layouts(offered);
 
-  static WeightStore* weights = new WeightStore();  // lives for the test process
   TacticCache fresh;
   CudaBuildContext bctx;
   bctx.precision = precision;
   bctx.conv_path = o.conv_path;
   bctx.space_to_depth = o.space_to_depth;
-  bctx.weights = weights;
+  bctx.weights = &weights;
   bctx.tactics = o.tactics ? o.tactics : &fresh;
   bctx.time_tactics = o.time_tactics;
   bctx.max_tactics =

@@ -1,6 +1,6 @@
 // Gemm: a Linear layer (B transposed, bias [N]) with each epilogue a classifier head or an MLP
 // fuses (Relu, Clip, a residual), B not transposed, A transposed, alpha and beta, a [M, N] and
-// a scalar C, no C, one row (batch 1) and a wide K.
+// a [1, N] and a scalar C, no C (also with a residual), one row (batch 1) and a wide K.
 #include "ops/cases/op_cases.h"
 #include "ops/op_test_util.h"
 
@@ -24,10 +24,9 @@ OpCase gemm(std::string name, int64_t m, int64_t k, int64_t n, uint32_t seed, bo
       {random_tensor(trans_b ? Shape{n, k} : Shape{k, n}, seed + 1, -0.3f, 0.3f), true});
   const Shape cs = c_shape == Shape{-1} ? Shape{n} : c_shape;
   if (cs != Shape{0}) c.inputs.push_back({random_tensor(cs, seed + 2), true});
-  if (residual) {
-    if (cs == Shape{0}) c.inputs.push_back({});  // C omitted: the residual still takes index 3
+  if (residual) {  // after C, or at C's place when there is none (as fuse_epilogue adds it)
+    c.epilogue.residual_input = static_cast<int>(c.inputs.size());
     c.inputs.push_back({random_tensor({m, n}, seed + 3)});
-    c.epilogue.residual_input = 3;
   }
   c.epilogue.act = act;
   if (act == Activation::kClip) {
@@ -57,6 +56,9 @@ KILN_OP_CASES(gemm) {
       on_reference(gemm("c_matrix", 3, 16, 10, 928, true, {3, 10})),
       on_reference(gemm("c_scalar", 3, 16, 10, 932, true, {})),
       gemm("no_c", 2, 20, 9, 936, true, {0}),
+      gemm("c_row", 4, 33, 17, 948, true, {1, 17}),
+      gemm("sigmoid", 2, 12, 7, 952, true, {-1}, Activation::kSigmoid),
+      gemm("residual_no_c", 2, 8, 5, 956, false, {0}, Activation::kNone, true),
       gemm("one_row", 1, 512, 100, 940),
       gemm("wide_k", 2, 2048, 64, 944),
   };

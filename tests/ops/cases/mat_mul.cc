@@ -40,6 +40,8 @@ KILN_OP_CASES(mat_mul) {
              {2, 5, 64}),
       matmul("linear_relu_residual", {3, 32}, {32, 32}, 966, true, false, Activation::kRelu, true,
              {3, 32}),
+      matmul("rank4_bias_residual_relu", {1, 7, 7, 32}, {32, 32}, 986, true, true,
+             Activation::kRelu, true, {1, 7, 7, 32}),
       matmul("odd_sizes", {5, 13}, {13, 7}, 970, true),
       matmul("attention_scores", {2, 4, 9, 16}, {2, 4, 16, 9}, 974, false),
       matmul("broadcast_batch", {3, 6, 8}, {8, 5}, 978, false),

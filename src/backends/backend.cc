@@ -49,6 +49,32 @@ TensorRef host_ref(const Tensor& t) {
   return TensorRef{TensorDesc{t.dtype(), t.shape(), nullptr}, const_cast<void*>(t.raw())};
 }
 
+namespace {
+// `r` over `t`'s bytes; the shape vector is copied only when it changed.
+void point(TensorRef& r, const Tensor& t) {
+  r.desc.dtype = t.dtype();
+  if (r.desc.shape != t.shape()) r.desc.shape = t.shape();
+  r.data = const_cast<void*>(t.raw());
+}
+}  // namespace
+
+void HostOperands::bind(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) {
+  in.resize(ins.size());
+  out.resize(outs.size());
+  in_ptr.assign(ins.size(), nullptr);
+  out_ptr.assign(outs.size(), nullptr);
+  for (size_t i = 0; i < ins.size(); ++i)
+    if (ins[i]) {
+      point(in[i], *ins[i]);
+      in_ptr[i] = &in[i];
+    }
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (outs[i]) {
+      point(out[i], *outs[i]);
+      out_ptr[i] = &out[i];
+    }
+}
+
 Tensor host_tensor(const TensorRef& r) {
   return Tensor::borrow(r.data, r.desc.dtype, r.desc.shape);
 }

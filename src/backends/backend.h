@@ -159,6 +159,15 @@ Result<std::unique_ptr<Kernel>> make_reference_kernel(const Node& node);
 
 // Host tensors as kernel operands (views: no copy; the tensors must outlive the refs).
 TensorRef host_ref(const Tensor& t);
+// A host step's operands, kept with the step so that binding them again on every run
+// allocates nothing once the shapes are seen: `in_ptr`/`out_ptr` are what execute() takes.
+struct HostOperands {
+  std::vector<TensorRef> in, out;
+  std::vector<const TensorRef*> in_ptr;
+  std::vector<TensorRef*> out_ptr;
+  // Points the operands at `in` and `out` (nullptr for omitted tensors).
+  void bind(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out);
+};
 // A Tensor over a host operand's bytes (no copy), for code written on Tensors.
 Tensor host_tensor(const TensorRef& r);
 

@@ -63,42 +63,11 @@ std::string key_of(const std::vector<const Tensor*>& inputs) {
   return k;
 }
 
-// A step's operands as the kernel contract takes them (backends/backend.h): refs over the
-// tensors' bytes, kept with the step so that a run allocates nothing for them.
-struct StepRefs {
-  std::vector<TensorRef> in, out;
-  std::vector<const TensorRef*> in_ptr;
-  std::vector<TensorRef*> out_ptr;
-};
-
-void point(TensorRef& r, const Tensor& t) {
-  r.desc.dtype = t.dtype();
-  if (r.desc.shape != t.shape()) r.desc.shape = t.shape();
-  r.data = const_cast<void*>(t.raw());
-}
-
-void bind_refs(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out, StepRefs& r) {
-  r.in.resize(in.size());
-  r.out.resize(out.size());
-  r.in_ptr.assign(in.size(), nullptr);
-  r.out_ptr.assign(out.size(), nullptr);
-  for (size_t i = 0; i < in.size(); ++i)
-    if (in[i]) {
-      point(r.in[i], *in[i]);
-      r.in_ptr[i] = &r.in[i];
-    }
-  for (size_t i = 0; i < out.size(); ++i)
-    if (out[i]) {
-      point(r.out[i], *out[i]);
-      r.out_ptr[i] = &r.out[i];
-    }
-}
-
 // Executes one kernel on in/out tensors (through `refs`), with the hooks.
 Status execute(const Node& node, size_t k, Kernel& kernel, const std::vector<const Tensor*>& in,
-               const std::vector<Tensor*>& out, StepRefs& refs, const CpuRunHooks& hooks) {
+               const std::vector<Tensor*>& out, HostOperands& refs, const CpuRunHooks& hooks) {
   static const RunContext run(DeviceKind::kCpu);
-  bind_refs(in, out, refs);
+  refs.bind(in, out);
   Status executed;
   try {
     if (hooks.node_seconds) {
@@ -144,7 +113,7 @@ struct CpuStep {
   std::vector<const Tensor*> in;
   std::vector<Tensor*> out;
   std::vector<TensorDesc> in_desc, out_desc;
-  StepRefs refs;
+  HostOperands refs;  // the kernel's operands over `in` and `out`
 };
 
 struct CpuPlan {

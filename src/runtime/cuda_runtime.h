@@ -24,7 +24,8 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
 
 // Runs the context's plan for these inputs' shapes (graph order), building and caching it
 // first when no cached plan has them (at most EngineOptions::max_cached_plans per context,
-// least recently used dropped first; each plan holds its own arena and CUDA graph).
+// least recently used dropped first; each plan keeps its own CUDA graph and staging buffers, and
+// all share the context's arena and workspace, grown to the largest plan).
 Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
                 const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 

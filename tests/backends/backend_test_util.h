@@ -46,21 +46,10 @@ inline Status prepare_host(Kernel& kernel, const std::vector<TensorDesc>& in,
 // passes them.
 inline Status execute_host(Kernel& kernel, const std::vector<const Tensor*>& in,
                            const std::vector<Tensor*>& out) {
-  std::vector<TensorRef> in_ref(in.size()), out_ref(out.size());
-  std::vector<const TensorRef*> in_ptr(in.size(), nullptr);
-  std::vector<TensorRef*> out_ptr(out.size(), nullptr);
-  for (size_t i = 0; i < in.size(); ++i)
-    if (in[i]) {
-      in_ref[i] = host_ref(*in[i]);
-      in_ptr[i] = &in_ref[i];
-    }
-  for (size_t i = 0; i < out.size(); ++i)
-    if (out[i]) {
-      out_ref[i] = host_ref(*out[i]);
-      out_ptr[i] = &out_ref[i];
-    }
+  HostOperands refs;
+  refs.bind(in, out);
   const RunContext run(DeviceKind::kCpu);
-  return kernel.execute(in_ptr, out_ptr, run);
+  return kernel.execute(refs.in_ptr, refs.out_ptr, run);
 }
 
 // prepare + execute of `backend`'s kernel for `node` (inputs nullptr when omitted).

@@ -587,20 +587,17 @@ Status CudaSharedMemory::reserve(size_t arena_need, size_t workspace_need) {
   if (arena_need <= arena_bytes && workspace_need <= workspace_bytes) return Status::ok();
   // Plans bound to the old buffers may have work in flight on this device.
   KILN_CUDA(cudaDeviceSynchronize());
-  if (arena_need > arena_bytes) {
-    cudaFree(arena);
-    arena = nullptr;
-    arena_bytes = 0;
-    KILN_CUDA(cudaMalloc(&arena, arena_need));
-    arena_bytes = arena_need;
-  }
-  if (workspace_need > workspace_bytes) {
-    cudaFree(workspace);
-    workspace = nullptr;
-    workspace_bytes = 0;
-    KILN_CUDA(cudaMalloc(&workspace, workspace_need));
-    workspace_bytes = workspace_need;
-  }
+  auto grow = [](void*& p, size_t& have, size_t need) -> Status {
+    if (need <= have) return Status::ok();
+    cudaFree(p);
+    p = nullptr;
+    have = 0;
+    KILN_CUDA(cudaMalloc(&p, need));
+    have = need;
+    return Status::ok();
+  };
+  KILN_RETURN_IF_ERROR(grow(arena, arena_bytes, arena_need));
+  KILN_RETURN_IF_ERROR(grow(workspace, workspace_bytes, workspace_need));
   ++allocations;
   ++generation;
   return Status::ok();

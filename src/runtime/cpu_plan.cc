@@ -195,8 +195,9 @@ Status CpuPlanCache::run_plan(CpuPlan& p, const std::vector<const Tensor*>& inpu
     if (s.view) continue;
     if (s.dynamic) {
       for (size_t i = 0; i < node.inputs.size(); ++i)
-        s.in_desc[i] =
-            s.in[i] ? TensorDesc{s.in[i]->dtype(), s.in[i]->shape(), s.in[i]} : TensorDesc{};
+        s.in_desc[i] = s.in[i] ? TensorDesc{s.in[i]->dtype(), s.in[i]->shape(), s.in[i],
+                                            p.desc[node.inputs[i]->id()].layout}
+                               : TensorDesc{};
       s.out_desc.assign(node.outputs.size(), TensorDesc{});
       if (const OpDef* def = OpRegistry::find(node.op)) {
         KILN_RETURN_IF_ERROR(
@@ -261,7 +262,7 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
       if (!t.defined())
         return internal_error(node.describe() + ": input '" + v->name + "' was not computed");
       in[i] = &t;
-      in_desc[i] = {t.dtype(), t.shape(), &t};
+      in_desc[i] = {t.dtype(), t.shape(), &t, p.desc[v->id()].layout};  // as its producer wrote it
       all_fixed = all_fixed && fixed_value[v->id()];
       if (!fixed_shape[v->id()] || (!fixed_value[v->id()] && (t.numel() <= kKeyedInputElements ||
                                                               !dtype_is_float(t.dtype()))))
@@ -292,7 +293,7 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
         if (d < 0)
           return invalid_argument(node.describe() + ": output '" + v->name + "' would have shape " +
                                   shape_str(out_desc[i].shape));
-      p.desc[v->id()] = {out_desc[i].dtype, out_desc[i].shape, nullptr};
+      p.desc[v->id()] = {out_desc[i].dtype, out_desc[i].shape, nullptr, out_desc[i].layout};
       fixed_shape[v->id()] = !step.dynamic;
       fixed_value[v->id()] = all_fixed || (node.op == OpKind::Shape && !step.dynamic);
       KILN_ASSIGN_OR_RETURN(values[v->id()],
@@ -338,7 +339,9 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
     const Value* y = node.output(0);
     if (!in_arena(x) || !in_arena(y)) continue;
     const TensorDesc &dx = p.desc[x->id()], &dy = p.desc[y->id()];
-    if (dx.dtype != dy.dtype || shape_numel(dx.shape) != shape_numel(dy.shape)) continue;
+    if (dx.dtype != dy.dtype || shape_numel(dx.shape) != shape_numel(dy.shape) ||
+        dx.layout != Layout::kPlain)
+      continue;
     root[y->id()] = root[x->id()];
     p.steps[k].view = true;
   }
@@ -403,8 +406,16 @@ int64_t CpuPlanCache::last_plan_lower_bound() const {
 std::vector<std::string> CpuPlanCache::last_plan_tactics() const {
   std::vector<std::string> r;
   if (plans_.empty()) return r;
-  for (const CpuStep& step : plans_.front()->plan->steps)
-    r.push_back(step.view ? "view" : step.kernel ? step.kernel->tactic() : "");
+  const CpuPlan& p = *plans_.front()->plan;
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const CpuStep& step = p.steps[k];
+    std::string t = step.view ? "view" : step.kernel ? step.kernel->tactic() : "";
+    // The layout the plan records for the step's output, where it is not plain.
+    const Value* y = e_.order[k]->output(0);
+    if (y && p.desc[y->id()].layout != Layout::kPlain)
+      t += std::string(t.empty() ? "" : " ") + "-> " + layout_name(p.desc[y->id()].layout);
+    r.push_back(std::move(t));
+  }
   return r;
 }
 

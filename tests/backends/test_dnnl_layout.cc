@@ -115,8 +115,16 @@ TEST(DnnlLayout, ReferenceFallbackBetweenBlockedNeighbours) {
   EXPECT_TRUE(dnnl_cpu::stored_blocked(sh, p, 1));
   auto kernel = onednn_backend(1).create_kernel(*p->producer);
   ASSERT_TRUE(kernel.is_ok());
+  // Passed plain, the blocked input is refused: it would be read as the wrong elements.
   std::vector<TensorDesc> in{{DataType::kFloat32, {2, 16, 12, 11}, nullptr}}, out(1);
+  const Status refused = prepare_host(**kernel, in, out);
+  EXPECT_EQ(refused.code(), StatusCode::kInternal) << refused.to_string();
+  EXPECT_NE(refused.message().find("oneDNN's layout plan stores it"), std::string::npos)
+      << refused.to_string();
+  in[0].layout = dnnl_cpu::stored_layout(sh, a, in[0].shape);
+  EXPECT_NE(in[0].layout, Layout::kPlain);
   ASSERT_TRUE(prepare_host(**kernel, in, out).is_ok());
+  EXPECT_EQ(out[0].layout, dnnl_cpu::stored_layout(sh, p, out[0].shape));
   EXPECT_TRUE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference());
 }
 
@@ -219,6 +227,31 @@ TEST(DnnlLayout, SpatialBroadcastOperandStaysPlain) {
     EXPECT_FALSE(dnnl_cpu::storable(map));  // a graph input
     EXPECT_TRUE(dnnl_cpu::storable(m));
   });
+}
+
+}  // namespace
+}  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// The reference kernels read row-major tensors only: an input the plan records in another
+// layout is refused at prepare, naming it, instead of being read as the wrong elements.
+TEST(ReferenceKernel, RefusesAnInputThatIsNotPlain) {
+  Graph g;
+  Node* n = g.add_node(OpKind::Relu, "relu", {f32_value(g, "x", {1, 16, 4, 4})},
+                       {f32_value(g, "y", {1, 16, 4, 4})});
+  auto kernel = reference_backend().create_kernel(*n);
+  ASSERT_TRUE(kernel.is_ok());
+  for (Layout l : {Layout::kNHWC, Layout::kNChw8c, Layout::kNChw16c}) {
+    std::vector<TensorDesc> in{{DataType::kFloat32, {1, 16, 4, 4}, nullptr, l}}, out(1);
+    const Status s = prepare_host(**kernel, in, out);
+    EXPECT_EQ(s.code(), StatusCode::kInternal) << layout_name(l);
+    EXPECT_NE(s.message().find(std::string("arrives ") + layout_name(l)), std::string::npos)
+        << s.to_string();
+  }
+  std::vector<TensorDesc> in{{DataType::kFloat32, {1, 16, 4, 4}, nullptr}}, out(1);
+  EXPECT_TRUE(prepare_host(**kernel, in, out).is_ok());
 }
 
 }  // namespace

@@ -93,7 +93,10 @@ std::unique_ptr<Kernel> prepared_producer(const Backend& dnnl, const Value* v) {
   for (const Value* i : node.inputs) {
     Shape s;
     EXPECT_TRUE(i->static_shape(&s));
-    in.push_back({DataType::kFloat32, s, i->is_constant() ? &i->constant : nullptr});
+    // As the plan passes it: in the layout the backend stores the value in.
+    in.push_back({DataType::kFloat32, s, i->is_constant() ? &i->constant : nullptr,
+                  i->is_constant() ? Layout::kPlain
+                                   : dnnl_cpu::stored_layout(*dnnl_cpu::shared_of(dnnl), i, s)});
   }
   EXPECT_TRUE(prepare_host(**k, in, out).is_ok());
   return std::move(k).value();

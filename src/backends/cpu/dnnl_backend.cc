@@ -119,6 +119,20 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
   if (!def) return unsupported(node_.describe() + ": no shape rule");
   // The reference shape rule validates attributes and shapes and gives the output descs.
   KILN_RETURN_IF_ERROR(infer_node(*def, node_, in, out).with_context(node_.describe()));
+  // The layouts the plan records: the rank-4 values this backend's kernels read and write in
+  // a oneDNN layout (stored_layout, derived from the graph, so producer and readers agree).
+  // An input arriving in another layout than the kernel reads is the planner's bug: it would
+  // be read as the wrong elements.
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].present() || in[i].value) continue;
+    const Layout want = stored_layout(shared_, node_.input(i), in[i].shape);
+    if (in[i].layout != want)
+      return internal_error(node_.describe() + ": input " + std::to_string(i) + " ('" +
+                            node_.input(i)->name + "') arrives " + layout_name(in[i].layout) +
+                            ", but oneDNN's layout plan stores it " + layout_name(want));
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].present()) out[i].layout = stored_layout(shared_, node_.output(i), out[i].shape);
   if (!prepared_in_.empty() && same_descs(in, prepared_in_) &&
       same_small_values(in, prepared_values_))
     return Status();

@@ -92,6 +92,8 @@ std::vector<const Value*> layout_operands(const Node& n);
 // group of connected storable values gives it (layout_choice), nhwc where that is a blocked
 // layout and the channel count is off the block (blocked bytes = logical bytes).
 dnnl::memory::format_tag stored_format(const DnnlShared& sh, const Value* v, int64_t batch);
+// stored_format as the Layout a plan records for the value (rank 4; kPlain otherwise).
+Layout stored_layout(const DnnlShared& sh, const Value* v, const Shape& shape);
 // Whether `v` is stored in a oneDNN layout (stored_format is not nchw).
 bool stored_blocked(const DnnlShared& sh, const Value* v, int64_t batch);
 // The f32 memory desc of a rank-4 tensor of `shape` stored as `v` is (batch: shape[0]).

@@ -91,6 +91,16 @@ bool storable(const Value* v) {
   return true;
 }
 
+Layout stored_layout(const DnnlShared& sh, const Value* v, const Shape& shape) {
+  if (!v || shape.size() != 4) return Layout::kPlain;
+  switch (stored_format(sh, v, shape[0])) {
+    case tag::nhwc: return Layout::kNHWC;
+    case tag::nChw8c: return Layout::kNChw8c;
+    case tag::nChw16c: return Layout::kNChw16c;
+    default: return Layout::kPlain;
+  }
+}
+
 bool stored_blocked(const DnnlShared& sh, const Value* v, int64_t batch) {
   return stored_format(sh, v, batch) != tag::nchw;
 }

@@ -13,6 +13,11 @@ class ReferenceKernel final : public Kernel {
   DeviceKind device() const override { return DeviceKind::kCpu; }
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  BuildContext&) override {
+    // The reference kernels read and write row-major tensors only.
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].present() && in[i].layout != Layout::kPlain)
+        return internal_error(node_.describe() + ": input " + std::to_string(i) + " arrives " +
+                              layout_name(in[i].layout) + "; the reference kernel reads plain");
     return infer_node(def_, node_, in, out).with_context(node_.describe());
   }
   Status execute(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,

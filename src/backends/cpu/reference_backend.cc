@@ -22,25 +22,31 @@ class ReferenceKernel final : public Kernel {
   }
   Status execute(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const RunContext&) override {
-    // Tensors over the operands' bytes: the reference kernels are written on Tensors.
+    // Tensors over the operands' bytes (the reference kernels are written on Tensors), made
+    // again only where an operand moved or changed shape: a plan's runs allocate nothing here.
     in_.resize(in.size());
     out_.resize(out.size());
     in_ptr_.assign(in.size(), nullptr);
     out_ptr_.assign(out.size(), nullptr);
     for (size_t i = 0; i < in.size(); ++i)
       if (in[i]) {
-        in_[i] = host_tensor(*in[i]);
+        view_of(*in[i], in_[i]);
         in_ptr_[i] = &in_[i];
       }
     for (size_t i = 0; i < out.size(); ++i)
       if (out[i]) {
-        out_[i] = host_tensor(*out[i]);
+        view_of(*out[i], out_[i]);
         out_ptr_[i] = &out_[i];
       }
     return run_node(def_, node_, in_ptr_, out_ptr_).with_context(node_.describe());
   }
 
  private:
+  static void view_of(const TensorRef& r, Tensor& t) {
+    if (t.raw() != r.data || t.dtype() != r.desc.dtype || t.shape() != r.desc.shape)
+      t = host_tensor(r);
+  }
+
   const Node& node_;
   const OpDef& def_;
   std::vector<Tensor> in_, out_;

@@ -89,7 +89,8 @@ namespace {
 bool same_descs(const std::vector<TensorDesc>& a, const std::vector<TensorDesc>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].dtype != b[i].dtype || a[i].shape != b[i].shape) return false;
+    if (a[i].dtype != b[i].dtype || a[i].shape != b[i].shape || a[i].layout != b[i].layout)
+      return false;
   return true;
 }
 
@@ -119,6 +120,12 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
   if (!def) return unsupported(node_.describe() + ": no shape rule");
   // The reference shape rule validates attributes and shapes and gives the output descs.
   KILN_RETURN_IF_ERROR(infer_node(*def, node_, in, out).with_context(node_.describe()));
+  if (!prepared_in_.empty() && same_descs(in, prepared_in_) &&
+      same_small_values(in, prepared_values_)) {
+    // A dynamic step prepares before every run: the layouts were settled at the first prepare.
+    for (size_t i = 0; i < out.size(); ++i) out[i].layout = prepared_out_layouts_[i];
+    return Status();
+  }
   // The layouts the plan records: the rank-4 values this backend's kernels read and write in
   // a oneDNN layout (stored_layout, derived from the graph, so producer and readers agree).
   // An input arriving in another layout than the kernel reads is the planner's bug: it would
@@ -131,11 +138,11 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
                             node_.input(i)->name + "') arrives " + layout_name(in[i].layout) +
                             ", but oneDNN's layout plan stores it " + layout_name(want));
   }
+  prepared_out_layouts_.assign(out.size(), Layout::kPlain);
   for (size_t i = 0; i < out.size(); ++i)
-    if (out[i].present()) out[i].layout = stored_layout(shared_, node_.output(i), out[i].shape);
-  if (!prepared_in_.empty() && same_descs(in, prepared_in_) &&
-      same_small_values(in, prepared_values_))
-    return Status();
+    if (out[i].present())
+      out[i].layout = prepared_out_layouts_[i] =
+          stored_layout(shared_, node_.output(i), out[i].shape);
   set_threads(shared_.options.threads);
   try {
     fallback_ = !try_prepare(in, out);

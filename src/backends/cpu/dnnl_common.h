@@ -155,6 +155,7 @@ class DnnlKernel : public Kernel {
 
   bool fallback_ = false;
   std::vector<TensorDesc> prepared_in_;
+  std::vector<Layout> prepared_out_layouts_;  // what prepare gave each output
   std::vector<std::string> prepared_values_;  // of the small inputs (dnnl_backend.cc)
 };
 

@@ -9,9 +9,9 @@ namespace kiln::dnnl_cpu {
 
 namespace {
 
-class DnnlGemmKernel final : public DnnlKernel {
+class DnnlGemmKernel final : public InnerProductKernel {
  public:
-  using DnnlKernel::DnnlKernel;
+  using InnerProductKernel::InnerProductKernel;
 
  protected:
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
@@ -21,7 +21,7 @@ class DnnlGemmKernel final : public DnnlKernel {
     if (as.size() != 2 || b.rank() != 2) return false;
     const int64_t m = as[0], k = as[1], n = trans_b ? b.dim(0) : b.dim(1);
     if ((trans_b ? b.dim(1) : b.dim(0)) != k) return false;
-    const int bi = bias_index(node_);
+    const int bi = bias_input();
     if (bi >= 0) {
       const Shape& cs = in[bi].shape;
       const bool row =
@@ -31,17 +31,7 @@ class DnnlGemmKernel final : public DnnlKernel {
     return ip_.prepare(m, k, n, b.data<float>(), trans_b, bi >= 0, node_.epilogue);
   }
 
-  std::string impl_info() const override { return ip_.impl_info(); }
-
-  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
-    const int r = node_.epilogue.residual_input;
-    const int bi = bias_index(node_);
-    ip_.run(in[0]->as<float>(), bi >= 0 ? in[bi]->as<float>() : nullptr,
-            r >= 0 ? in[r]->as<float>() : nullptr, out[0]->as<float>(), out[0]->desc.numel());
-  }
-
- private:
-  InnerProduct ip_;
+  int bias_input() const override { return bias_index(node_); }
 };
 
 }  // namespace

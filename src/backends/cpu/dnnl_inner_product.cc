@@ -47,4 +47,12 @@ void InnerProduct::run(const float* x, const float* bias, const float* residual,
   stream_.wait();
 }
 
+void InnerProductKernel::run(const std::vector<const TensorRef*>& in,
+                             const std::vector<TensorRef*>& out) {
+  const int r = node_.epilogue.residual_input;
+  const int bi = bias_input();
+  ip_.run(in[0]->as<float>(), bi >= 0 ? in[bi]->as<float>() : nullptr,
+          r >= 0 ? in[r]->as<float>() : nullptr, out[0]->as<float>(), out[0]->desc.numel());
+}
+
 }  // namespace kiln::dnnl_cpu

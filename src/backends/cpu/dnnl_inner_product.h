@@ -28,4 +28,19 @@ class InnerProduct {
   dnnl::memory weights_;
 };
 
+// The Gemm and MatMul kernels' common part: their try_prepare prepares `ip_`; running it on
+// input 0, the bias input and the epilogue's residual, and naming it, are shared.
+class InnerProductKernel : public DnnlKernel {
+ public:
+  using DnnlKernel::DnnlKernel;
+
+ protected:
+  // The input holding the bias ([N] or [1, N]), or -1.
+  virtual int bias_input() const = 0;
+  std::string impl_info() const override { return ip_.impl_info(); }
+  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override;
+
+  InnerProduct ip_;
+};
+
 }  // namespace kiln::dnnl_cpu

@@ -11,9 +11,9 @@ namespace kiln::dnnl_cpu {
 
 namespace {
 
-class DnnlMatMulKernel final : public DnnlKernel {
+class DnnlMatMulKernel final : public InnerProductKernel {
  public:
-  using DnnlKernel::DnnlKernel;
+  using InnerProductKernel::InnerProductKernel;
 
  protected:
   bool try_prepare(const std::vector<TensorDesc>& in, const std::vector<TensorDesc>& out) override {
@@ -23,21 +23,10 @@ class DnnlMatMulKernel final : public DnnlKernel {
     const int64_t k = b.dim(0), n = b.dim(1);
     const int64_t m = shape_numel(as) / (k > 0 ? k : 1);
     if (m <= 0 || k <= 0 || n <= 0) return false;
-    return ip_.prepare(m, k, n, b.data<float>(), false, node_.epilogue.bias_input >= 0,
-                       node_.epilogue);
+    return ip_.prepare(m, k, n, b.data<float>(), false, bias_input() >= 0, node_.epilogue);
   }
 
-  std::string impl_info() const override { return ip_.impl_info(); }
-
-  void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) override {
-    const int r = node_.epilogue.residual_input;
-    const int bi = node_.epilogue.bias_input;
-    ip_.run(in[0]->as<float>(), bi >= 0 ? in[bi]->as<float>() : nullptr,
-            r >= 0 ? in[r]->as<float>() : nullptr, out[0]->as<float>(), out[0]->desc.numel());
-  }
-
- private:
-  InnerProduct ip_;
+  int bias_input() const override { return node_.epilogue.bias_input; }
 };
 
 }  // namespace

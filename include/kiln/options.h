@@ -13,9 +13,10 @@ namespace kiln {
 enum class Device { kCpu, kCuda };
 
 // The engine's compute precision. fp32: plain float math. tf32: float32 tensors, tensor-core
-// math (CUDA). fp16: float16 activations and weights with float32 accumulation (CUDA). The CPU
-// engine computes in fp32 only and refuses the others.
-enum class Precision : uint8_t { kFp32, kTf32, kFp16 };
+// math (CUDA). fp16: float16 activations and weights with float32 accumulation (CUDA). bf16:
+// bfloat16 activations and weights (float32's range, 8 bits of mantissa) with float32
+// accumulation (CUDA). The CPU engine computes in fp32 only and refuses the others.
+enum class Precision : uint8_t { kFp32, kTf32, kFp16, kBf16 };
 
 // Which cuDNN API the CUDA convolutions may use: both, timed against each other (kAuto), or
 // only the legacy one or only the graph one (to check or bisect one path).
@@ -108,7 +109,7 @@ struct EngineOptions {
   // conv2). A name that is no node of the optimized graph fails the build, naming the node it
   // was fused into. CUDA engines; on the CPU only fp32 is accepted (what the CPU computes).
   std::map<std::string, Precision> precision_overrides;
-  // Values kept in float32 in a tf32/fp16 engine (kiln keeps the fp16 range guard's findings
+  // Values kept in float32 in a tf32/fp16/bf16 engine (kiln keeps the fp16 range guard's findings
   // so unless --no-fp16-fallback): every node of the optimized graph that writes or reads one
   // computes in fp32, so the value is never stored in fp16 (an overflowing activation stays
   // finite, an underflowing one keeps its digits). Names are the model's values as the guard
@@ -141,7 +142,7 @@ struct EngineOptions {
   int max_tactics = 0;
   // The most device scratch memory one layer may use, in bytes; the layers share one
   // workspace, so this bounds the engine's too. Negative (the default): by precision,
-  // kFp32WorkspaceLimit in fp32, kWorkspaceLimit in tf32/fp16. Strict-fp32 convs need room
+  // kFp32WorkspaceLimit in fp32, kWorkspaceLimit in tf32/fp16/bf16. Strict-fp32 convs need room
   // for their FFT and Winograd-style algorithms (ResNet-50 at batch 256 runs 1.27x faster
   // with 1 GiB than with 256 MiB); the tensor-core convs of tf32/fp16 gain nothing from more
   // and would spend memory on noise-level wins (fp16 ResNet-50 at batch 256 with 1 GiB:

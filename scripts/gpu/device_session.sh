@@ -41,15 +41,15 @@ if [[ $what == *" tests "* ]]; then
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]|tests ran" "$OUT/gpu_tests.log" | tail -40
 fi
 
-# The model zoo (tests/zoo) in fp32, tf32 and fp16 against ONNX Runtime, exported here with
-# PyTorch, which also gives its own tf32/fp16 error as the yardstick. The cache sits in the
-# repository copy, so a later call on the same warm machine resumes where this one stopped
-# (KILN_ZOO_TIMEOUT bounds one call). KILN_ZOO_MODELS narrows it ("--tier ci", or names).
+# The model zoo (tests/zoo) in fp32, tf32, fp16 and bf16 (KILN_ZOO_PRECISIONS) against ONNX
+# Runtime, exported here with PyTorch, which also gives its own tf32/fp16/bf16 error as the
+# yardstick. The cache sits in the repository copy, so a later call on the same warm machine
+# resumes where this one stopped (KILN_ZOO_TIMEOUT bounds one call). KILN_ZOO_MODELS narrows it ("--tier ci", or names).
 if [[ $what == *" zoo "* ]]; then
   zcache=$repo/models/cache/zoo-gpu
   mkdir -p "$zcache"
   KILN_ZOO_THREADS=2 timeout "${KILN_ZOO_TIMEOUT:-500}" python3 "$repo/tests/zoo/zoo.py" check \
-    ${KILN_ZOO_MODELS:---tier all} --device cuda --precisions fp32,tf32,fp16 \
+    ${KILN_ZOO_MODELS:---tier all} --device cuda --precisions "${KILN_ZOO_PRECISIONS:-fp32,tf32,fp16,bf16}" \
     --runner "$(command -v kiln_zoo_run)" --runner-arg=--no-tactics --jobs "${KILN_ZOO_JOBS:-8}" \
     --run-jobs "${KILN_ZOO_RUN_JOBS:-3}" \
     --cache "$zcache" --results "$zcache/results.jsonl" --skip-done >> "$OUT/zoo.log" 2>&1

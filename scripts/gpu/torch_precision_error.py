@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""How far PyTorch's own fp16 and tf32 results are from its fp32 result on the GPU, for the
+"""How far PyTorch's own fp16, bf16 and tf32 results are from its fp32 result on the GPU, for the
 same seeded random-weight torchvision models that scripts/models/export_torchvision.py
 exports (same build(), same seed, so the same weights kiln runs).
 
     python3 scripts/gpu/torch_precision_error.py [--models resnet50 mobilenet_v2] [--batch 2]
 
 Prints the relative L2 error ||y - y_fp32|| / ||y_fp32|| of the logits per model and mode:
-the yardstick for kiln's fp16/tf32 errors (tests/backends/cuda/test_models_cuda.cc).
+the yardstick for kiln's fp16/bf16/tf32 errors (tests/backends/cuda/test_models_cuda.cc).
 """
 import argparse
 import os
@@ -44,8 +44,10 @@ def main():
             torch.backends.cuda.matmul.allow_tf32 = False
             m16 = model.half().to(memory_format=torch.channels_last)
             y16 = m16(x.half().to(memory_format=torch.channels_last))
+            mbf = model.bfloat16().to(memory_format=torch.channels_last)
+            ybf = mbf(x.bfloat16().to(memory_format=torch.channels_last))
         print(f"{name}: relative L2 vs fp32: tf32 {rel(ytf, y32):.3g}, fp16 {rel(y16, y32):.3g}"
-              f" (fp32 vs float64: {rel(y32, ref):.3g})", flush=True)
+              f", bf16 {rel(ybf, y32):.3g} (fp32 vs float64: {rel(y32, ref):.3g})", flush=True)
 
 
 if __name__ == "__main__":

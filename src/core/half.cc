@@ -87,4 +87,22 @@ uint16_t float_to_bf16_bits(float f) {
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
 
+void store_floats(const float* src, size_t n, DataType dt, void* dst) {
+  auto* out = static_cast<uint8_t*>(dst);
+  switch (dt) {
+    case DataType::kFloat32:
+      if (n) std::memcpy(out, src, n * sizeof(float));
+      return;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      for (size_t i = 0; i < n; ++i) {
+        const uint16_t h =
+            dt == DataType::kFloat16 ? float_to_half_bits(src[i]) : float_to_bf16_bits(src[i]);
+        std::memcpy(out + i * 2, &h, 2);
+      }
+      return;
+    default: return;
+  }
+}
+
 }  // namespace kiln

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "kiln/tensor.h"
+
 namespace kiln {
 
 float half_bits_to_float(uint16_t h);
@@ -41,6 +43,10 @@ inline float bf16_bits_to_float(uint16_t b) {
   return f;
 }
 uint16_t float_to_bf16_bits(float f);  // round to nearest even; NaN kept
+
+// Writes n floats as `dt` (float32, float16 rounded to nearest even, or bfloat16 likewise) to
+// dst, which holds n elements of dt. Any other dt is the caller's error (nothing written).
+void store_floats(const float* src, size_t n, DataType dt, void* dst);
 
 struct Half {
   uint16_t bits = 0;

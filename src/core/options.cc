@@ -25,7 +25,7 @@ Result<E> parse_name(const std::string& s, const char* what, const char* const (
   return invalid_argument(std::string(what) + " '" + s + "': expected " + accepted);
 }
 
-const char* const kPrecisions[] = {"fp32", "tf32", "fp16"};
+const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
 const char* const kConvPaths[] = {"auto", "legacy", "graph"};
 const char* const kSpaceToDepth[] = {"auto", "on", "off"};
 const char* const kCpuConvAlgos[] = {"direct", "auto", "winograd"};

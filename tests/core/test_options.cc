@@ -59,13 +59,13 @@ void expect_round_trip(const char* (*name)(E), Result<E> (*parse)(const std::str
 }
 
 TEST(EngineOptions, SwitchNamesRoundTripAndBadNamesAreRefused) {
-  expect_round_trip<Precision>(precision_name, parse_precision, 3, "fp8");
+  expect_round_trip<Precision>(precision_name, parse_precision, 4, "fp8");
   expect_round_trip<CudnnConvPath>(cudnn_conv_path_name, parse_cudnn_conv_path, 3, "LEGACY");
   expect_round_trip<SpaceToDepth>(space_to_depth_name, parse_space_to_depth, 3, "");
   expect_round_trip<CpuConvAlgo>(cpu_conv_algo_name, parse_cpu_conv_algo, 3, "fft");
   expect_round_trip<CpuLayout>(cpu_layout_name, parse_cpu_layout, 5, "nchw");
   auto r = parse_precision("fp8");
-  EXPECT_NE(r.status().message().find("expected fp32, tf32 or fp16"), std::string::npos)
+  EXPECT_NE(r.status().message().find("expected fp32, tf32, fp16 or bf16"), std::string::npos)
       << r.status().message();
 }
 

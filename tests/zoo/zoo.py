@@ -13,14 +13,14 @@ BatchNorm statistics recalibrated on random images (reset, cumulative average, s
 in train mode). It is exported at opset 17 with a symbolic batch axis; its inputs are seeded
 standard-normal images at batch 1 and batch 3; ONNX Runtime (CPU, fp32) gives the reference
 outputs. `prepare` makes these once into the cache (default models/cache/zoo); where PyTorch has
-CUDA it also keeps PyTorch's own fp16 and tf32 outputs, the yardstick for kiln's.
+CUDA it also keeps PyTorch's own tf32, fp16 and bf16 outputs, the yardstick for kiln's.
 
 `check` runs each model through kiln_zoo_run (tests/zoo/zoo_run.cc: one process per model,
 one engine per precision, every batch through it) and compares:
   - fp32: relative L2 error at most 1e-4; where deep nets amplify fp32 rounding beyond that,
     kiln's distance from the model run in float64 (by PyTorch) at most twice ONNX Runtime's;
-  - tf32, fp16: relative L2 within twice PyTorch's own error in that precision on the same
-    weights and inputs (and at least 2e-3 for tf32, 1e-2 for fp16); cosine similarity at least
+  - tf32, fp16, bf16: relative L2 within twice PyTorch's own error in that precision on the
+    same weights and inputs (and at least 2e-3 for tf32, 1e-2 for fp16, 8e-2 for bf16); cosine similarity at least
     0.999, or what PyTorch's own error allows where it is below that (InceptionV3 in fp16);
   - every precision: top-1 (per image; per pixel for segmentation) as the reference's, except
     where the reference's two classes are closer than twice the engine's largest error on that
@@ -50,7 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 BATCHES = (1, 3)
 FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 6.103515625e-05
-FLOOR = {"fp32": 1e-4, "tf32": 2e-3, "fp16": 1e-2}
+FLOOR = {"fp32": 1e-4, "tf32": 2e-3, "fp16": 1e-2, "bf16": 8e-2}
 COSINE_MIN = 0.999
 
 
@@ -130,14 +130,14 @@ def ort_reference(onnx_path, x, out_dir):
 
 
 def torch_outputs(model, xs):
-    """PyTorch's own tf32 and fp16 outputs on the GPU for each input (its yardstick), as
+    """PyTorch's own tf32, fp16 and bf16 outputs on the GPU for each input (its yardstick), as
     {precision: [output per input]}, or {} without CUDA. `model` itself is left as it was."""
     import copy  # noqa: PLC0415
     import torch  # noqa: PLC0415
     if not torch.cuda.is_available():
         return {}
     dev = torch.device("cuda")
-    outs = {"tf32": [], "fp16": []}
+    outs = {"tf32": [], "fp16": [], "bf16": []}
     with torch.no_grad():
         m = copy.deepcopy(model).to(dev).eval()
         old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
@@ -145,10 +145,11 @@ def torch_outputs(model, xs):
         for x in xs:
             outs["tf32"].append(m(torch.from_numpy(x).to(dev)).float().cpu().numpy())
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
-        m = m.half().to(memory_format=torch.channels_last)
-        for x in xs:
-            xh = torch.from_numpy(x).to(dev).half().contiguous(memory_format=torch.channels_last)
-            outs["fp16"].append(m(xh).float().cpu().numpy())
+        for prec, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+            m = m.to(dt).to(memory_format=torch.channels_last)
+            for x in xs:
+                xh = torch.from_numpy(x).to(dev).to(dt).contiguous(memory_format=torch.channels_last)
+                outs[prec].append(m(xh).float().cpu().numpy())
         del m
         torch.cuda.empty_cache()
     return outs
@@ -445,7 +446,7 @@ def report(args):
                 if line.strip():
                     r = json.loads(line)
                     rows[(r["model"], r["device"], r.get("precision", "-"), r.get("batch", 0))] = r
-    cols = sorted({(k[1], k[2]) for k in rows}, key=lambda c: (c[0] != "cpu", ["fp32", "tf32", "fp16", "-"].index(c[1])))
+    cols = sorted({(k[1], k[2]) for k in rows}, key=lambda c: (c[0] != "cpu", ["fp32", "tf32", "fp16", "bf16", "-"].index(c[1])))
     lines = ["| model | " + " | ".join(f"{d} {p}" for d, p in cols) + " |",
              "|---|" + "---|" * len(cols)]
     passed = total = 0

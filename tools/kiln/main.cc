@@ -55,8 +55,8 @@ int run_main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-v,--verbose", global.verbose, "log more (-vv, -vvv for even more)");
-  add_enum(app, "--precision", global.precision, "fp32 (CPU and CUDA), tf32 or fp16 (CUDA)",
-           kiln::precision_name, 3, "fp32");
+  add_enum(app, "--precision", global.precision, "fp32 (CPU and CUDA), tf32, fp16 or bf16 (CUDA)",
+           kiln::precision_name, 4, "fp32");
   app.add_option("--precision-overrides", global.precision_overrides,
                  "CUDA: NODE=PRECISION[,...]: nodes computed in their own precision, e.g. one "
                  "layer in fp32 in an fp16 engine; a fused group by its first node (kiln "
@@ -102,8 +102,9 @@ int run_main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--timing-cache", global.timing_cache,
                  "CUDA: file that keeps layer timings across builds");
-  app.add_option("--workspace-mib", global.workspace_mib,
-                 "CUDA: scratch memory limit per layer (default 1024 in fp32, 256 in tf32/fp16)")
+  app.add_option(
+         "--workspace-mib", global.workspace_mib,
+         "CUDA: scratch memory limit per layer (default 1024 in fp32, 256 in tf32/fp16/bf16)")
       ->check(CLI::NonNegativeNumber);
 
   std::vector<Command> commands = {

@@ -41,9 +41,17 @@
 
 namespace kiln {
 
-// float32 or float16: the dtypes a float activation has on the device (ctx.act_dtype()).
+// float32, float16 or bfloat16: the dtypes a float activation has on the device
+// (ctx.act_dtype()).
 inline bool is_device_float(DataType dt) {
-  return dt == DataType::kFloat32 || dt == DataType::kFloat16;
+  return dt == DataType::kFloat32 || dt == DataType::kFloat16 || dt == DataType::kBFloat16;
+}
+
+// The device dtype of float activations computed in precision `p`.
+inline DataType act_dtype_of(Precision p) {
+  return p == Precision::kFp16   ? DataType::kFloat16
+         : p == Precision::kBf16 ? DataType::kBFloat16
+                                 : DataType::kFloat32;
 }
 
 // Device copies of constants, owned by the Engine and shared by all its Contexts: a
@@ -82,9 +90,7 @@ struct CudaBuildContext : BuildContext {
   WeightStore* weights = nullptr;  // never null
   TacticCache* tactics = nullptr;  // never null
   // BuildContext::notes is the plan's (CudaPlan::notes), never null here.
-  DataType act_dtype() const {
-    return precision == Precision::kFp16 ? DataType::kFloat16 : DataType::kFloat32;
-  }
+  DataType act_dtype() const { return act_dtype_of(precision); }
   bool allow_tf32() const { return precision != Precision::kFp32; }
 };
 

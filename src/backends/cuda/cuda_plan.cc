@@ -16,8 +16,7 @@ namespace {
 
 // The device dtype of a graph value: float activations in the precision's dtype.
 DataType device_dtype(DataType graph_dtype, Precision p) {
-  if (!is_device_float(graph_dtype)) return graph_dtype;
-  return p == Precision::kFp16 ? DataType::kFloat16 : DataType::kFloat32;
+  return is_device_float(graph_dtype) ? act_dtype_of(p) : graph_dtype;
 }
 
 }  // namespace
@@ -30,17 +29,9 @@ std::vector<uint8_t> host_bytes_as(const Tensor& t, DataType dt) {
     if (t.nbytes()) std::memcpy(out.data(), t.raw(), t.nbytes());
     return out;
   }
-  std::vector<float> f = t.to_floats();
-  if (dt == DataType::kFloat32) {
-    out.resize(f.size() * 4);
-    std::memcpy(out.data(), f.data(), out.size());
-  } else {
-    out.resize(f.size() * 2);
-    for (size_t i = 0; i < f.size(); ++i) {
-      uint16_t h = float_to_half_bits(f[i]);
-      std::memcpy(&out[i * 2], &h, 2);
-    }
-  }
+  const std::vector<float> f = t.to_floats();
+  out.resize(f.size() * dtype_size(dt));
+  store_floats(f.data(), f.size(), dt, out.data());
   return out;
 }
 

@@ -33,7 +33,7 @@ class ScratchBuffer {
     KILN_CUDA(cudaMalloc(&p_, std::max<size_t>(bytes, 1)));
     return Status::ok();
   }
-  // Allocates `count` elements of `dtype` (float32 or float16) holding values in [-1, 1).
+  // Allocates `count` elements of `dtype` (a device float) holding values in [-1, 1).
   Status alloc_random(DataType dtype, int64_t count, uint32_t seed) {
     const size_t esize = dtype_size(dtype);
     KILN_RETURN_IF_ERROR(alloc(static_cast<size_t>(count) * esize));
@@ -45,12 +45,7 @@ class ScratchBuffer {
     for (int64_t i = 0; i < chunk; ++i) {
       s = s * 1664525u + 1013904223u;
       float v = static_cast<float>(s >> 8) / static_cast<float>(1u << 24) * 2.f - 1.f;
-      if (dtype == DataType::kFloat16) {
-        uint16_t h = float_to_half_bits(v);
-        std::memcpy(&host[i * 2], &h, 2);
-      } else {
-        std::memcpy(&host[i * 4], &v, 4);
-      }
+      store_floats(&v, 1, dtype, &host[i * esize]);
     }
     for (int64_t off = 0; off < count; off += chunk) {
       const int64_t n = std::min(chunk, count - off);

@@ -68,7 +68,8 @@ inline const EpiCase kEpilogues[] = {
     {"hardsigmoid", true, Activation::kHardSigmoid, 0.2f, 0.5f, false},
 };
 
-inline const Precision kPrecisions[] = {Precision::kFp32, Precision::kTf32, Precision::kFp16};
+inline const Precision kPrecisions[] = {Precision::kFp32, Precision::kTf32, Precision::kFp16,
+                                        Precision::kBf16};
 
 // A one-node graph: Conv with constant W (and B), the epilogue set, and its input tensors.
 struct ConvNode {

@@ -35,15 +35,11 @@ inline std::vector<uint8_t> to_device_bytes(const Tensor& t, DataType dt, Layout
   if (!dtype_is_float(t.dtype())) {  // integer/bool tensors travel as they are
     bytes.resize(t.nbytes());
     std::memcpy(bytes.data(), t.raw(), t.nbytes());
-  } else if (dt == DataType::kFloat16) {
-    bytes.resize(v.size() * 2);
-    for (size_t i = 0; i < v.size(); ++i) {
-      uint16_t h = float_to_half_bits(v[i]);
-      std::memcpy(&bytes[i * 2], &h, 2);
-    }
   } else {
-    bytes.resize(v.size() * 4);
-    std::memcpy(bytes.data(), v.data(), bytes.size());
+    const DataType to =
+        dt == DataType::kFloat16 || dt == DataType::kBFloat16 ? dt : DataType::kFloat32;
+    bytes.resize(v.size() * dtype_size(to));
+    store_floats(v.data(), v.size(), to, bytes.data());
   }
   return bytes;
 }
@@ -57,10 +53,10 @@ inline Tensor from_device_bytes(const std::vector<uint8_t>& bytes, const TensorD
   int64_t n = d.numel();
   std::vector<float> v(n);
   for (int64_t i = 0; i < n; ++i) {
-    if (d.dtype == DataType::kFloat16) {
+    if (d.dtype == DataType::kFloat16 || d.dtype == DataType::kBFloat16) {
       uint16_t h;
       std::memcpy(&h, &bytes[i * 2], 2);
-      v[i] = half_bits_to_float(h);
+      v[i] = d.dtype == DataType::kFloat16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
     } else {
       std::memcpy(&v[i], &bytes[i * 4], 4);
     }
@@ -260,6 +256,7 @@ inline double tolerance(Precision p) {
     case Precision::kFp32: return 1e-5;
     case Precision::kTf32: return 2e-3;
     case Precision::kFp16: return 5e-3;
+    case Precision::kBf16: return 4e-2;  // 8 bits of mantissa: 8x fp16's rounding
   }
   return 0;
 }

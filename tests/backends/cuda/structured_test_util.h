@@ -46,7 +46,7 @@ inline std::unique_ptr<OneNodeGraph> one_node(OpKind op, const std::vector<Shape
   return o;
 }
 
-constexpr Precision kPrecisions[] = {Precision::kFp32, Precision::kFp16};
+constexpr Precision kPrecisions[] = {Precision::kFp32, Precision::kFp16, Precision::kBf16};
 constexpr Layout kLayouts[] = {Layout::kPlain, Layout::kNHWC};
 
 // Runs the node against the reference in fp32 and fp16 and, for rank-4 inputs, with

@@ -14,7 +14,7 @@ namespace kiln::test {
 namespace {
 
 const Shape kShapes[] = {{1, 3, 7, 5}, {2, 17, 9, 11}, {4, 64, 56, 56}, {3, 1000}, {13}};
-const Precision kPrecisions[] = {Precision::kFp32, Precision::kFp16};
+const Precision kPrecisions[] = {Precision::kFp32, Precision::kFp16, Precision::kBf16};
 const Layout kLayouts[] = {Layout::kPlain, Layout::kNHWC};
 
 std::string where(const Shape& s, Precision p, Layout l) {

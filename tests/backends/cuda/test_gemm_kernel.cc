@@ -11,7 +11,8 @@
 namespace kiln::test {
 namespace {
 
-const Precision kPrecisions[] = {Precision::kFp32, Precision::kTf32, Precision::kFp16};
+const Precision kPrecisions[] = {Precision::kFp32, Precision::kTf32, Precision::kFp16,
+                                 Precision::kBf16};
 
 struct GemmCase {
   const char* name;

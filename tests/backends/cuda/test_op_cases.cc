@@ -1,4 +1,4 @@
-// Every op case (tests/ops/cases) on the CUDA kernel of its op: fp32 and fp16, each layout
+// Every op case (tests/ops/cases) on the CUDA kernel of its op: fp32, fp16 and bf16, each layout
 // offered, outputs poisoned, against the reference. A case the kernel declines (kUnsupported:
 // the plan then runs the node on the CPU) is skipped for that precision and layout; any other
 // error fails.

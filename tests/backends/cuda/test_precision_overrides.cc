@@ -76,6 +76,8 @@ TEST(CudaPrecisionOverrides, OneLayerInAnotherPrecision) {
       {Precision::kFp16, {{"softmax", Precision::kFp32}}, 5e-3},
       {Precision::kFp16, {{"conv1", Precision::kFp32}, {"conv2", Precision::kFp32}}, 3e-3},
       {Precision::kFp32, {{"conv2", Precision::kFp16}}, 5e-3},
+      {Precision::kBf16, {{"conv2", Precision::kFp32}}, 4e-2},
+      {Precision::kFp16, {{"conv2", Precision::kBf16}}, 4e-2},
   };
   for (const Case& c : cases) {
     EngineOptions o;

@@ -11,7 +11,7 @@
 namespace kiln::test {
 namespace {
 
-const Precision kPrecisions[] = {Precision::kFp32, Precision::kFp16};
+const Precision kPrecisions[] = {Precision::kFp32, Precision::kFp16, Precision::kBf16};
 const Layout kLayouts[] = {Layout::kPlain, Layout::kNHWC};
 
 Tensor ints(const std::vector<int64_t>& v) {

@@ -69,8 +69,7 @@ Status LtGemmKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tens
     return invalid_argument("Gemm needs A and a constant B");
   const TensorDesc& a = in[0];
   const Tensor& b = *in[1].value;
-  if (a.dtype != DataType::kFloat32 && a.dtype != DataType::kFloat16)
-    return unsupported(std::string("Gemm on ") + dtype_name(a.dtype));
+  if (!is_device_float(a.dtype)) return unsupported(std::string("Gemm on ") + dtype_name(a.dtype));
   if (a.shape.size() != 2 || b.rank() != 2)
     return invalid_argument("Gemm A " + shape_str(a.shape) + ", B " + shape_str(b.shape()) +
                             ": both must be rank 2");
@@ -149,8 +148,9 @@ Result<std::unique_ptr<CudaKernel>> make_lt_gemm(const Node& node, Precision pre
     return unsupported("Gemm without A or B");
   if (!node.inputs[1]->is_constant()) return unsupported("Gemm B is not a constant");
   const DataType at = node.inputs[0]->dtype;
-  if (at != DataType::kFloat32 && at != DataType::kFloat16)
-    return unsupported(std::string("Gemm on ") + dtype_name(at) + " (cuBLASLt: float32/16)");
+  if (!is_device_float(at))
+    return unsupported(std::string("Gemm on ") + dtype_name(at) +
+                       " (cuBLASLt: float32, float16 or bfloat16)");
   if (!dtype_is_float(node.inputs[1]->constant.dtype()))
     return unsupported("Gemm B is not a float tensor");
   int c = -1;

@@ -64,10 +64,12 @@ LtMatmul::~LtMatmul() {
 
 Status LtMatmul::init(const LtProblem& p, const void* b_const, CudaBuildContext& ctx) {
   p_ = p;
-  const bool half = p.dtype == DataType::kFloat16;
-  const cudaDataType_t t = half ? CUDA_R_16F : CUDA_R_32F;
+  const bool narrow = p.dtype != DataType::kFloat32;
+  const cudaDataType_t t = p.dtype == DataType::kFloat16    ? CUDA_R_16F
+                           : p.dtype == DataType::kBFloat16 ? CUDA_R_16BF
+                                                            : CUDA_R_32F;
   const cublasComputeType_t compute =
-      !half && ctx.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      !narrow && ctx.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   KILN_CUBLAS(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));
   // cuBLASLt's first operand is B (see lt_matmul.h), its second A.
   const cublasOperation_t op_first = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;

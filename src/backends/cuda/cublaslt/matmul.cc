@@ -62,9 +62,9 @@ Status LtMatMulKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Te
   if (in.size() < 2 || !in[0].present() || !in[1].present())
     return invalid_argument("MatMul needs A and B");
   const DataType dt = in[0].dtype;
-  if ((dt != DataType::kFloat32 && dt != DataType::kFloat16) || in[1].dtype != dt)
+  if (!is_device_float(dt) || in[1].dtype != dt)
     return unsupported(std::string("MatMul on ") + dtype_name(dt) + " x " +
-                       dtype_name(in[1].dtype) + " (cuBLASLt: float32/16)");
+                       dtype_name(in[1].dtype) + " (cuBLASLt: float32, float16 or bfloat16)");
   if (in[0].layout != Layout::kPlain || in[1].layout != Layout::kPlain)
     return invalid_argument("MatMul operands must arrive in plain layout");
   Shape sa = in[0].shape, sb = in[1].shape;
@@ -148,8 +148,9 @@ Result<std::unique_ptr<CudaKernel>> make_lt_matmul(const Node& node, Precision p
   for (int i = 0; i < 2; ++i) {
     const Value* v = node.inputs[i];
     const DataType t = v->is_constant() ? v->constant.dtype() : v->dtype;
-    if (t != DataType::kFloat32 && t != DataType::kFloat16)
-      return unsupported(std::string("MatMul on ") + dtype_name(t) + " (cuBLASLt: float32/16)");
+    if (!is_device_float(t))
+      return unsupported(std::string("MatMul on ") + dtype_name(t) +
+                         " (cuBLASLt: float32, float16 or bfloat16)");
   }
   if (node.inputs[0]->is_constant()) return unsupported("MatMul with a constant A");
   return std::unique_ptr<CudaKernel>(new LtMatMulKernel(node, node.inputs[1]->is_constant()));

@@ -70,8 +70,9 @@ Status CudnnConvKernel::prepare(const std::vector<TensorDesc>& in, std::vector<T
   if (in.size() < 2 || !in[0].present() || !in[1].present())
     return invalid_argument("Conv needs X and W");
   const TensorDesc& x = in[0];
-  if (x.dtype != DataType::kFloat32 && x.dtype != DataType::kFloat16)
-    return unsupported(std::string("Conv on ") + dtype_name(x.dtype) + " (cuDNN: float32/16)");
+  if (!is_device_float(x.dtype))
+    return unsupported(std::string("Conv on ") + dtype_name(x.dtype) +
+                       " (cuDNN: float32, float16 or bfloat16)");
   if (x.shape.size() != 4)
     return unsupported("Conv input " + shape_str(x.shape) + ": cuDNN kernel takes 2-D convs");
   if (x.layout != layout_)
@@ -207,8 +208,9 @@ Result<std::unique_ptr<CudaKernel>> make_cudnn_conv(const Node& node, Precision 
   if (!dtype_is_float(w->constant.dtype()) || w->constant.dtype() == DataType::kFloat64)
     return unsupported(std::string("Conv weight of ") + dtype_name(w->constant.dtype()));
   const DataType xt = node.inputs[0]->dtype;
-  if (xt != DataType::kFloat32 && xt != DataType::kFloat16)
-    return unsupported(std::string("Conv on ") + dtype_name(xt) + " (cuDNN: float32/16)");
+  if (!is_device_float(xt))
+    return unsupported(std::string("Conv on ") + dtype_name(xt) +
+                       " (cuDNN: float32, float16 or bfloat16)");
   int bias = -1;
   if (node.inputs.size() > 2 && node.inputs[2] && node.epilogue.residual_input != 2) {
     bias = 2;

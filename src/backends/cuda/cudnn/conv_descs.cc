@@ -43,14 +43,7 @@ CudnnPadMapping map_conv_padding(const ConvGeometry& g) {
 
 std::vector<uint8_t> encode_floats(const std::vector<float>& v, DataType dtype) {
   std::vector<uint8_t> bytes(v.size() * dtype_size(dtype));
-  if (dtype == DataType::kFloat16) {
-    for (size_t i = 0; i < v.size(); ++i) {
-      uint16_t h = float_to_half_bits(v[i]);
-      std::memcpy(&bytes[i * 2], &h, 2);
-    }
-  } else {
-    std::memcpy(bytes.data(), v.data(), bytes.size());
-  }
+  store_floats(v.data(), v.size(), dtype, bytes.data());
   return bytes;
 }
 
@@ -81,7 +74,9 @@ std::string conv_tactic_key(const ConvGeometry& g, Precision precision, DataType
 }
 
 cudnnDataType_t cudnn_dtype(DataType dt) {
-  return dt == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  return dt == DataType::kFloat16    ? CUDNN_DATA_HALF
+         : dt == DataType::kBFloat16 ? CUDNN_DATA_BFLOAT16
+                                     : CUDNN_DATA_FLOAT;
 }
 
 const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t a) {

@@ -4,15 +4,12 @@
 #include <string>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cudnn/conv_descs.h"
 
 namespace kiln {
 namespace {
 
 constexpr int64_t kAlignment = 16;  // bytes; the plan's buffers are 256-aligned
-
-cudnnDataType_t data_type(DataType dt) {
-  return dt == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-}
 
 // Virtual intermediates count from here, away from the variant pack's uids.
 constexpr int64_t kUidVirtual = 100;
@@ -54,7 +51,7 @@ Result<const BackendDesc*> ConvGraph::tensor(int64_t uid, DataType dt, bool is_v
   }
   auto t = std::make_unique<BackendDesc>();
   KILN_RETURN_IF_ERROR(t->create(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
-  const cudnnDataType_t cdt = data_type(dt);
+  const cudnnDataType_t cdt = cudnn_dtype(dt);
   KILN_RETURN_IF_ERROR(t->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &cdt));
   KILN_RETURN_IF_ERROR(t->set_i64s(CUDNN_ATTR_TENSOR_DIMENSIONS, dims));
   KILN_RETURN_IF_ERROR(t->set_i64s(CUDNN_ATTR_TENSOR_STRIDES, strides));

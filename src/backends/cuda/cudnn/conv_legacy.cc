@@ -32,8 +32,8 @@ Status CudnnConvKernel::setup_legacy(const TensorDesc& x, const TensorDesc& w,
       d_.conv, pads_.pad[0], pads_.pad[1], i32(g.strides[0]), i32(g.strides[1]),
       i32(g.dilations[0]), i32(g.dilations[1]), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   KILN_CUDNN(cudnnSetConvolutionGroupCount(d_.conv, i32(g.group)));
-  // fp16: tensor cores; tf32: cuDNN's default (TF32 allowed); fp32: plain FMA, no TF32.
-  requested_math_ = x.dtype == DataType::kFloat16 ? CUDNN_TENSOR_OP_MATH
+  // fp16/bf16: tensor cores; tf32: cuDNN's default (TF32 allowed); fp32: plain FMA, no TF32.
+  requested_math_ = x.dtype != DataType::kFloat32 ? CUDNN_TENSOR_OP_MATH
                     : ctx.allow_tf32()            ? CUDNN_DEFAULT_MATH
                                                   : CUDNN_FMA_MATH;
   KILN_RETURN_IF_ERROR(set_math(requested_math_));

@@ -50,8 +50,7 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   }
   bool takes_offered(int i, const TensorDesc& offered) const override {
     return i == 0 && offered.shape.size() == 4 && offered.layout == Layout::kPlain &&
-           (offered.dtype == DataType::kFloat32 || offered.dtype == DataType::kFloat16) &&
-           offered.shape[1] <= kMaxChannels;
+           is_device_float(offered.dtype) && offered.shape[1] <= kMaxChannels;
   }
   bool reads_on_host(int i) const override { return direct_->reads_on_host(i); }
   int inplace_input() const override { return direct_->inplace_input(); }

@@ -237,7 +237,7 @@ class DepthwiseConvKernel final : public CudaKernel {
 
   // The widest pack for this dtype and channel count (pointers permitting).
   int vec() const {
-    const int v = dtype_ == DataType::kFloat16 ? 8 : 4;
+    const int v = dtype_size(dtype_) == 2 ? 8 : 4;
     return geo_.c % v == 0 ? v : 1;
   }
 

@@ -52,12 +52,14 @@ Status launch_pad_channels(DataType dtype, const void* src, void* dst, int64_t r
   if (total == 0) return Status::ok();
   constexpr int kThreads = 256;
   const int blocks = static_cast<int>(std::min<int64_t>((total + kThreads - 1) / kThreads, 65535));
-  if (dtype == DataType::kFloat16 && c_pad == 8 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+  // float16 and bfloat16 pad alike: 2-byte elements, zero is all zero bits.
+  const bool narrow = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+  if (narrow && c_pad == 8 && reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
     const int row_blocks =
         static_cast<int>(std::min<int64_t>((rows + kThreads - 1) / kThreads, 65535));
     pad_rows_16b_kernel<<<row_blocks, kThreads, 0, stream>>>(
         static_cast<const uint16_t*>(src), static_cast<uint4*>(dst), rows, static_cast<int>(c));
-  } else if (dtype == DataType::kFloat16) {
+  } else if (narrow) {
     pad_channels_kernel<uint16_t><<<blocks, kThreads, 0, stream>>>(
         static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), rows, c, c_pad);
   } else if (dtype == DataType::kFloat32) {

@@ -1,4 +1,5 @@
 // The space-to-depth input transform and filter rewrite (space_to_depth.h).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/cudnn/space_to_depth.h"
 #include "backends/cuda/kernels/elementwise.cuh"
 
@@ -49,7 +51,7 @@ __global__ void s2d_nhwc_kernel(const T* __restrict__ x, T* __restrict__ z, S2dS
   }
 }
 
-// float32 or float16 as the bits of a z element.
+// float32, float16 or bfloat16 as the bits of a z element.
 template <typename T>
 struct ZBits;
 template <>
@@ -62,6 +64,13 @@ struct ZBits<__half> {
   using type = uint16_t;
   static __device__ __forceinline__ uint16_t from(float v) {
     return __half_as_ushort(__float2half_rn(v));
+  }
+};
+template <>
+struct ZBits<__nv_bfloat16> {
+  using type = uint16_t;
+  static __device__ __forceinline__ uint16_t from(float v) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
   }
 };
 
@@ -198,8 +207,6 @@ void launch_typed(const S2dIo& io, const S2dShape& s, const void* xv, void* zv,
   }
 }
 
-bool is_float_type(DataType d) { return d == DataType::kFloat32 || d == DataType::kFloat16; }
-
 }  // namespace
 
 Tensor space_to_depth_filter(const Tensor& w, int64_t cp) {
@@ -225,17 +232,17 @@ Status launch_space_to_depth(const S2dIo& io, const S2dShape& s, const void* x, 
     return invalid_argument("space_to_depth: " + std::to_string(s.c) + " channels into " +
                             std::to_string(s.cp) + ", z " + std::to_string(s.hz) + "x" +
                             std::to_string(s.wz));
-  if (!is_float_type(io.x_dtype) || !is_float_type(io.z_dtype))
+  if (!is_device_float(io.x_dtype) || !is_device_float(io.z_dtype))
     return unsupported(std::string("space_to_depth from ") + dtype_name(io.x_dtype) + " to " +
                        dtype_name(io.z_dtype));
   if (s.z_numel() == 0) return Status::ok();
-  const bool xh = io.x_dtype == DataType::kFloat16, zh = io.z_dtype == DataType::kFloat16;
-  if (xh && zh) launch_typed<__half, __half>(io, s, x, z, stream);
-  if (xh && !zh) launch_typed<__half, float>(io, s, x, z, stream);
-  if (!xh && zh) launch_typed<float, __half>(io, s, x, z, stream);
-  if (!xh && !zh) launch_typed<float, float>(io, s, x, z, stream);
-  KILN_CUDA_LAUNCHED("space_to_depth");
-  return Status::ok();
+  return cuda::dispatch_float(io.x_dtype, "space_to_depth", [&](auto tx) -> Status {
+    return cuda::dispatch_float(io.z_dtype, "space_to_depth", [&](auto tz) -> Status {
+      launch_typed<decltype(tx), decltype(tz)>(io, s, x, z, stream);
+      KILN_CUDA_LAUNCHED("space_to_depth");
+      return Status::ok();
+    });
+  });
 }
 
 }  // namespace kiln

@@ -171,7 +171,7 @@ Status BinaryKernel::upload_constant(int i, const TensorDesc& d, Layout layout,
         const uint16_t h = sat.convert(f);
         std::memcpy(&bytes[k * 2], &h, 2);
       } else {
-        std::memcpy(&bytes[k * 4], &f, 4);
+        store_floats(&f, 1, dtype_, &bytes[k * dtype_size(dtype_)]);
       }
     }
     if (sat.changed && ctx.notes)
@@ -347,7 +347,8 @@ Status BinaryKernel::launch(const void* a, const void* b, void* y, cudaStream_t 
     case OpKind::Mul: return launch_with(pa, pb, py, cuda::MulFn{}, stream);
     case OpKind::Div: return launch_with(pa, pb, py, cuda::DivFn{}, stream);
     case OpKind::Pow:
-      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, __half>)
+      if constexpr (std::is_same_v<T, float> || std::is_same_v<T, __half> ||
+                    std::is_same_v<T, __nv_bfloat16>)
         return launch_with(pa, pb, py, cuda::PowFn{}, stream);
       break;
     default: break;
@@ -363,6 +364,7 @@ Status BinaryKernel::enqueue(const std::vector<const TensorRef*>& in,
   switch (dtype_) {
     case DataType::kFloat32: return launch<float>(a, b, y, run.stream);
     case DataType::kFloat16: return launch<__half>(a, b, y, run.stream);
+    case DataType::kBFloat16: return launch<__nv_bfloat16>(a, b, y, run.stream);
     case DataType::kInt32: return launch<int32_t>(a, b, y, run.stream);
     case DataType::kInt64: return launch<int64_t>(a, b, y, run.stream);
     default: return internal_error(std::string("binary on ") + dtype_name(dtype_));

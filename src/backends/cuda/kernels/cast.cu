@@ -1,11 +1,11 @@
-// Cast between float32, float16, int32, int64, bool and uint8, with the reference's rules
+// Cast between float32, float16, bfloat16, int32, int64, bool and uint8, with the reference's rules
 // (ops/elementwise.h convert_value): float -> integer truncates toward zero, NaN gives 0
 // and out-of-range values saturate; integer -> integer wraps; x -> bool is x != 0.
 //
 // A float target is the activation dtype on the device (fp16 engines keep every float
 // activation as float16), so float -> float is a copy: layout-agnostic and in place.
-// A cast to float16 in an fp32 engine still rounds to float16 precision, as the model
-// asks. Everything else runs on plain data.
+// A cast to float16 or bfloat16 in an engine with float32 activations still rounds to the
+// narrow type's precision, as the model asks. Everything else runs on plain data.
 #include <cuda_fp16.h>
 
 #include <limits>
@@ -25,7 +25,8 @@ using cuda::load_acc;
 using cuda::store_as;
 
 template <class T>
-inline constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, __half>;
+inline constexpr bool kIsFloat =
+    std::is_same_v<T, float> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
 template <class To, class From>
 struct CastFn {
@@ -42,24 +43,28 @@ struct CastFn {
       if (d <= static_cast<double>(std::numeric_limits<To>::lowest()))
         return std::numeric_limits<To>::lowest();
       return static_cast<To>(d);
-    } else if constexpr (std::is_same_v<To, __half>) {
-      return __float2half_rn(static_cast<float>(load_acc(v)));
+    } else if constexpr (std::is_same_v<To, __half> || std::is_same_v<To, __nv_bfloat16>) {
+      return store_as<To>(static_cast<float>(load_acc(v)));
     } else {
       return static_cast<To>(load_acc(v));
     }
   }
 };
 
-// A cast to float16 in an fp32 engine: float32 on the device, rounded as float16 would be.
-template <class From>
-struct ThroughHalfFn {
-  __device__ float operator()(From v) const { return __half2float(CastFn<__half, From>{}(v)); }
+// A cast to float16 or bfloat16 (Narrow) whose output the device keeps as float32: rounded
+// as Narrow would be.
+template <class Narrow, class From>
+struct ThroughNarrowFn {
+  __device__ float operator()(From v) const {
+    return static_cast<float>(load_acc(CastFn<Narrow, From>{}(v)));
+  }
 };
 
 bool supported(DataType dt) {
   switch (dt) {
     case DataType::kFloat32:
     case DataType::kFloat16:
+    case DataType::kBFloat16:
     case DataType::kInt32:
     case DataType::kInt64:
     case DataType::kBool:
@@ -74,6 +79,7 @@ Status dispatch(DataType dt, F&& f) {
   switch (dt) {
     case DataType::kFloat32: return f(float{});
     case DataType::kFloat16: return f(__half{});
+    case DataType::kBFloat16: return f(__nv_bfloat16{});
     case DataType::kInt32: return f(int32_t{});
     case DataType::kInt64: return f(int64_t{});
     case DataType::kBool: return f(bool{});
@@ -112,11 +118,18 @@ class CastKernel final : public CudaKernel {
     const TensorRef& x = *in[0];
     TensorRef& y = *out[0];
     const int64_t n = x.desc.numel();
-    if (to_ == DataType::kFloat16 && out_dtype_ == DataType::kFloat32) {
+    if ((to_ == DataType::kFloat16 || to_ == DataType::kBFloat16) &&
+        out_dtype_ == DataType::kFloat32) {
       return dispatch(from_, [&](auto from_tag) -> Status {
         using From = decltype(from_tag);
-        return cuda::launch_map(static_cast<const From*>(x.data), static_cast<float*>(y.data), n,
-                                ThroughHalfFn<From>{}, run.stream, "cast through float16");
+        return dispatch(to_, [&](auto narrow_tag) -> Status {
+          using Narrow = decltype(narrow_tag);
+          if constexpr (std::is_same_v<Narrow, __half> || std::is_same_v<Narrow, __nv_bfloat16>)
+            return cuda::launch_map(static_cast<const From*>(x.data), static_cast<float*>(y.data),
+                                    n, ThroughNarrowFn<Narrow, From>{}, run.stream,
+                                    "cast through a narrow float");
+          return internal_error("cast through a narrow float");
+        });
       });
     }
     if (from_ == out_dtype_) {

@@ -1,5 +1,5 @@
 // launch_convert (launch.h): the plan's conversions between a producer's and a consumer's
-// dtype (float32 <-> float16) and layout (plain <-> NHWC).
+// dtype (float32, float16, bfloat16) and layout (plain <-> NHWC).
 //
 // A layout change is a batch of matrix transposes: plain [N][C][HW] -> NHWC [N][HW][C] is
 // N transposes of a C x HW matrix, the reverse N transposes of HW x C. Both run through
@@ -135,14 +135,13 @@ Status launch_convert(const TensorRef& src, TensorRef& dst, cudaStream_t stream)
     KILN_CUDA(cudaMemcpyAsync(dst.data, src.data, a.nbytes(), cudaMemcpyDeviceToDevice, stream));
     return Status::ok();
   }
-  const bool a_half = a.dtype == DataType::kFloat16, b_half = b.dtype == DataType::kFloat16;
-  const bool a_float = a_half || a.dtype == DataType::kFloat32;
-  const bool b_float = b_half || b.dtype == DataType::kFloat32;
-  if (!a_float || !b_float) return fail("only float32/float16 convert or change layout");
-  if (a_half && b_half) return convert_typed<__half, __half>(src, dst, stream);
-  if (a_half) return convert_typed<__half, float>(src, dst, stream);
-  if (b_half) return convert_typed<float, __half>(src, dst, stream);
-  return convert_typed<float, float>(src, dst, stream);
+  if (!is_device_float(a.dtype) || !is_device_float(b.dtype))
+    return fail("only float32/float16/bfloat16 convert or change layout");
+  return cuda::dispatch_float(a.dtype, "convert", [&](auto from) -> Status {
+    return cuda::dispatch_float(b.dtype, "convert", [&](auto to) -> Status {
+      return convert_typed<decltype(from), decltype(to)>(src, dst, stream);
+    });
+  });
 }
 
 }  // namespace kiln

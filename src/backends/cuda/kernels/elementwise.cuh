@@ -6,25 +6,33 @@
 // the reference does for its Half type.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "backends/cuda/cuda_common.h"
 #include "ir/epilogue.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
 
 namespace kiln::cuda {
 
-// The type an element computes in: float for float16, itself otherwise.
+// The type an element computes in: float for float16 and bfloat16, itself otherwise.
 template <class T>
 struct AccOf {
   using type = T;
 };
 template <>
 struct AccOf<__half> {
+  using type = float;
+};
+template <>
+struct AccOf<__nv_bfloat16> {
   using type = float;
 };
 template <class T>
@@ -34,6 +42,8 @@ template <class T>
 __device__ __forceinline__ Acc<T> load_acc(T v) {
   if constexpr (std::is_same_v<T, __half>)
     return __half2float(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(v);
   else
     return v;
 }
@@ -42,8 +52,24 @@ template <class T, class A>
 __device__ __forceinline__ T store_as(A v) {
   if constexpr (std::is_same_v<T, __half>)
     return __float2half_rn(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16_rn(static_cast<float>(v));
   else
     return static_cast<T>(v);
+}
+
+// Calls f(float{}), f(__half{}) or f(__nv_bfloat16{}) by a device float dtype
+// (is_device_float); kUnsupported naming `what` otherwise.
+template <class F>
+Status dispatch_float(DataType dt, const char* what, F&& f) {
+  switch (dt) {
+    case DataType::kFloat32: return f(float{});
+    case DataType::kFloat16: return f(__half{});
+    case DataType::kBFloat16: return f(__nv_bfloat16{});
+    default:
+      return unsupported(std::string(what) + " on " + dtype_name(dt) +
+                         " (float32, float16 or bfloat16 only)");
+  }
 }
 
 // V elements of T in one aligned access (16 bytes for V = 16 / sizeof(T)).

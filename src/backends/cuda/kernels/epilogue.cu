@@ -113,15 +113,14 @@ Status launch_epilogue(const TensorDesc& desc, void* data, const float* bias, co
     if (desc.layout == Layout::kPlain)
       for (size_t d = 2; d < s.size(); ++d) args.inner *= s[d];
   }
-  if (desc.dtype == DataType::kFloat32)
-    return epilogue_typed(n, static_cast<float*>(data), static_cast<const float*>(residual), act,
-                          args, stream)
-        .with_context(what);
-  if (desc.dtype == DataType::kFloat16)
-    return epilogue_typed(n, static_cast<__half*>(data), static_cast<const __half*>(residual), act,
-                          args, stream)
-        .with_context(what);
-  return unsupported(what + ": float32 or float16 only");
+  return cuda::dispatch_float(desc.dtype, "epilogue",
+                              [&](auto tag) -> Status {
+                                using T = decltype(tag);
+                                return epilogue_typed(n, static_cast<T*>(data),
+                                                      static_cast<const T*>(residual), act, args,
+                                                      stream);
+                              })
+      .with_context(what);
 }
 
 }  // namespace kiln

@@ -50,9 +50,9 @@ class PadKernel final : public CudaKernel {
       return invalid_argument("constant_value must be a scalar, got shape " +
                               shape_str(value->shape()));
     if (value && value->numel() == 1) {
-      if (x.dtype == DataType::kFloat16 && value->dtype() == DataType::kFloat32) {
-        const uint16_t h = float_to_half_bits(value->data<float>()[0]);
-        std::memcpy(&value_bits_, &h, sizeof(h));
+      if (x.dtype != value->dtype() && is_device_float(x.dtype) &&
+          value->dtype() == DataType::kFloat32) {
+        store_floats(value->data<float>(), 1, x.dtype, &value_bits_);
       } else if (value->dtype() == x.dtype) {
         std::memcpy(&value_bits_, value->raw(), elem_);
       } else {

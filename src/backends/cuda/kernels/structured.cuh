@@ -1,9 +1,10 @@
 // Device and host helpers shared by kiln's structured (non-elementwise) CUDA kernels:
 // pooling, reductions, concat, softmax, batch norm, transpose, resize. Activations are
-// float32 or float16 on the device; every kernel computes in float and converts on load
-// and store through to_float / from_float.
+// float32, float16 or bfloat16 on the device; every kernel computes in float and converts on
+// load and store through to_float / from_float.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +21,7 @@ namespace kiln::cuda {
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 template <class T>
 __device__ __forceinline__ T from_float(float v);
@@ -30,6 +32,10 @@ __device__ __forceinline__ float from_float<float>(float v) {
 template <>
 __device__ __forceinline__ __half from_float<__half>(float v) {
   return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
 }
 
 // V consecutive elements moved as one aligned load/store (16 bytes for 8 halves or 4
@@ -81,23 +87,22 @@ inline int pack_width(size_t elem_size, int64_t count, std::initializer_list<con
 }
 
 // Activation dtypes the kernels take.
-inline bool is_act_dtype(DataType dt) {
-  return dt == DataType::kFloat32 || dt == DataType::kFloat16;
-}
+inline bool is_act_dtype(DataType dt) { return is_device_float(dt); }
 
 inline Status check_act_dtype(DataType dt, const char* what) {
   if (is_act_dtype(dt)) return Status::ok();
   return unsupported(std::string(what) + ": element type " + dtype_name(dt) +
-                     " (this kernel takes float32 or float16)");
+                     " (this kernel takes float32, float16 or bfloat16)");
 }
 
-// Calls f(float{}) or f(__half{}) by the activation dtype.
+// Calls f(float{}), f(__half{}) or f(__nv_bfloat16{}) by the activation dtype.
 template <class F>
 Status dispatch_act(DataType dt, F&& f) {
   if (dt == DataType::kFloat32) return f(float{});
   if (dt == DataType::kFloat16) return f(__half{});
+  if (dt == DataType::kBFloat16) return f(__nv_bfloat16{});
   return unsupported(std::string("element type ") + dtype_name(dt) +
-                     " (this kernel takes float32 or float16)");
+                     " (this kernel takes float32, float16 or bfloat16)");
 }
 
 // Rank of a node input as the graph knows it, or -1 when unknown.

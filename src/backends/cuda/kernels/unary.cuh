@@ -1,4 +1,4 @@
-// The unary elementwise ops' CudaKernel: y = f(x) for float32/float16 tensors, with f a
+// The unary elementwise ops' CudaKernel: y = f(x) for float32/float16/bfloat16 tensors, with f a
 // functor computing in float (`__device__ float operator()(float) const`). The op files
 // (activations.cu, unary_math.cu) hold only their functors, attribute reading and
 // registration.
@@ -24,15 +24,15 @@ struct ApplyUnary {
   __device__ T operator()(T v) const { return store_as<T>(f(load_acc(v))); }
 };
 
-// Factory check shared by the float ops: input 0 is a float the device holds as float32
-// or float16 (float64 and bfloat16 tensors stay on the CPU), and no fused epilogue.
+// Factory check shared by the float ops: input 0 is a float the device holds as float32,
+// float16 or bfloat16 (float64 tensors stay on the CPU), and no fused epilogue.
 inline Status check_float_input(const Node& node) {
   const Value* x = node.input(0);
   if (!x) return invalid_argument("input 0 is missing");
   if (!node.epilogue.empty()) return unsupported("a fused epilogue on an elementwise op");
-  if (x->dtype != DataType::kFloat32 && x->dtype != DataType::kFloat16)
+  if (!is_device_float(x->dtype))
     return unsupported(std::string("input dtype ") + dtype_name(x->dtype) +
-                       " (float32/float16 only)");
+                       " (float32, float16 or bfloat16 only)");
   return Status::ok();
 }
 
@@ -49,7 +49,7 @@ class UnaryKernel : public CudaKernel {
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
     if (in.empty() || !in[0].present()) return invalid_argument("input 0 is missing");
-    if (in[0].dtype != DataType::kFloat32 && in[0].dtype != DataType::kFloat16)
+    if (!is_device_float(in[0].dtype))
       return unsupported(std::string(op_) + " on " + dtype_name(in[0].dtype));
     KILN_RETURN_IF_ERROR(configure(in));
     out[0] = TensorDesc{in[0].dtype, in[0].shape, nullptr, in[0].layout};
@@ -62,11 +62,11 @@ class UnaryKernel : public CudaKernel {
                  const CudaRunContext& run) override {
     const TensorRef& x = *in[0];
     TensorRef& y = *out[0];
-    if (x.desc.dtype == DataType::kFloat16)
-      return launch_map(static_cast<const __half*>(x.data), static_cast<__half*>(y.data),
-                        x.desc.numel(), ApplyUnary<__half, F>{f_}, run.stream, op_);
-    return launch_map(static_cast<const float*>(x.data), static_cast<float*>(y.data),
-                      x.desc.numel(), ApplyUnary<float, F>{f_}, run.stream, op_);
+    return dispatch_float(x.desc.dtype, op_, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      return launch_map(static_cast<const T*>(x.data), static_cast<T*>(y.data), x.desc.numel(),
+                        ApplyUnary<T, F>{f_}, run.stream, op_);
+    });
   }
 
  protected:

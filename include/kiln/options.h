@@ -15,7 +15,9 @@ enum class Device { kCpu, kCuda };
 // The engine's compute precision. fp32: plain float math. tf32: float32 tensors, tensor-core
 // math (CUDA). fp16: float16 activations and weights with float32 accumulation (CUDA). bf16:
 // bfloat16 activations and weights (float32's range, 8 bits of mantissa) with float32
-// accumulation (CUDA). The CPU engine computes in fp32 only and refuses the others.
+// accumulation (CUDA; on the CPU, convolutions and inner products read bfloat16 and write
+// float32, where oneDNN has native bfloat16 math: AVX-512 BF16 or AMX). The CPU engine refuses
+// tf32 and fp16, and bf16 where the CPU lacks it.
 enum class Precision : uint8_t { kFp32, kTf32, kFp16, kBf16 };
 
 // Which cuDNN API the CUDA convolutions may use: both, timed against each other (kAuto), or
@@ -100,14 +102,14 @@ struct EngineOptions {
   // fusion...) before planning. Off gives the imported graph as is, e.g. to bisect a pass.
   bool optimize = true;
 
-  // The compute precision (see Precision); anything but fp32 needs a CUDA engine.
+  // The compute precision (see Precision); tf32 and fp16 need a CUDA engine.
   Precision precision = Precision::kFp32;
   // Per-node precision (kiln --precision-overrides NODE=fp32,...): the named nodes of the
   // optimized graph compute in their own precision, with conversions inserted around them,
   // e.g. one layer kept in fp32 inside an fp16 engine. A fused group goes by its first node's
   // name (`kiln inspect --passes` lists the groups: "conv2 + add → Conv[+ residual]" is
   // conv2). A name that is no node of the optimized graph fails the build, naming the node it
-  // was fused into. CUDA engines; on the CPU only fp32 is accepted (what the CPU computes).
+  // was fused into. On the CPU fp32 and bf16 are accepted (bf16 where the CPU has it).
   std::map<std::string, Precision> precision_overrides;
   // Values kept in float32 in a tf32/fp16/bf16 engine (kiln keeps the fp16 range guard's findings
   // so unless --no-fp16-fallback): every node of the optimized graph that writes or reads one

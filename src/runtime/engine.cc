@@ -130,13 +130,23 @@ Result<std::shared_ptr<Engine>> build_engine(
   const bool cuda = options.device == Device::kCuda;
   if (options.backend != "auto" && options.backend != "reference")
     return invalid_argument("backend '" + options.backend + "': expected auto or reference");
-  if (!cuda && options.precision != Precision::kFp32)
-    return unsupported(std::string("precision ") + precision_name(options.precision) +
-                       " needs a CUDA engine (--device cuda): the CPU engine computes in fp32");
+  // The CPU computes in fp32, and in bf16 through oneDNN where the CPU has bfloat16 math.
+  auto cpu_refuses = [&](Precision p, const std::string& what) -> Status {
+    if (cuda || p == Precision::kFp32) return Status::ok();
+    if (p != Precision::kBf16)
+      return unsupported(what +
+                         " needs a CUDA engine (--device cuda): the CPU engine computes "
+                         "in fp32 (or bf16)");
+    if (options.backend == "reference")
+      return unsupported(what +
+                         ": the reference kernels compute in fp32 only (bf16 runs on "
+                         "oneDNN, --backend auto)");
+    return cpu_precision_status(p).with_context(what);
+  };
+  KILN_RETURN_IF_ERROR(cpu_refuses(options.precision,
+                                   std::string("precision ") + precision_name(options.precision)));
   for (const auto& [node, p] : options.precision_overrides)
-    if (!cuda && p != Precision::kFp32)
-      return unsupported("precision override " + node + "=" + precision_name(p) +
-                         " needs a CUDA engine (--device cuda): the CPU engine computes in fp32");
+    KILN_RETURN_IF_ERROR(cpu_refuses(p, "precision override " + node + "=" + precision_name(p)));
   PassReport passes;  // stays empty without the optimizer
   std::set<std::string> imported_names;
   for (const auto& n : graph->nodes()) imported_names.insert(n->name);
@@ -219,8 +229,8 @@ Result<std::shared_ptr<Engine>> build_engine(
   // CUDA engines lower nodes per input shape (runtime/cuda_runtime.h); the reference
   // backend recorded here is what their CPU fallback steps run.
   if (options.backend == "auto" && !cuda)
-    impl->onednn =
-        make_onednn_backend({options.threads, options.cpu_conv_algo, options.cpu_layout});
+    impl->onednn = make_onednn_backend({options.threads, options.cpu_conv_algo, options.cpu_layout,
+                                        resolved.precision, resolved.precision_overrides});
   const Backend* fast = impl->onednn.get();
   for (const auto& n : graph->nodes()) {
     const Backend* b = fast && fast->supports(*n) ? fast : &ref;

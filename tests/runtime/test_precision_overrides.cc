@@ -1,6 +1,7 @@
 // EngineOptions::precision_overrides checked at build on the CPU: a name that is no node of
 // the optimized graph (unknown, or merged away by the optimizer) is an error saying which;
-// the CPU takes fp32 overrides (what it computes anyway) and refuses others. The CUDA side
+// the CPU takes fp32 overrides (what it computes anyway) and refuses fp16/tf32 (bf16:
+// tests/runtime/test_cpu_bf16.cc). The CUDA side
 // (a layer in fp32 inside an fp16 plan) is tests/backends/cuda/test_precision_overrides.cc.
 #include <gtest/gtest.h>
 

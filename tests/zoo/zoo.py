@@ -20,7 +20,7 @@ one engine per precision, every batch through it) and compares:
   - fp32: relative L2 error at most 1e-4; where deep nets amplify fp32 rounding beyond that,
     kiln's distance from the model run in float64 (by PyTorch) at most twice ONNX Runtime's;
   - tf32, fp16, bf16: relative L2 within twice PyTorch's own error in that precision on the
-    same weights and inputs (and at least 2e-3 for tf32, 1e-2 for fp16, 8e-2 for bf16); cosine similarity at least
+    same weights and inputs (and at least 2e-3 for tf32, 1e-2 for fp16, 0.15 for bf16); cosine similarity at least
     0.999, or what PyTorch's own error allows where it is below that (InceptionV3 in fp16);
   - every precision: top-1 (per image; per pixel for segmentation) as the reference's, except
     where the reference's two classes are closer than twice the engine's largest error on that
@@ -50,7 +50,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 BATCHES = (1, 3)
 FP16_MAX = 65504.0
 FP16_MIN_NORMAL = 6.103515625e-05
-FLOOR = {"fp32": 1e-4, "tf32": 2e-3, "fp16": 1e-2, "bf16": 8e-2}
+# bf16 without PyTorch's yardstick (CPU caches): ResNet-50's own bf16 error is 0.115 on the
+# GPU (scripts/gpu/torch_precision_error.py), so its floor is 0.15 and its cosine floor 0.99.
+FLOOR = {"fp32": 1e-4, "tf32": 2e-3, "fp16": 1e-2, "bf16": 0.15}
+COSINE_FLOOR = {"bf16": 0.99}
 COSINE_MIN = 0.999
 
 
@@ -320,7 +323,7 @@ def check_case(args, name, b, precision, info, out_dir):
             res["cosine"] = cosine(got, ref)
             res["top1"] = top1_agreement(got, ref)
             res["top1_unexplained"] = top1_unexplained(got, ref)
-            tol, cos_min = FLOOR[precision], COSINE_MIN
+            tol, cos_min = FLOOR[precision], COSINE_FLOOR.get(precision, COSINE_MIN)
             # Top-1 flips are allowed only where the engine's own error explains them; on
             # segmentation maps, on 1% of the pixels (class boundaries).
             top1_max_unexplained = 0.01 if m["kind"] == "seg" else 0.0
@@ -344,7 +347,7 @@ def check_case(args, name, b, precision, info, out_dir):
                 # rounding in different places (kiln folds BatchNorm into the weights, fuses
                 # epilogues, runs NHWC) land within about 2x of each other.
                 tol = max(tol, 2 * res["torch_rel_l2"])
-                cos_min = min(COSINE_MIN, 1 - 2 * (1 - res["torch_cosine"]))
+                cos_min = min(cos_min, 1 - 2 * (1 - res["torch_cosine"]))
             res["tolerance"] = tol
             if not np.all(np.isfinite(got)):
                 problems.append("output has inf or NaN")

@@ -55,7 +55,7 @@ int run_main(int argc, char** argv) {
   app.add_option("--threads", global.threads, "CPU threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-v,--verbose", global.verbose, "log more (-vv, -vvv for even more)");
-  add_enum(app, "--precision", global.precision, "fp32 (CPU and CUDA), tf32, fp16 or bf16 (CUDA)",
+  add_enum(app, "--precision", global.precision, "fp32 or bf16 (CPU and CUDA), tf32 or fp16 (CUDA)",
            kiln::precision_name, 4, "fp32");
   app.add_option("--precision-overrides", global.precision_overrides,
                  "CUDA: NODE=PRECISION[,...]: nodes computed in their own precision, e.g. one "

@@ -259,6 +259,34 @@ void keep_freed_activations() {
 
 }  // namespace
 
+Status cpu_precision_status(Precision p) {
+  if (p == Precision::kFp32) return Status::ok();
+  if (p != Precision::kBf16)
+    return unsupported(std::string("precision ") + precision_name(p) +
+                       " on the CPU: it computes in fp32 or bf16");
+  // Asked of oneDNN itself: a bf16 conv it runs natively (not its reference loops) needs the
+  // AVX-512 BF16 or AMX instructions, and honours DNNL_MAX_CPU_ISA.
+  static const bool native = [] {
+    using dnnl::memory;
+    try {
+      const memory::desc src({1, 32, 8, 8}, memory::data_type::bf16, memory::format_tag::any);
+      const memory::desc w({32, 32, 3, 3}, memory::data_type::bf16, memory::format_tag::any);
+      const memory::desc dst({1, 32, 8, 8}, memory::data_type::f32, memory::format_tag::any);
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::convolution_direct, src, w, dst, {1, 1},
+                                        {1, 1}, {1, 1});
+      dnnl::convolution_forward::primitive_desc pd(d, dnnl_cpu::cpu_engine());
+      return std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  if (native) return Status::ok();
+  return unsupported(
+      "bf16 on the CPU needs bfloat16 instructions (AVX-512 BF16 or AMX), which this CPU "
+      "lacks: oneDNN has only its reference convolution for it; use fp32, or --device cuda");
+}
+
 std::unique_ptr<Backend> make_onednn_backend(const OnednnOptions& options) {
   static const bool malloc_tuned = (keep_freed_activations(), true);
   (void)malloc_tuned;

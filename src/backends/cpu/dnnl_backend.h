@@ -1,14 +1,18 @@
-// The oneDNN CPU backend (dnnl_*.cc), fp32: Conv, Gemm and MatMul by a constant matrix with
+// The oneDNN CPU backend (dnnl_*.cc), fp32 (convolutions also in bf16 where the CPU has it):
+// Conv, Gemm and MatMul by a constant matrix with
 // their epilogues as post-ops, LayerNormalization, the pools, the binary and unary element-wise
 // ops, Softmax, Concat, Resize, Transpose and Slice (reorders), ReduceMean/Sum/L2; a node it
 // claims but cannot run for some shapes runs on the reference kernel. Declared apart from
 // dnnl_common.h so the runtime need not see oneDNN's headers.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "backends/backend.h"
 #include "kiln/options.h"
+#include "kiln/status.h"
 
 namespace kiln {
 
@@ -17,7 +21,14 @@ struct OnednnOptions {
   int threads = 0;  // OpenMP threads per kernel; 0: all cores
   CpuConvAlgo conv_algo = CpuConvAlgo::kDirect;
   CpuLayout layout = CpuLayout::kAuto;
+  // The engine's precision and per-node overrides (fp32 or bf16; see cpu_precision_status).
+  Precision precision = Precision::kFp32;
+  std::map<std::string, Precision> precision_overrides;
 };
+
+// Whether the CPU engine can compute in `p`: fp32 always; bf16 where oneDNN runs bfloat16
+// convolutions natively (AVX-512 BF16 or AMX); anything else is refused, with the reason.
+Status cpu_precision_status(Precision p);
 
 // A oneDNN backend with its own caches (the layout decision's plans, the convs' timed
 // choices, the reorders' times), shared by the kernels it creates, so they agree on the

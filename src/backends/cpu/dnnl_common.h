@@ -27,6 +27,11 @@ struct DnnlShared : BackendState {
   OnednnOptions options;
   std::shared_ptr<ConvAnswers> convs = make_conv_answers();
   std::shared_ptr<LayoutPlans> layouts = make_layout_plans();
+  // The node's compute precision: its override, else the engine's.
+  Precision precision_of(const Node& node) const {
+    auto it = options.precision_overrides.find(node.name);
+    return it == options.precision_overrides.end() ? options.precision : it->second;
+  }
 };
 
 // The shared state of a backend from make_onednn_backend (nullptr for any other backend).

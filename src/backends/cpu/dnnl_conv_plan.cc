@@ -69,10 +69,12 @@ struct Answer {
 // shapes and the stored layouts (the algorithm mode is the backend's). Not the thread count: the
 // answer must not depend on who asks (a reference fallback asks outside the kernels' thread
 // setting), so the first asker's count is the one measured.
-std::string question_key(const Node& node, const ConvOperands& ops, const ConvGeometry& geo) {
-  std::string key = shape_str(ops.x) + shape_str(ops.w) + shape_str(geo.strides) +
-                    shape_str(geo.dilations) + shape_str(geo.pad_begin) + shape_str(geo.pad_end) +
-                    "g" + std::to_string(geo.group);
+std::string question_key(const Node& node, const ConvOperands& ops, const ConvGeometry& geo,
+                         Precision precision) {
+  std::string key = std::string(precision_name(precision)) + " " + shape_str(ops.x) +
+                    shape_str(ops.w) + shape_str(geo.strides) + shape_str(geo.dilations) +
+                    shape_str(geo.pad_begin) + shape_str(geo.pad_end) + "g" +
+                    std::to_string(geo.group);
   const Epilogue& e = node.epilogue;
   key += " b" + std::to_string(bias_index(node) >= 0) + " r" +
          std::to_string(e.residual_input >= 0) + " a" + std::to_string(static_cast<int>(e.act)) +
@@ -107,9 +109,12 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
                pad_r = to_dims(geo_.pad_end), dil;
   for (int64_t d : geo_.dilations) dil.push_back(d - 1);  // oneDNN counts the gaps
 
-  memory::desc src_md(to_dims(ops_.x), dt::f32, src_fmt);
+  // bf16: the primitive reads bfloat16 input and weights and writes float32 (its accumulator),
+  // so the stored activations stay float32 and the input is rounded by the input reorder.
+  const dt in_dt = shared_.precision_of(node_) == Precision::kBf16 ? dt::bf16 : dt::f32;
+  memory::desc src_md(to_dims(ops_.x), in_dt, src_fmt);
   memory::desc dst_md(to_dims(ops_.y), dt::f32, dst_fmt);
-  memory::desc w_any(w_dims, dt::f32, tag::any);
+  memory::desc w_any(w_dims, in_dt, tag::any);
   const int b = bias_index(node_);
   memory::desc bias_md = b >= 0 ? memory::desc({ws[0]}, dt::f32, tag::x) : memory::desc();
 
@@ -173,7 +178,7 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
   res_ext_ = node_.epilogue.residual_input >= 0 ? memory::desc(to_dims(ops.y), dt::f32, ops.res)
                                                 : memory::desc();
 
-  const std::string key = question_key(node_, ops, geo_);
+  const std::string key = question_key(node_, ops, geo_, shared_.precision_of(node_));
   std::lock_guard<std::mutex> lock(shared_.convs->mu);
   auto& answers = shared_.convs->answers;
   auto it = answers.find(key);
@@ -314,7 +319,7 @@ double conv_seconds(const DnnlShared& sh, const Node& node, const Shape& x, tag 
     // making the plan.
     std::lock_guard<std::mutex> lock(sh.convs->mu);
     auto& answers = sh.convs->answers;
-    auto it = answers.find(question_key(node, ops, *geo));
+    auto it = answers.find(question_key(node, ops, *geo, sh.precision_of(node)));
     if (it != answers.end() && !it->second.can) return -1;
     if (it != answers.end() && it->second.seconds >= 0) return it->second.seconds;
   }

@@ -28,7 +28,7 @@ class DnnlGemmKernel final : public InnerProductKernel {
           (cs.size() == 1 && cs[0] == n) || (cs.size() == 2 && cs[0] == 1 && cs[1] == n);
       if (!row) return false;
     }
-    return ip_.prepare(m, k, n, b.data<float>(), trans_b, bi >= 0, node_.epilogue);
+    return ip_.prepare(m, k, n, b.data<float>(), trans_b, bi >= 0, node_.epilogue, bf16());
   }
 
   int bias_input() const override { return bias_index(node_); }

@@ -23,7 +23,7 @@ class DnnlMatMulKernel final : public InnerProductKernel {
     const int64_t k = b.dim(0), n = b.dim(1);
     const int64_t m = shape_numel(as) / (k > 0 ? k : 1);
     if (m <= 0 || k <= 0 || n <= 0) return false;
-    return ip_.prepare(m, k, n, b.data<float>(), false, bias_input() >= 0, node_.epilogue);
+    return ip_.prepare(m, k, n, b.data<float>(), false, bias_input() >= 0, node_.epilogue, bf16());
   }
 
   int bias_input() const override { return node_.epilogue.bias_input; }

@@ -105,13 +105,17 @@ const DataType kCastTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType:
                                DataType::kInt64,   DataType::kBool,    DataType::kUInt8};
 
 // Input of dtype `dt` whose values exercise truncation, saturation, wrapping and zero.
-// Float inputs are multiples of 1/4 below 512, exact in float16, so an fp16 engine's
+// Float inputs are multiples of 1/4 below 32 (fractions to truncate) and multiples of 16
+// below 512 (uint8's saturation), exact in float16 and bfloat16, so an fp16 or bf16 engine's
 // rounding of its input cannot move a value across an integer.
 Tensor cast_input(DataType dt, const Shape& shape) {
   if (dt == DataType::kFloat32 || dt == DataType::kFloat16) {
-    Tensor q = int_tensor(DataType::kInt32, shape, 41, -2000, 2000);
+    Tensor q = int_tensor(DataType::kInt32, shape, 41, -127, 127);
     std::vector<float> v(q.numel());
-    for (int64_t i = 0; i < q.numel(); ++i) v[i] = q.data<int32_t>()[i] / 4.f;
+    for (int64_t i = 0; i < q.numel(); ++i) {
+      const int32_t k = q.data<int32_t>()[i];
+      v[i] = i % 2 ? static_cast<float>(16 * (k / 4)) : k / 4.f;
+    }
     Tensor f = Tensor::from_floats(shape, v);
     if (dt == DataType::kFloat32) return f;
     Tensor h(DataType::kFloat16, shape);

@@ -58,4 +58,18 @@ inline void expect_near(const Tensor& got, const Tensor& want, double atol, doub
   }
 }
 
+// ‖got − want‖ / ‖want‖ over all elements; NaN in `got` gives +inf.
+inline double relative_l2(const Tensor& got, const Tensor& want) {
+  std::vector<float> g = got.to_floats(), w = want.to_floats();
+  if (g.size() != w.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(g[i]) && !std::isnan(w[i])) return INFINITY;
+    double d = double(g[i]) - double(w[i]);
+    num += d * d;
+    den += double(w[i]) * w[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
 }  // namespace kiln::test

@@ -41,16 +41,6 @@ Tensor input() {
   return Tensor::from_floats({2, 16, 12, 12}, v);
 }
 
-double relative_l2(const Tensor& got, const Tensor& want) {
-  const std::vector<float> g = got.to_floats(), w = want.to_floats();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < w.size(); ++i) {
-    num += (static_cast<double>(g[i]) - w[i]) * (static_cast<double>(g[i]) - w[i]);
-    den += static_cast<double>(w[i]) * w[i];
-  }
-  return std::sqrt(num / den);
-}
-
 Result<Tensor> run(const EngineOptions& o) {
   KILN_ASSIGN_OR_RETURN(auto engine, Engine::from_bytes(small_net().bytes(), o));
   KILN_ASSIGN_OR_RETURN(auto out, engine->create_context()->run({{"x", input()}}));

@@ -235,20 +235,6 @@ inline Result<CudaNodeResult> run_cuda_node(const Node& node,
   return run_cuda_node_with(node, inputs, precision, o);
 }
 
-// ‖got − want‖ / ‖want‖ over all elements; NaN in `got` gives +inf.
-inline double relative_l2(const Tensor& got, const Tensor& want) {
-  std::vector<float> g = got.to_floats(), w = want.to_floats();
-  if (g.size() != w.size()) return INFINITY;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    if (std::isnan(g[i]) && !std::isnan(w[i])) return INFINITY;
-    double d = double(g[i]) - double(w[i]);
-    num += d * d;
-    den += double(w[i]) * w[i];
-  }
-  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
-}
-
 // Tolerance of relative_l2 per precision (DESIGN: fp32 ≤ 1e-5-ish per kernel, tf32 ~3e-4,
 // fp16 ~1e-3 with fp32 accumulation).
 inline double tolerance(Precision p) {

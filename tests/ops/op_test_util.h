@@ -46,7 +46,8 @@ inline Tensor random_tensor(const Shape& shape, uint32_t seed = 1, float lo = -1
 // Element-wise |a-b| ≤ atol + rtol·|b|, with same dtype and shape; reports the first misses.
 inline void expect_near(const Tensor& got, const Tensor& want, double atol, double rtol = 0) {
   ASSERT_EQ(got.dtype(), want.dtype());
-  ASSERT_EQ(got.shape(), want.shape()) << shape_str(got.shape()) << " vs " << shape_str(want.shape());
+  ASSERT_EQ(got.shape(), want.shape())
+      << shape_str(got.shape()) << " vs " << shape_str(want.shape());
   int misses = 0;
   for (int64_t i = 0; i < got.numel() && misses < 5; ++i) {
     double a = got.at_double(i), b = want.at_double(i);

@@ -58,6 +58,25 @@ void point(TensorRef& r, const Tensor& t) {
 }
 }  // namespace
 
+void KernelOperands::reset(size_t n_in, size_t n_out) {
+  in.assign(n_in, TensorRef{});
+  out.assign(n_out, TensorRef{});
+  in_ptr.assign(n_in, nullptr);
+  out_ptr.assign(n_out, nullptr);
+}
+
+void KernelOperands::set_in(size_t i, const TensorDesc& d, void* data) {
+  in[i] = TensorRef{d, data};
+  in[i].desc.value = nullptr;
+  in_ptr[i] = &in[i];
+}
+
+void KernelOperands::set_out(size_t i, const TensorDesc& d, void* data) {
+  out[i] = TensorRef{d, data};
+  out[i].desc.value = nullptr;
+  out_ptr[i] = &out[i];
+}
+
 void HostOperands::bind(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) {
   in.resize(ins.size());
   out.resize(outs.size());

@@ -159,15 +159,56 @@ Result<std::unique_ptr<Kernel>> make_reference_kernel(const Node& node);
 
 // Host tensors as kernel operands (views: no copy; the tensors must outlive the refs).
 TensorRef host_ref(const Tensor& t);
-// A host step's operands, kept with the step so that binding them again on every run
-// allocates nothing once the shapes are seen: `in_ptr`/`out_ptr` are what execute() takes.
-struct HostOperands {
+// A step's operands, kept with the step so that binding them again on every run allocates
+// nothing once the shapes are seen: `in_ptr`/`out_ptr` are what execute() takes (nullptr
+// for omitted operands).
+struct KernelOperands {
   std::vector<TensorRef> in, out;
   std::vector<const TensorRef*> in_ptr;
   std::vector<TensorRef*> out_ptr;
+  // `n_in` and `n_out` operands, all omitted.
+  void reset(size_t n_in, size_t n_out);
+  void set_in(size_t i, const TensorDesc& d, void* data);
+  void set_out(size_t i, const TensorDesc& d, void* data);
+};
+// A host step's operands over Tensors.
+struct HostOperands : KernelOperands {
   // Points the operands at `in` and `out` (nullptr for omitted tensors).
   void bind(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out);
 };
+
+// What the runtime's plan needs of a device besides its kernels: where constants go, the
+// contexts its kernels prepare and run with, and the conversion and copy steps the plan
+// inserts between kernels (runtime/plan.h). One per device of a Context; the CUDA one carries
+// the Context's stream (backends/cuda/cuda_device.h).
+class PlanDevice {
+ public:
+  virtual ~PlanDevice() = default;
+  virtual DeviceKind kind() const = 0;
+  // The dtype a value of graph dtype `dt` has on this device where a node computing in `p`
+  // reads or writes it (float activations in the precision's dtype on CUDA).
+  virtual DataType dtype_for(DataType dt, Precision p) const = 0;
+  // The context kernels of this device prepare with; the plan sets its precision and notes
+  // per node.
+  virtual BuildContext& build_context() = 0;
+  // Device memory holding `bytes` for the engine's lifetime, shared under `key` by every
+  // plan of the engine (a weight uploaded once). The host keeps no copies: a plan points at
+  // its host constants' own bytes.
+  virtual Result<void*> place_constant(const std::string& key, const void* bytes, size_t n) = 0;
+  // Runs `kernel` (of this device) on operands in this device's memory.
+  virtual Status execute(Kernel& kernel, const KernelOperands& ops, void* workspace,
+                         size_t workspace_bytes) = 0;
+  // Writes `src` into `dst` (same logical shape) in `dst`'s dtype and layout, both here.
+  virtual Status convert(const TensorRef& src, const TensorRef& dst) = 0;
+  // Copies `n` bytes between host memory and this device's, after the work already given
+  // to the device and before what follows; returns when both sides may be reused. The host
+  // device never copies.
+  virtual Status copy_to_host(void* host, const void* device, size_t n) = 0;
+  virtual Status copy_from_host(void* device, const void* host, size_t n) = 0;
+};
+// The host as a plan device: kernels run in the calling thread, constants are the graph's
+// bytes, conversions change float dtypes (float32/float16/bfloat16) and plain <-> NHWC.
+std::unique_ptr<PlanDevice> make_host_plan_device();
 // A Tensor over a host operand's bytes (no copy), for code written on Tensors.
 Tensor host_tensor(const TensorRef& r);
 

@@ -105,4 +105,22 @@ void store_floats(const float* src, size_t n, DataType dt, void* dst) {
   }
 }
 
+void load_floats(const void* src, size_t n, DataType dt, float* dst) {
+  const auto* in = static_cast<const uint8_t*>(src);
+  switch (dt) {
+    case DataType::kFloat32:
+      if (n) std::memcpy(dst, in, n * sizeof(float));
+      return;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      for (size_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, in + i * 2, 2);
+        dst[i] = dt == DataType::kFloat16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+      }
+      return;
+    default: return;
+  }
+}
+
 }  // namespace kiln

@@ -11,6 +11,12 @@
 
 namespace kiln {
 
+// float32, float16 or bfloat16: the dtypes a float activation may have on a device, all
+// convertible into each other (store_floats, load_floats).
+inline bool is_device_float(DataType dt) {
+  return dt == DataType::kFloat32 || dt == DataType::kFloat16 || dt == DataType::kBFloat16;
+}
+
 float half_bits_to_float(uint16_t h);
 uint16_t float_to_half_bits(float f);  // round to nearest even; overflow → inf; NaN kept
 // As float_to_half_bits, but a finite value beyond fp16's range becomes ±65504 and a nonzero
@@ -47,6 +53,9 @@ uint16_t float_to_bf16_bits(float f);  // round to nearest even; NaN kept
 // Writes n floats as `dt` (float32, float16 rounded to nearest even, or bfloat16 likewise) to
 // dst, which holds n elements of dt. Any other dt is the caller's error (nothing written).
 void store_floats(const float* src, size_t n, DataType dt, void* dst);
+// Reads n elements of `dt` (float32, float16 or bfloat16) from src as floats; the inverse of
+// store_floats.
+void load_floats(const void* src, size_t n, DataType dt, float* dst);
 
 struct Half {
   uint16_t bits = 0;

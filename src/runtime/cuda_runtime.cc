@@ -6,7 +6,7 @@
 
 #if KILN_HAVE_CUDA
 #include "backends/cuda/cuda_common.h"
-#include "backends/cuda/cuda_plan.h"
+#include "runtime/cuda_plan.h"
 #endif
 
 namespace kiln {
@@ -46,16 +46,19 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   KILN_CUDA(cudaSetDevice(options.device_index));
   auto st = std::make_shared<CudaEngineState>();
   st->device = options.device_index;
-  st->plan_options.precision = options.precision;
-  st->plan_options.precision_overrides = options.precision_overrides;
-  st->plan_options.conv_path = options.cudnn_conv_path;
-  st->plan_options.space_to_depth = options.space_to_depth;
+  PlanOptions& plan = st->plan_options.plan;
+  plan.main = DeviceKind::kCuda;
+  plan.precision = options.precision;
+  plan.precision_overrides = options.precision_overrides;
+  plan.max_tensor_bytes = options.max_tensor_bytes;
+  CudaDeviceOptions& dev = st->plan_options.device;
+  dev.conv_path = options.cudnn_conv_path;
+  dev.space_to_depth = options.space_to_depth;
+  dev.time_tactics = options.time_tactics;
+  dev.workspace_limit = static_cast<size_t>(effective_workspace_limit(options));
+  dev.max_tactics = static_cast<size_t>(std::max(0, options.max_tactics));
   st->plan_options.cuda_graph = options.cuda_graph;
-  st->plan_options.time_tactics = options.time_tactics;
-  st->plan_options.workspace_limit = static_cast<size_t>(effective_workspace_limit(options));
-  st->plan_options.max_tensor_bytes = options.max_tensor_bytes;
   st->plan_options.poison_memory = options.poison_memory;
-  st->plan_options.max_tactics = static_cast<size_t>(std::max(0, options.max_tactics));
   KILN_ASSIGN_OR_RETURN(st->device_tag, cuda_device_tag(st->device));
   st->timing_cache = options.timing_cache;
   if (!st->timing_cache.empty()) st->tactics.load(st->timing_cache, st->device_tag);
@@ -135,11 +138,8 @@ Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState* ctx, int
   KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
   KILN_CUDA(cudaSetDevice(ctx->device));
   KILN_ASSIGN_OR_RETURN(std::vector<double> ms, p->profile_steps(iterations));
-  std::vector<LayerProfile> r;
-  for (size_t i = 0; i < ms.size(); ++i) {
-    const CudaStepInfo& s = p->steps()[i];
-    r.push_back(LayerProfile{s.name, s.op, s.tactic, s.on_cpu, ms[i]});
-  }
+  std::vector<LayerProfile> r = p->steps();
+  for (size_t i = 0; i < ms.size() && i < r.size(); ++i) r[i].ms = ms[i];
   return r;
 }
 

@@ -34,18 +34,13 @@
 
 #include "backends/backend.h"
 #include "backends/tactic_cache.h"
+#include "core/half.h"
 #include "ir/graph.h"
 #include "kiln/options.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
-
-// float32, float16 or bfloat16: the dtypes a float activation has on the device
-// (ctx.act_dtype()).
-inline bool is_device_float(DataType dt) {
-  return dt == DataType::kFloat32 || dt == DataType::kFloat16 || dt == DataType::kBFloat16;
-}
 
 // The device dtype of float activations computed in precision `p`.
 inline DataType act_dtype_of(Precision p) {

@@ -1,0 +1,138 @@
+// The execution plan, one shape for every device: a graph lowered for one set of input shapes.
+//
+// build_plan() walks the graph in the engine's order. For each node it takes the first kernel
+// of the plan's main device that claims the node, else the reference kernel on the host (a
+// fallback is just a step on another device). Each value a step reads is asked for on the
+// step's device, in the layout and dtype the kernel wants: the plan keeps every form a value
+// has (a slot: device, dtype, shape, layout, bytes) and inserts the steps that make a missing
+// one, a conversion on one device or a copy between the host and the device. Shape arithmetic
+// whose inputs are known at build (Shape, and small tensors computed from constants) is
+// evaluated then, and its results reach the kernels as constants. Each kernel prepares once
+// (algorithm choice by timing, weights placed on its device). Then plan_memory() gives every
+// slot that is not a constant a place in its device's arena, from the slots' lifetimes, with
+// in-place reuse where a kernel allows it.
+//
+// The executor (run_plan_steps) walks the steps on the devices' run contexts; nothing is
+// allocated or prepared there. A plan is data: plan_steps_text() prints it.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "ir/graph.h"
+#include "kiln/options.h"
+#include "kiln/report.h"
+#include "kiln/status.h"
+
+namespace kiln {
+
+// One form of a graph value: where it lives and how its bytes are ordered.
+struct PlanSlot {
+  TensorDesc desc;  // dtype, shape, layout (value unset)
+  DeviceKind device = DeviceKind::kCpu;
+  int value_id = -1;      // the graph value it holds
+  int buffer = -1;        // index into Plan::buffers (in its device's arena), or -1
+  void* fixed = nullptr;  // a constant's bytes (placed by the device), or nullptr
+};
+
+struct PlanBuffer {
+  DeviceKind device = DeviceKind::kCpu;
+  int64_t bytes = 0;
+  int64_t offset = 0;  // in its device's arena
+};
+
+enum class PlanStepKind : uint8_t {
+  kKernel,   // a kernel of `device`
+  kConvert,  // layout/dtype conversion on `device`
+  kCopy,     // between the host and `device` (in[0] on one side, out[0] on the other)
+};
+
+struct PlanStep {
+  PlanStepKind kind = PlanStepKind::kKernel;
+  DeviceKind device = DeviceKind::kCpu;
+  const Node* node = nullptr;      // kKernel
+  std::unique_ptr<Kernel> kernel;  // kKernel
+  std::vector<int> in, out;        // slot ids, -1 for omitted
+  bool fallback = false;           // a host kernel standing in for the main device's
+  LayerProfile info;               // name, op, tactic, on_cpu (ms unset)
+  KernelOperands operands;         // bound to the arenas by bind_plan()
+};
+
+// Per device (indexed by DeviceKind).
+inline constexpr size_t kDeviceKinds = 2;
+inline size_t device_index(DeviceKind d) { return static_cast<size_t>(d); }
+
+struct Plan {
+  DeviceKind main = DeviceKind::kCpu;  // where the kernels run unless they fall back
+  std::vector<PlanSlot> slots;
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanStep> steps;
+  std::vector<int> input_slots, output_slots;  // per graph input / output, on `main`
+  std::vector<DataType> output_dtypes;         // the graph's output dtypes
+  std::vector<Shape> input_shapes;
+  std::deque<Tensor> host_values;  // values computed at build (shape arithmetic)
+  // Nodes whose inputs computed at build (shapes, axes, pads...) are constants here: the
+  // kernels see them as constants, as if the model had them so. Stable addresses.
+  std::deque<Value> resolved_values;
+  std::deque<Node> resolved_nodes;
+  std::vector<std::string> notes;  // what the build changed that a user should know of
+  bool has_fallback = false;       // some step runs on the host in a plan for another device
+
+  // Per device: the arena's size, its lower bound (the peak of live bytes), the largest
+  // workspace a kernel asked for, and where they are bound (bind_plan).
+  int64_t arena_bytes[kDeviceKinds] = {};
+  int64_t arena_lower_bound[kDeviceKinds] = {};
+  size_t workspace_bytes[kDeviceKinds] = {};
+  void* arena[kDeviceKinds] = {};
+  void* workspace[kDeviceKinds] = {};
+
+  void* data(int slot) const {
+    const PlanSlot& s = slots[slot];
+    if (s.buffer < 0) return s.fixed;
+    const PlanBuffer& b = buffers[s.buffer];
+    return static_cast<char*>(arena[device_index(b.device)]) + b.offset;
+  }
+};
+
+// The devices a plan runs on, by DeviceKind (the host always; the main device).
+struct PlanDevices {
+  PlanDevice* by_kind[kDeviceKinds] = {};
+  PlanDevice& operator[](DeviceKind d) const { return *by_kind[device_index(d)]; }
+};
+
+struct PlanOptions {
+  DeviceKind main = DeviceKind::kCpu;
+  Precision precision = Precision::kFp32;
+  std::map<std::string, Precision> precision_overrides;  // by node name
+  int64_t max_tensor_bytes = int64_t{8} << 30;
+  int64_t arena_alignment = 256;
+};
+
+// Lowers `graph` (nodes in `order`) for inputs of `input_descs` (dtype and shape, graph
+// order) into `plan`, with memory planned but not bound.
+Status build_plan(const Graph& graph, const std::vector<const Node*>& order,
+                  const std::vector<TensorDesc>& input_descs, const PlanOptions& options,
+                  const PlanDevices& devices, Plan& plan);
+
+// Points the plan at arenas and workspaces (per device, at least the plan's sizes) and binds
+// every step's operands to them.
+void bind_plan(Plan& plan, void* const arena[kDeviceKinds], void* const workspace[kDeviceKinds]);
+
+// Runs steps [first, last) on their devices (bound first).
+Status run_plan_steps(Plan& plan, const PlanDevices& devices, size_t first, size_t last);
+
+// The plan as text: one line per step (device, op, name, tactic, inputs -> outputs with
+// their device, dtype, shape and layout), then each device's arena.
+std::string plan_steps_text(const Plan& plan);
+
+// `t` as the bytes of dtype `dt` (float32/float16/bfloat16 converted; other dtypes as
+// they are).
+std::vector<uint8_t> host_bytes_as(const Tensor& t, DataType dt);
+// A host tensor of dtype `want` from `bytes` holding `shape` elements of dtype `dt`.
+Tensor tensor_from_bytes(const void* bytes, DataType dt, const Shape& shape, DataType want);
+
+}  // namespace kiln

@@ -1,0 +1,484 @@
+// build_plan: lower the graph for one set of input shapes, on every device (see plan.h).
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <string_view>
+
+#include "core/half.h"
+#include "ops/op_registry.h"
+#include "runtime/plan.h"
+#include "runtime/plan_memory.h"
+
+namespace kiln {
+
+std::vector<uint8_t> host_bytes_as(const Tensor& t, DataType dt) {
+  std::vector<uint8_t> out;
+  if (t.dtype() == dt || !is_device_float(dt) || !is_device_float(t.dtype())) {
+    out.resize(t.nbytes());
+    if (t.nbytes()) std::memcpy(out.data(), t.raw(), t.nbytes());
+    return out;
+  }
+  const std::vector<float> f = t.to_floats();
+  out.resize(f.size() * dtype_size(dt));
+  store_floats(f.data(), f.size(), dt, out.data());
+  return out;
+}
+
+Tensor tensor_from_bytes(const void* bytes, DataType dt, const Shape& shape, DataType want) {
+  if (dt == want || !is_device_float(dt) || !is_device_float(want)) {
+    Tensor t(dt, shape);
+    if (t.nbytes()) std::memcpy(t.raw(), bytes, t.nbytes());
+    return t;
+  }
+  std::vector<float> f(static_cast<size_t>(shape_numel(shape)));
+  load_floats(bytes, f.size(), dt, f.data());
+  Tensor t(want, shape);
+  store_floats(f.data(), f.size(), want, t.raw());
+  return t;
+}
+
+namespace {
+
+class Builder {
+ public:
+  Builder(Plan& p, const Graph& g, const PlanOptions& o, const PlanDevices& d)
+      : p_(p), g_(g), o_(o), dev_(d) {}
+
+  Status build(const std::vector<const Node*>& order, const std::vector<TensorDesc>& inputs);
+
+ private:
+  int new_slot(const TensorDesc& d, DeviceKind device, int value_id, bool arena) {
+    PlanSlot s;
+    s.desc = d;
+    s.desc.value = nullptr;
+    s.device = device;
+    s.value_id = value_id;
+    if (arena) {
+      s.buffer = static_cast<int>(p_.buffers.size());
+      p_.buffers.push_back(PlanBuffer{device, static_cast<int64_t>(d.nbytes()), 0});
+    }
+    p_.slots.push_back(s);
+    return static_cast<int>(p_.slots.size()) - 1;
+  }
+  // The first form of `v` on `device`, or -1.
+  int first_on(const Value* v, DeviceKind device) const {
+    for (int s : reps_[v->id()])
+      if (p_.slots[s].device == device) return s;
+    return -1;
+  }
+  // The slot holding value `v` on `device` in `layout` and `dtype`, adding the conversion
+  // and copy steps that make it where it does not exist yet.
+  Result<int> slot_for(const Value* v, DeviceKind device, Layout layout, DataType dtype);
+  // A form of `v` on `device` copied from the other side (plain, in `dtype` where the device
+  // can convert to it).
+  Result<int> copy_to(const Value* v, DeviceKind device, DataType dtype);
+  // A constant placed on `device` as `dt` (float constants in the asking node's dtype).
+  Result<int> constant_slot(const Value* v, const Tensor& t, DeviceKind device, DataType dt);
+  // The node's compute precision: its override, else the plan's.
+  Precision precision_of(const Node& n) const {
+    auto it = o_.precision_overrides.find(n.name);
+    return it == o_.precision_overrides.end() ? o_.precision : it->second;
+  }
+  Status add_node(const Node& n);
+  // Adds `kernel` (of `device`) as the step running `n` (`kn` with its resolved inputs).
+  // *declined: the kernel found at prepare that it cannot run the node (nothing added).
+  Status add_kernel_step(const Node& n, const Node& kn, DeviceKind device,
+                         std::unique_ptr<Kernel> kernel, const std::string& fallback_reason,
+                         std::string* declined);
+  const Node& resolved(const Node& n);
+  Status eval_on_host(const Node& n, bool* done);
+
+  Plan& p_;
+  const Graph& g_;
+  const PlanOptions& o_;
+  const PlanDevices& dev_;
+  std::vector<TensorDesc> host_;        // per value id: graph dtype, shape, known value
+  std::vector<std::vector<int>> reps_;  // per value id: its slots (devices, layouts, dtypes)
+};
+
+Result<int> Builder::constant_slot(const Value* v, const Tensor& t, DeviceKind device,
+                                   DataType dt) {
+  if (!is_device_float(t.dtype())) dt = t.dtype();
+  int s = new_slot(TensorDesc{dt, t.shape()}, device, v->id(), false);
+  reps_[v->id()].push_back(s);
+  if (device == DeviceKind::kCpu) {
+    // The host reads constants in place, or a converted copy the plan keeps.
+    const Tensor* held = &t;
+    if (dt != t.dtype()) {
+      p_.host_values.push_back(tensor_from_bytes(t.raw(), t.dtype(), t.shape(), dt));
+      held = &p_.host_values.back();
+    }
+    p_.slots[s].fixed = const_cast<void*>(held->raw());
+    return s;
+  }
+  std::vector<uint8_t> bytes;
+  if (dt == DataType::kFloat16 && t.dtype() == DataType::kFloat32) {
+    // Saturated, as fp16 engines do: a value fp16 cannot hold is pulled into its range rather
+    // than flushed to 0 or inf (F.normalize's eps of 1e-12 as 0 makes 0/0).
+    std::vector<float> f = t.to_floats();
+    bytes.resize(f.size() * 2);
+    Fp16Saturation sat;
+    for (size_t i = 0; i < f.size(); ++i) {
+      const uint16_t h = sat.convert(f[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+    if (sat.changed) p_.notes.push_back(sat.note("constant '" + v->name + "'"));
+  } else {
+    bytes = host_bytes_as(t, dt);
+  }
+  std::string key = "const:" + v->name + ":" + dtype_name(dt);
+  // A value computed at build time (ViT's class token expanded to the batch) differs between
+  // the plans of one engine: its key names the shape and the bytes, so that the plan for
+  // another batch uploads its own instead of colliding with the first one's.
+  if (&t != &v->constant) {
+    key += ':';
+    key += shape_str(t.shape());
+    key += ':';
+    key += std::to_string(std::hash<std::string_view>{}(
+        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  }
+  KILN_ASSIGN_OR_RETURN(p_.slots[s].fixed,
+                        dev_[device].place_constant(key, bytes.data(), bytes.size()));
+  return s;
+}
+
+Result<int> Builder::copy_to(const Value* v, DeviceKind device, DataType dtype) {
+  const DeviceKind other = device == DeviceKind::kCpu ? p_.main : DeviceKind::kCpu;
+  if (other == device || first_on(v, other) < 0)
+    return internal_error("value '" + v->name + "' has no producer in the plan");
+  // The copy moves plain bytes. Dtypes are converted on the device, not the host: before a
+  // copy to the host, after a copy from it.
+  int src;
+  if (device == DeviceKind::kCpu) {
+    const DataType have = p_.slots[first_on(v, other)].desc.dtype;
+    const DataType dt = is_device_float(have) && is_device_float(dtype) ? dtype : have;
+    KILN_ASSIGN_OR_RETURN(src, slot_for(v, other, Layout::kPlain, dt));
+  } else {
+    KILN_ASSIGN_OR_RETURN(
+        src, slot_for(v, other, Layout::kPlain, p_.slots[first_on(v, other)].desc.dtype));
+  }
+  TensorDesc d = p_.slots[src].desc;
+  const int dst = new_slot(d, device, v->id(), true);
+  PlanStep step;
+  step.kind = PlanStepKind::kCopy;
+  step.device = device == DeviceKind::kCpu ? other : device;
+  step.in = {src};
+  step.out = {dst};
+  step.info = {"copy " + v->name, "Copy",
+               std::string(device_kind_name(other)) + " -> " + device_kind_name(device) + " " +
+                   dtype_name(d.dtype),
+               false, 0.0};
+  p_.steps.push_back(std::move(step));
+  reps_[v->id()].push_back(dst);
+  return dst;
+}
+
+Result<int> Builder::slot_for(const Value* v, DeviceKind device, Layout layout, DataType dtype) {
+  std::vector<int>& reps = reps_[v->id()];
+  const Tensor* known = host_[v->id()].value;
+  if (first_on(v, device) < 0) {
+    if (known) {
+      // A constant (or a value computed at build) is placed where it is read.
+      KILN_RETURN_IF_ERROR(constant_slot(v, *known, device, dtype).status());
+    } else {
+      KILN_RETURN_IF_ERROR(copy_to(v, device, dtype).status());
+    }
+  }
+  for (int s : reps)
+    if (p_.slots[s].device == device && p_.slots[s].desc.layout == layout &&
+        p_.slots[s].desc.dtype == dtype)
+      return s;
+  const int src = first_on(v, device);
+  TensorDesc d = p_.slots[src].desc;
+  if (layout == Layout::kNHWC && d.shape.size() != 4)
+    return internal_error("value '" + v->name + "': NHWC asked for rank " +
+                          std::to_string(d.shape.size()));
+  if (d.dtype != dtype && !(is_device_float(d.dtype) && is_device_float(dtype)))
+    return internal_error("value '" + v->name + "': cannot convert " + dtype_name(d.dtype) +
+                          " to " + dtype_name(dtype));
+  // NHWC and plain order the same bytes alike when H·W or C is 1 (an SE block's pooled
+  // [N, C, 1, 1]): a second view of the same buffer, no step.
+  if (d.dtype == dtype && d.shape.size() == 4 &&
+      (d.shape[1] == 1 || d.shape[2] * d.shape[3] == 1) &&
+      (d.layout == Layout::kPlain || d.layout == Layout::kNHWC) &&
+      (layout == Layout::kPlain || layout == Layout::kNHWC)) {
+    PlanSlot alias = p_.slots[src];
+    alias.desc.layout = layout;
+    p_.slots.push_back(alias);
+    reps.push_back(static_cast<int>(p_.slots.size()) - 1);
+    return reps.back();
+  }
+  d.layout = layout;
+  d.dtype = dtype;
+  const int dst = new_slot(d, device, v->id(), true);
+  PlanStep step;
+  step.kind = PlanStepKind::kConvert;
+  step.device = device;
+  step.in = {src};
+  step.out = {dst};
+  step.info = {"convert " + v->name, "Convert",
+               std::string(layout_name(p_.slots[src].desc.layout)) + " " +
+                   dtype_name(p_.slots[src].desc.dtype) + " -> " + layout_name(layout) + " " +
+                   dtype_name(dtype),
+               device == DeviceKind::kCpu, 0.0};
+  p_.steps.push_back(std::move(step));
+  reps.push_back(dst);
+  return dst;
+}
+
+// Shape arithmetic (Shape, and nodes whose inputs are all known on the host) is evaluated
+// here once, for the plan's shapes, instead of at every run.
+Status Builder::eval_on_host(const Node& n, bool* done) {
+  *done = false;
+  const OpDef* def = OpRegistry::find(n.op);
+  if (!def) return Status::ok();
+  std::vector<Tensor> out;
+  if (n.op == OpKind::Shape) {
+    // Only the input's shape matters; let the reference run on a shape-only stand-in.
+    const TensorDesc& in = host_[n.inputs[0]->id()];
+    Tensor stand_in(in.dtype, in.shape);
+    std::vector<const Tensor*> ins = {&stand_in};
+    if (stand_in.nbytes() > (size_t{64} << 20)) return Status::ok();
+    KILN_RETURN_IF_ERROR(run_reference(n, ins, out));
+  } else {
+    std::vector<const Tensor*> ins;
+    int64_t bytes = 0;
+    for (const Value* v : n.inputs) {
+      if (!v) {
+        ins.push_back(nullptr);
+        continue;
+      }
+      const Tensor* t = host_[v->id()].value;
+      if (!t) return Status::ok();
+      bytes += t->nbytes();
+      ins.push_back(t);
+    }
+    // Weights reach kernels as constants; only small tensors are evaluated here.
+    if (bytes > 4096 || n.op == OpKind::Conv || n.op == OpKind::Gemm) return Status::ok();
+    KILN_RETURN_IF_ERROR(run_reference(n, ins, out));
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i]) continue;
+    p_.host_values.push_back(out[i]);
+    const Tensor& t = p_.host_values.back();
+    host_[n.outputs[i]->id()] = TensorDesc{t.dtype(), t.shape(), &t};
+  }
+  *done = true;
+  return Status::ok();
+}
+
+// `n` itself, or a copy whose inputs computed at build time (host_ knows their value) read
+// constants holding those values: a Reshape whose shape is Concat(Shape(x)...), a Pad whose
+// pads were computed. The kernels then take them as they take the model's own constants.
+const Node& Builder::resolved(const Node& n) {
+  std::vector<size_t> known;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (v && !v->is_constant() && host_[v->id()].value) known.push_back(i);
+  }
+  if (known.empty()) return n;
+  Node copy = n;
+  for (size_t i : known) {
+    const Tensor& t = *host_[n.inputs[i]->id()].value;
+    Value c = *n.inputs[i];  // same name and id; no producer or consumers of its own
+    c.producer = nullptr;
+    c.consumers.clear();
+    c.dtype = t.dtype();
+    c.has_shape = true;
+    c.dims.clear();
+    for (int64_t d : t.shape()) c.dims.push_back(Dim{d, ""});
+    c.constant = t;
+    p_.resolved_values.push_back(std::move(c));
+    copy.inputs[i] = &p_.resolved_values.back();
+  }
+  p_.resolved_nodes.push_back(std::move(copy));
+  return p_.resolved_nodes.back();
+}
+
+Status Builder::add_node(const Node& n) {
+  bool evaluated = false;
+  KILN_RETURN_IF_ERROR(eval_on_host(n, &evaluated));
+  if (evaluated) return Status::ok();
+
+  const Node& kn = resolved(n);
+  std::string why;
+  if (p_.main != DeviceKind::kCpu) {
+    const std::vector<const KernelCandidate*> candidates =
+        KernelRegistry::candidates(n.op, p_.main);
+    why = std::string("no ") + (p_.main == DeviceKind::kCuda ? "CUDA" : "host") + " kernel for " +
+          op_name(n.op);
+    const Precision prec = precision_of(n);
+    // The first candidate that takes the node; the last one's reason when none does.
+    for (const KernelCandidate* c : candidates) {
+      auto made = c->make(kn, KernelParams{prec, nullptr});
+      if (!made.is_ok()) {
+        if (made.status().code() != StatusCode::kUnsupported)
+          return made.status().with_context(n.describe());
+        why = made.status().message();
+        continue;
+      }
+      std::string declined;
+      KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, p_.main, std::move(made).value(), "", &declined));
+      if (declined.empty()) return Status::ok();
+      // A kernel may find out only from the shapes that it cannot run the node (conversions
+      // already added for it are harmless).
+      why = declined;
+      break;
+    }
+  }
+  // The host's reference kernel: a fallback step in a plan for another device.
+  if (!OpRegistry::find(n.op))
+    return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> ref, make_reference_kernel(kn));
+  std::string declined;
+  KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, DeviceKind::kCpu, std::move(ref),
+                                       p_.main != DeviceKind::kCpu ? why : "", &declined));
+  if (!declined.empty()) return unsupported(n.describe() + ": " + declined);
+  return Status::ok();
+}
+
+Status Builder::add_kernel_step(const Node& n, const Node& kn, DeviceKind device,
+                                std::unique_ptr<Kernel> kernel, const std::string& fallback_reason,
+                                std::string* declined) {
+  PlanDevice& dev = dev_[device];
+  const Precision prec = precision_of(n);
+  const bool fallback = device != p_.main;
+  PlanStep step;
+  step.kind = PlanStepKind::kKernel;
+  step.device = device;
+  step.node = &kn;
+  step.fallback = fallback;
+  std::vector<TensorDesc> in(n.inputs.size());
+  step.in.assign(n.inputs.size(), -1);
+  // The layouts the inputs are offered in (their first form on this device), asked all at
+  // once.
+  std::vector<Layout> offered(n.inputs.size(), Layout::kPlain);
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i]) {
+      const int s = first_on(n.inputs[i], device);
+      if (s >= 0) offered[i] = p_.slots[s].desc.layout;
+    }
+  const std::vector<Layout> wanted = kernel->input_layouts(offered);
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (!v) continue;
+    const TensorDesc& h = host_[v->id()];
+    const DataType dt = dev.dtype_for(h.dtype, prec);
+    if (h.value && kernel->reads_on_host(static_cast<int>(i))) {
+      in[i] = TensorDesc{dt, h.shape, h.value};
+      continue;
+    }
+    const Layout want = h.shape.size() == 4 ? wanted[i] : Layout::kPlain;
+    int s = -1;
+    bool converted = false;  // the wanted form exists already
+    for (int r : reps_[v->id()])
+      converted |= p_.slots[r].device == device && p_.slots[r].desc.layout == want &&
+                   p_.slots[r].desc.dtype == dt;
+    const int first = first_on(v, device);
+    if (!converted && first >= 0 &&
+        kernel->takes_offered(static_cast<int>(i), p_.slots[first].desc)) {
+      s = first;
+    } else {
+      KILN_ASSIGN_OR_RETURN(s, slot_for(v, device, want, dt));
+    }
+    step.in[i] = s;
+    in[i] = p_.slots[s].desc;
+    in[i].value = h.value;
+  }
+  std::vector<TensorDesc> out(n.outputs.size());
+  BuildContext& bctx = dev.build_context();
+  bctx.precision = prec;  // what the kernel sees as the plan's precision
+  bctx.notes = &p_.notes;
+  Status prepared = kernel->prepare(in, out, bctx);
+  bctx.precision = o_.precision;
+  if (prepared.code() == StatusCode::kUnsupported && !fallback) {
+    *declined = prepared.message();
+    return Status::ok();
+  }
+  KILN_RETURN_IF_ERROR_CTX(prepared, n.describe());
+
+  // The reference shape rule is the contract: a kernel disagreeing with it is a bug.
+  std::vector<TensorDesc> want(n.outputs.size());
+  std::vector<TensorDesc> hin(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i]) hin[i] = host_[n.inputs[i]->id()];
+  if (const OpDef* def = OpRegistry::find(n.op))
+    KILN_RETURN_IF_ERROR_CTX(infer_node(*def, n, hin, want), n.describe());
+
+  step.out.assign(n.outputs.size(), -1);
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const Value* v = n.outputs[i];
+    if (!v || !out[i].present()) continue;
+    if (want[i].present() && want[i].shape != out[i].shape)
+      return internal_error(n.describe() + ": " + device_kind_name(device) +
+                            " kernel gives output shape " + shape_str(out[i].shape) +
+                            ", the reference " + shape_str(want[i].shape));
+    if (out[i].nbytes() > static_cast<size_t>(o_.max_tensor_bytes))
+      return Status(
+          StatusCode::kResourceExhausted,
+          n.describe() + ": output " + shape_str(out[i].shape) + " exceeds the per-tensor limit");
+    int s;
+    if (kernel->is_alias() && i == 0) {
+      s = new_slot(out[i], device, v->id(), false);
+      p_.slots[s].buffer = p_.slots[step.in[0]].buffer;
+      p_.slots[s].fixed = p_.slots[step.in[0]].fixed;
+    } else {
+      s = new_slot(out[i], device, v->id(), true);
+    }
+    step.out[i] = s;
+    reps_[v->id()].push_back(s);
+    host_[v->id()] =
+        TensorDesc{want[i].present() ? want[i].dtype : out[i].dtype, out[i].shape, nullptr};
+  }
+  if (fallback) {
+    step.info = {n.name, std::string("CPU:") + op_name(n.op), fallback_reason, true, 0.0};
+    p_.has_fallback = true;
+  } else {
+    step.info = {n.name, op_name(n.op), kernel->tactic(), device == DeviceKind::kCpu, 0.0};
+    if (prec != o_.precision)
+      step.info.tactic += std::string(" [") + precision_name(prec) + ", overridden]";
+  }
+  size_t& ws = p_.workspace_bytes[device_index(device)];
+  ws = std::max(ws, kernel->workspace_bytes());
+  step.kernel = std::move(kernel);
+  p_.steps.push_back(std::move(step));
+  return Status::ok();
+}
+
+Status Builder::build(const std::vector<const Node*>& order,
+                      const std::vector<TensorDesc>& inputs) {
+  p_.main = o_.main;
+  host_.assign(g_.value_id_limit(), TensorDesc{});
+  reps_.assign(g_.value_id_limit(), {});
+  for (const auto& v : g_.values())
+    if (v->is_constant())
+      host_[v->id()] = TensorDesc{v->constant.dtype(), v->constant.shape(), &v->constant};
+  for (size_t i = 0; i < g_.inputs().size(); ++i) {
+    const Value* v = g_.inputs()[i];
+    const TensorDesc& t = inputs[i];
+    host_[v->id()] = TensorDesc{t.dtype, t.shape, nullptr};
+    const int s = new_slot(TensorDesc{t.dtype, t.shape}, p_.main, v->id(), true);
+    reps_[v->id()].push_back(s);
+    p_.input_slots.push_back(s);
+    p_.input_shapes.push_back(t.shape);
+  }
+  for (const Node* n : order) KILN_RETURN_IF_ERROR(add_node(*n));
+  for (const Value* o : g_.outputs()) {
+    const TensorDesc& h = host_[o->id()];
+    KILN_ASSIGN_OR_RETURN(int s, slot_for(o, p_.main, Layout::kPlain, h.dtype));
+    p_.output_slots.push_back(s);
+    p_.output_dtypes.push_back(h.dtype);
+  }
+  return plan_memory(p_, o_.arena_alignment);
+}
+
+}  // namespace
+
+Status build_plan(const Graph& graph, const std::vector<const Node*>& order,
+                  const std::vector<TensorDesc>& input_descs, const PlanOptions& options,
+                  const PlanDevices& devices, Plan& plan) {
+  Builder b(plan, graph, options, devices);
+  return b.build(order, input_descs);
+}
+
+}  // namespace kiln

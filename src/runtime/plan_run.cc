@@ -1,0 +1,93 @@
+// Running a built plan (runtime/plan.h): binding it to memory, the step executor, its text.
+#include <cstdio>
+
+#include "runtime/plan.h"
+
+namespace kiln {
+
+void bind_plan(Plan& p, void* const arena[kDeviceKinds], void* const workspace[kDeviceKinds]) {
+  for (size_t d = 0; d < kDeviceKinds; ++d) {
+    p.arena[d] = arena[d];
+    p.workspace[d] = p.workspace_bytes[d] ? workspace[d] : nullptr;
+  }
+  for (PlanStep& st : p.steps) {
+    st.operands.reset(st.in.size(), st.out.size());
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (st.in[i] >= 0) st.operands.set_in(i, p.slots[st.in[i]].desc, p.data(st.in[i]));
+    for (size_t i = 0; i < st.out.size(); ++i)
+      if (st.out[i] >= 0) st.operands.set_out(i, p.slots[st.out[i]].desc, p.data(st.out[i]));
+  }
+}
+
+Status run_plan_steps(Plan& p, const PlanDevices& devices, size_t first, size_t last) {
+  for (size_t k = first; k < last; ++k) {
+    PlanStep& st = p.steps[k];
+    PlanDevice& dev = devices[st.device];
+    switch (st.kind) {
+      case PlanStepKind::kKernel: {
+        if (st.kernel->is_alias()) break;
+        const size_t d = device_index(st.device);
+        KILN_RETURN_IF_ERROR_CTX(
+            dev.execute(*st.kernel, st.operands, p.workspace[d], p.workspace_bytes[d]),
+            st.node->describe());
+        break;
+      }
+      case PlanStepKind::kConvert:
+        KILN_RETURN_IF_ERROR_CTX(dev.convert(st.operands.in[0], st.operands.out[0]), st.info.name);
+        break;
+      case PlanStepKind::kCopy: {
+        const TensorRef& src = st.operands.in[0];
+        const TensorRef& dst = st.operands.out[0];
+        const size_t n = src.desc.nbytes();
+        const bool to_host = p.slots[st.out[0]].device == DeviceKind::kCpu;
+        KILN_RETURN_IF_ERROR_CTX(to_host ? dev.copy_to_host(dst.data, src.data, n)
+                                         : dev.copy_from_host(dst.data, src.data, n),
+                                 st.info.name);
+        break;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+namespace {
+
+std::string slot_text(const Plan& p, int s) {
+  if (s < 0) return "-";
+  const PlanSlot& slot = p.slots[s];
+  std::string t = "%" + std::to_string(s) + ":" + device_kind_name(slot.device) + " " +
+                  dtype_name(slot.desc.dtype) + shape_str(slot.desc.shape);
+  if (slot.desc.layout != Layout::kPlain) t += std::string(" ") + layout_name(slot.desc.layout);
+  if (slot.buffer >= 0) {
+    t += " @" + std::to_string(p.buffers[slot.buffer].offset);
+  } else if (slot.fixed) {
+    t += " const";
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string plan_steps_text(const Plan& p) {
+  std::string r;
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const PlanStep& st = p.steps[k];
+    r += std::to_string(k) + " " + device_kind_name(st.device) + " " + st.info.op + " " +
+         st.info.name;
+    if (!st.info.tactic.empty()) r += " [" + st.info.tactic + "]";
+    r += ":";
+    for (int s : st.in) r += " " + slot_text(p, s);
+    r += " ->";
+    for (int s : st.out) r += " " + slot_text(p, s);
+    r += "\n";
+  }
+  for (size_t d = 0; d < kDeviceKinds; ++d)
+    if (p.arena_bytes[d] || p.workspace_bytes[d])
+      r += std::string("arena ") + device_kind_name(static_cast<DeviceKind>(d)) + ": " +
+           std::to_string(p.arena_bytes[d]) + " bytes (live peak " +
+           std::to_string(p.arena_lower_bound[d]) + "), workspace " +
+           std::to_string(p.workspace_bytes[d]) + "\n";
+  return r;
+}
+
+}  // namespace kiln

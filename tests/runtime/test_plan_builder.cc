@@ -1,0 +1,150 @@
+// The runtime's plan builder and executor (runtime/plan.h) on the host: a plan of reference
+// kernels gives the reference engine's results exactly, evaluates shape arithmetic at build,
+// places its values in one arena, and says so in its text; the host device converts layouts
+// and float dtypes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/dnnl_test_net.h"
+#include "core/half.h"
+#include "runtime/plan.h"
+
+namespace kiln::test {
+namespace {
+
+// x[2,3,10,10] → conv 8 + relu → maxpool → Reshape(p, Concat(Shape(p)[0], -1)) → output.
+std::shared_ptr<Engine> reshape_net() {
+  Net n;
+  Value* x = n.input("x", {2, 3, 10, 10});
+  Value* a = n.conv(x, 8, 3, {2, 8, 10, 10});
+  Value* p = n.pool(OpKind::MaxPool, a, {2, 8, 5, 5}, pool_attrs(2, 2, 0));
+  Graph& g = *n.g;
+  Value* shape = g.add_value("shape");
+  shape->dtype = DataType::kInt64;
+  g.add_node(OpKind::Shape, "shape_of", {p}, {shape});
+  Tensor lead(DataType::kInt64, {1});
+  lead.data<int64_t>()[0] = -1;
+  Value* first = g.add_value("first");
+  first->dtype = DataType::kInt64;
+  Attributes slice;
+  slice.set("axis", int64_t{0});
+  Tensor zero(DataType::kInt64, {});
+  zero.data<int64_t>()[0] = 0;
+  Node* gather =
+      g.add_node(OpKind::Gather, "batch_of", {shape, g.add_constant("zero", zero)}, {first});
+  gather->attrs = slice;
+  Value* first1 = g.add_value("first1");
+  first1->dtype = DataType::kInt64;
+  Tensor axes(DataType::kInt64, {1});
+  axes.data<int64_t>()[0] = 0;
+  g.add_node(OpKind::Unsqueeze, "unsq", {first, g.add_constant("axes", axes)}, {first1});
+  Value* target = g.add_value("target");
+  target->dtype = DataType::kInt64;
+  Node* cat = g.add_node(OpKind::Concat, "cat", {first1, g.add_constant("lead", lead)}, {target});
+  cat->attrs.set("axis", int64_t{0});
+  Value* y = g.add_value("out");
+  y->dtype = DataType::kFloat32;
+  g.add_node(OpKind::Reshape, "flatten", {p, target}, {y});
+  g.outputs() = {y};
+  EngineOptions o;
+  o.backend = "reference";
+  o.optimize = false;
+  auto e = build_engine(std::move(n.g), o);
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? std::move(e).value() : nullptr;
+}
+
+TEST(PlanBuilder, HostPlanGivesTheReferenceResultAndEvaluatesShapesAtBuild) {
+  std::shared_ptr<Engine> engine = reshape_net();
+  ASSERT_TRUE(engine);
+  const Engine::Impl& e = engine_impl(*engine);
+  const Tensor x = random_tensor({2, 3, 10, 10}, 5);
+  auto want = engine->create_context()->run({{"x", x}});
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+
+  std::unique_ptr<PlanDevice> host = make_host_plan_device();
+  PlanDevices devices;
+  devices.by_kind[device_index(DeviceKind::kCpu)] = host.get();
+  PlanOptions options;  // main: the host
+  Plan plan;
+  ASSERT_TRUE(
+      build_plan(*e.graph, e.order, {TensorDesc{x.dtype(), x.shape()}}, options, devices, plan)
+          .is_ok());
+  // Shape, Gather, Unsqueeze and Concat ran at build: Conv, MaxPool and Reshape remain.
+  ASSERT_EQ(plan.steps.size(), 3u) << plan_steps_text(plan);
+  for (const PlanStep& s : plan.steps) {
+    EXPECT_EQ(s.kind, PlanStepKind::kKernel);
+    EXPECT_EQ(s.device, DeviceKind::kCpu);
+    EXPECT_FALSE(s.fallback);
+    EXPECT_TRUE(s.info.on_cpu);
+  }
+  EXPECT_FALSE(plan.has_fallback);
+  const std::string text = plan_steps_text(plan);
+  EXPECT_NE(text.find("cpu Conv"), std::string::npos) << text;
+  EXPECT_NE(text.find("cpu Reshape"), std::string::npos) << text;
+  EXPECT_NE(text.find("arena cpu"), std::string::npos) << text;
+  // Input (2·3·10·10), conv output (2·8·10·10), pool output and the graph output, floats.
+  const size_t cpu = device_index(DeviceKind::kCpu);
+  EXPECT_GE(plan.arena_bytes[cpu], plan.arena_lower_bound[cpu]);
+  EXPECT_GE(plan.arena_lower_bound[cpu], (600 + 1600) * 4);
+  EXPECT_LE(plan.arena_bytes[cpu], (600 + 1600 + 400 + 400) * 4 + 4 * 256);
+
+  // Poisoned arena: an element no step writes shows.
+  std::vector<uint8_t> arena(static_cast<size_t>(plan.arena_bytes[cpu]), 0xFF);
+  void* arenas[kDeviceKinds] = {};
+  void* workspaces[kDeviceKinds] = {};
+  arenas[cpu] = arena.data();
+  bind_plan(plan, arenas, workspaces);
+  for (int run = 0; run < 2; ++run) {
+    // The input's bytes are the arena's until its last reader: written before every run.
+    std::memcpy(plan.data(plan.input_slots[0]), x.raw(), x.nbytes());
+    ASSERT_TRUE(run_plan_steps(plan, devices, 0, plan.steps.size()).is_ok());
+    const PlanSlot& out = plan.slots[plan.output_slots[0]];
+    ASSERT_EQ(out.desc.shape, (Shape{2, 200}));
+    const Tensor got = tensor_from_bytes(plan.data(plan.output_slots[0]), out.desc.dtype,
+                                         out.desc.shape, DataType::kFloat32);
+    const Tensor& w = want->at("out");
+    ASSERT_EQ(got.shape(), w.shape());
+    int64_t differ = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) differ += got.data<float>()[i] != w.data<float>()[i];
+    EXPECT_EQ(differ, 0) << "run " << run << "\n" << plan_steps_text(plan);
+  }
+}
+
+TEST(PlanBuilder, HostDeviceConvertsLayoutsAndFloatDtypes) {
+  std::unique_ptr<PlanDevice> host = make_host_plan_device();
+  const Shape s = {2, 3, 4, 5};
+  const Tensor x = random_tensor(s, 9);
+  // plain float32 → NHWC float16 → plain float32: each element where NHWC puts it, rounded
+  // as float16 rounds it.
+  std::vector<uint16_t> nhwc(static_cast<size_t>(x.numel()), 0xFFFF);
+  TensorRef src{TensorDesc{DataType::kFloat32, s}, const_cast<void*>(x.raw())};
+  TensorRef mid{TensorDesc{DataType::kFloat16, s, nullptr, Layout::kNHWC}, nhwc.data()};
+  ASSERT_TRUE(host->convert(src, mid).is_ok());
+  const float* xp = x.data<float>();
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < s[1]; ++c)
+      for (int64_t h = 0; h < s[2]; ++h)
+        for (int64_t w = 0; w < s[3]; ++w) {
+          const float want =
+              half_bits_to_float(float_to_half_bits(xp[((n * s[1] + c) * s[2] + h) * s[3] + w]));
+          const float got = half_bits_to_float(nhwc[((n * s[2] + h) * s[3] + w) * s[1] + c]);
+          ASSERT_EQ(got, want);
+        }
+  std::vector<float> back(static_cast<size_t>(x.numel()), -1.f);
+  TensorRef dst{TensorDesc{DataType::kFloat32, s}, back.data()};
+  ASSERT_TRUE(host->convert(mid, dst).is_ok());
+  for (int64_t i = 0; i < x.numel(); ++i)
+    ASSERT_EQ(back[i], half_bits_to_float(float_to_half_bits(xp[i])));
+  // Integers change layout, never dtype.
+  Tensor ints(DataType::kInt64, s);
+  TensorRef isrc{TensorDesc{DataType::kInt64, s}, ints.raw()};
+  TensorRef bad{TensorDesc{DataType::kFloat32, s}, back.data()};
+  const Status st = host->convert(isrc, bad);
+  EXPECT_EQ(st.code(), StatusCode::kInternal);
+  EXPECT_NE(st.message().find("int64"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -48,13 +48,13 @@ ValueStats stats_of(const Tensor& t, const Node& node, const Value& v) {
   return s;
 }
 
-// The plan key of `inputs`: dtypes and shapes, and the bytes of the small ones.
+// The plan key of `inputs`: dtypes and shapes, and the bytes of the keyed ones.
 std::string key_of(const std::vector<const Tensor*>& inputs) {
   std::string k;
   for (const Tensor* t : inputs) {
     k += std::to_string(static_cast<int>(t->dtype()));
     for (int64_t d : t->shape()) k += "," + std::to_string(d);
-    if (t->numel() <= kKeyedInputElements) {
+    if (is_keyed_input(*t)) {
       k += "=";
       k.append(static_cast<const char*>(t->raw()), t->nbytes());
     }
@@ -136,24 +136,46 @@ struct CpuPlan {
 
 struct CpuPlanCache::Entry {
   std::string key;
-  std::unique_ptr<CpuPlan> plan;
+  std::unique_ptr<Plan> plan;        // planned ahead (runtime/plan.h)
+  std::unique_ptr<CpuPlan> dynamic;  // or built by running: shapes follow the data
 };
 
-CpuPlanCache::CpuPlanCache(const Engine::Impl& engine) : e_(engine) {}
+CpuPlanCache::CpuPlanCache(const Engine::Impl& engine)
+    : e_(engine), host_(make_host_plan_device()) {
+  devices_.by_kind[device_index(DeviceKind::kCpu)] = host_.get();
+}
 CpuPlanCache::~CpuPlanCache() = default;
 
-Status CpuPlanCache::reserve_arena(int64_t bytes) {
-  if (arena_.defined() && static_cast<int64_t>(arena_.nbytes()) >= bytes) return Status::ok();
+void CpuPlanCache::bind(Entry& entry) {
+  if (entry.dynamic) {
+    entry.dynamic->bind(arena_);
+    return;
+  }
+  void* arena[kDeviceKinds] = {};
+  void* workspace[kDeviceKinds] = {};
+  arena[device_index(DeviceKind::kCpu)] = arena_.raw();
+  workspace[device_index(DeviceKind::kCpu)] = workspace_.defined() ? workspace_.raw() : nullptr;
+  bind_plan(*entry.plan, arena, workspace);
+}
+
+Status CpuPlanCache::reserve_arena(int64_t bytes, int64_t workspace) {
+  const bool arena_ok = arena_.defined() && static_cast<int64_t>(arena_.nbytes()) >= bytes;
+  const bool workspace_ok =
+      workspace <= 0 ||
+      (workspace_.defined() && static_cast<int64_t>(workspace_.nbytes()) >= workspace);
+  if (arena_ok && workspace_ok) return Status::ok();
   try {
-    arena_ = Tensor(DataType::kUInt8, {std::max<int64_t>(bytes, 1)});
+    if (!arena_ok) arena_ = Tensor(DataType::kUInt8, {std::max<int64_t>(bytes, 1)});
+    if (!workspace_ok) workspace_ = Tensor(DataType::kUInt8, {workspace});
   } catch (const std::bad_alloc&) {
-    return Status(
-        StatusCode::kResourceExhausted,
-        "out of memory allocating the " + std::to_string(bytes) + "-byte activation arena");
+    return Status(StatusCode::kResourceExhausted,
+                  "out of memory allocating the " + std::to_string(bytes) +
+                      "-byte activation arena (and a " + std::to_string(workspace) +
+                      "-byte workspace)");
   }
   ++stats_.arena_allocations;
   stats_.arena_bytes = static_cast<int64_t>(arena_.nbytes());
-  for (auto& entry : plans_) entry->plan->bind(arena_);
+  for (auto& entry : plans_) bind(*entry);
   return Status::ok();
 }
 
@@ -164,12 +186,92 @@ Status CpuPlanCache::run(const std::vector<const Tensor*>& inputs, std::vector<T
                          [&](const std::unique_ptr<Entry>& p) { return p->key == key; });
   if (it == plans_.end()) return build(key, inputs, outputs, hooks);
   std::rotate(plans_.begin(), it, it + 1);  // most recently used first
+  Entry& entry = *plans_.front();
+  if (entry.plan) {
+    KILN_RETURN_IF_ERROR(run_static(*entry.plan, inputs, outputs, hooks));
+    ++stats_.plan_runs;
+    return Status::ok();
+  }
   bool fits = true;
-  KILN_RETURN_IF_ERROR(run_plan(*plans_.front()->plan, inputs, outputs, hooks, &fits));
+  KILN_RETURN_IF_ERROR(run_plan(*entry.dynamic, inputs, outputs, hooks, &fits));
   if (fits) return Status::ok();
   plans_.erase(plans_.begin());  // its data changed a dynamic step's shapes: build afresh
   stats_.plans_cached = static_cast<int64_t>(plans_.size());
   return build(key, inputs, outputs, hooks);
+}
+
+Result<std::unique_ptr<Plan>> CpuPlanCache::build_static(const std::vector<const Tensor*>& inputs) {
+  PlanOptions o;
+  o.main = DeviceKind::kCpu;
+  o.precision = e_.options.precision;
+  o.precision_overrides = e_.options.precision_overrides;
+  o.max_tensor_bytes = e_.options.max_tensor_bytes;
+  o.arena_alignment = kArenaAlignment;
+  o.external_io = true;
+  o.host_kernel = [this](const Node& node, size_t k) -> Result<std::unique_ptr<Kernel>> {
+    auto made = e_.node_backend[k]->create_kernel(node);
+    if (!made.is_ok()) return made.status().with_context(node.describe());
+    return std::move(made).value();
+  };
+  std::vector<TensorDesc> descs;
+  for (const Tensor* t : inputs)
+    descs.push_back(TensorDesc{t->dtype(), t->shape(), is_keyed_input(*t) ? t : nullptr});
+  auto plan = std::make_unique<Plan>();
+  const Status built = build_plan(*e_.graph, e_.order, descs, o, devices_, *plan);
+  if (built.is_ok()) return plan;
+  if (plan->needs_data) return std::unique_ptr<Plan>();
+  return built;
+}
+
+Status CpuPlanCache::run_static(Plan& p, const std::vector<const Tensor*>& inputs,
+                                std::vector<Tensor>& outputs, const CpuRunHooks& hooks) {
+  const Graph& g = *e_.graph;
+  outputs.clear();
+  in_data_.clear();
+  out_data_.clear();
+  for (const Tensor* t : inputs) in_data_.push_back(t->raw());
+  for (size_t i = 0; i < p.output_slots.size(); ++i) {
+    const TensorDesc& d = p.slots[p.output_slots[i]].desc;
+    KILN_ASSIGN_OR_RETURN(Tensor t, allocate(d, "output '" + g.outputs()[i]->name + "'"));
+    out_data_.push_back(t.raw());
+    outputs.push_back(std::move(t));
+  }
+  set_plan_io(p, in_data_, out_data_);  // pointers only: the tensors are not held
+  if (!hooks.node_seconds && !hooks.value_stats) {
+    KILN_RETURN_IF_ERROR(run_plan_steps(p, devices_, 0, p.steps.size()));
+  } else {
+    for (size_t k = 0; k < p.steps.size(); ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      KILN_RETURN_IF_ERROR(run_plan_steps(p, devices_, k, k + 1));
+      const PlanStep& st = p.steps[k];
+      if (st.order_index < 0) continue;
+      if (hooks.node_seconds)
+        (*hooks.node_seconds)[st.order_index] +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (hooks.value_stats && !st.kernel->is_alias())
+        for (size_t i = 0; i < st.out.size(); ++i)
+          if (st.out[i] >= 0 && st.operands.out[i].desc.dtype == DataType::kFloat32)
+            hooks.value_stats->push_back(
+                stats_of(host_tensor(st.operands.out[i]), *st.node, *st.node->outputs[i]));
+    }
+  }
+  for (size_t i = 0; i < p.output_slots.size(); ++i)
+    if (!plan_output_in_place(p, i) && outputs[i].nbytes())
+      std::memcpy(outputs[i].raw(), p.data(p.output_slots[i]), outputs[i].nbytes());
+  return Status::ok();
+}
+
+void CpuPlanCache::cache(const std::string& key, std::unique_ptr<Plan> plan,
+                         std::unique_ptr<CpuPlan> dynamic) {
+  ++stats_.plan_builds;
+  const size_t limit = static_cast<size_t>(std::max(1, e_.options.max_cached_plans));
+  while (plans_.size() >= limit) plans_.pop_back();
+  auto entry = std::make_unique<Entry>();
+  entry->key = key;
+  entry->plan = std::move(plan);
+  entry->dynamic = std::move(dynamic);
+  plans_.insert(plans_.begin(), std::move(entry));
+  stats_.plans_cached = static_cast<int64_t>(plans_.size());
 }
 
 Status CpuPlanCache::run_plan(CpuPlan& p, const std::vector<const Tensor*>& inputs,
@@ -223,6 +325,17 @@ Status CpuPlanCache::run_plan(CpuPlan& p, const std::vector<const Tensor*>& inpu
 
 Status CpuPlanCache::build(const std::string& key, const std::vector<const Tensor*>& inputs,
                            std::vector<Tensor>& outputs, const CpuRunHooks& hooks) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Plan> planned, build_static(inputs));
+  if (planned) {
+    const size_t cpu = device_index(DeviceKind::kCpu);
+    const int64_t bytes = planned->arena_bytes[cpu];
+    const auto workspace = static_cast<int64_t>(planned->workspace_bytes[cpu]);
+    Plan& p = *planned;
+    cache(key, std::move(planned), nullptr);
+    KILN_RETURN_IF_ERROR(reserve_arena(bytes, workspace));
+    bind(*plans_.front());
+    return run_static(p, inputs, outputs, hooks);
+  }
   const Graph& g = *e_.graph;
   const size_t nv = g.value_id_limit();
   auto plan = std::make_unique<CpuPlan>();
@@ -238,7 +351,7 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
     const size_t id = g.inputs()[i]->id();
     values[id] = *inputs[i];
     p.per_run[id] = true;
-    fixed_value[id] = inputs[i]->numel() <= kKeyedInputElements;
+    fixed_value[id] = is_keyed_input(*inputs[i]);
   }
   for (const auto& v : g.values())
     if (v->is_constant()) values[v->id()] = p.slots[v->id()] = v->constant;
@@ -386,27 +499,38 @@ Status CpuPlanCache::build(const std::string& key, const std::vector<const Tenso
       if (node.outputs[i]) s.out[i] = &p.slots[node.outputs[i]->id()];
   }
 
-  ++stats_.plan_builds;
-  const size_t limit = static_cast<size_t>(std::max(1, e_.options.max_cached_plans));
-  while (plans_.size() >= limit) plans_.pop_back();
-  auto entry = std::make_unique<Entry>();
-  entry->key = key;
-  entry->plan = std::move(plan);
-  plans_.insert(plans_.begin(), std::move(entry));
-  stats_.plans_cached = static_cast<int64_t>(plans_.size());
+  cache(key, nullptr, std::move(plan));
   KILN_RETURN_IF_ERROR(reserve_arena(p.arena_bytes));
   p.bind(arena_);
   return Status::ok();
 }
 
 int64_t CpuPlanCache::last_plan_lower_bound() const {
-  return plans_.empty() ? 0 : plans_.front()->plan->arena_lower_bound;
+  if (plans_.empty()) return 0;
+  const Entry& e = *plans_.front();
+  return e.plan ? e.plan->arena_lower_bound[device_index(DeviceKind::kCpu)]
+                : e.dynamic->arena_lower_bound;
 }
 
 std::vector<std::string> CpuPlanCache::last_plan_tactics() const {
   std::vector<std::string> r;
   if (plans_.empty()) return r;
-  const CpuPlan& p = *plans_.front()->plan;
+  if (const Plan* planned = plans_.front()->plan.get()) {
+    // Per node in the engine's order: its step's tactic and recorded output layout, or what
+    // happened to a node with no step.
+    r.assign(e_.order.size(), "computed at build");
+    for (const PlanStep& st : planned->steps) {
+      if (st.order_index < 0) continue;
+      std::string t = st.info.tactic;
+      if (!st.out.empty() && st.out[0] >= 0) {
+        const Layout l = planned->slots[st.out[0]].desc.layout;
+        if (l != Layout::kPlain) t += std::string(t.empty() ? "" : " ") + "-> " + layout_name(l);
+      }
+      r[st.order_index] = std::move(t);
+    }
+    return r;
+  }
+  const CpuPlan& p = *plans_.front()->dynamic;
   for (size_t k = 0; k < p.steps.size(); ++k) {
     const CpuStep& step = p.steps[k];
     std::string t = step.view ? "view" : step.kernel ? step.kernel->tactic() : "";

@@ -1,20 +1,20 @@
 // The CPU executor: plans built once per input shape, cached by each Context, and run with no
 // shape inference, no kernel prepare and no allocation besides the caller's outputs.
 //
-// A plan is built by running the graph once on the first inputs of its key, node by node: a
-// fresh kernel per node (from the node's backend) prepares for the shapes it meets and writes
-// freshly allocated outputs. What that run saw becomes the plan: each value's dtype and shape,
-// and an offset in one activation arena (planner/arena_planner.h) from the values' lifetimes.
-// Later runs with the same key go through the plan: the kernels execute on views of the arena.
-// Graph outputs are fresh tensors the caller keeps.
-//
 // A plan's key is the inputs' dtypes and shapes plus the bytes of every input of at most
-// kKeyedInputElements elements (a value shapes may be computed from). Everything computed from
-// the key alone (shape arithmetic: Shape → Gather → Concat → Reshape) is then fixed in the
-// plan. A step that also reads a small or integer value computed from the inputs' data (a
-// shape, pads or scales taken from the data) is "dynamic": it infers its output shapes and
-// prepares its kernel again on every run (a comparison when nothing changed). Where its shapes
-// differ from the plan's, the plan does not fit the run: it is dropped and built afresh.
+// kKeyedInputElements elements (a value shapes may be computed from). A plan is the runtime's
+// (runtime/plan.h) built for the host: the engine's kernel for each node (oneDNN or the
+// reference), shape arithmetic computed from the key evaluated at build, the values in one
+// activation arena that all plans of the Context share (sized for the largest). A run copies
+// the inputs into their slots, runs the steps and copies the outputs into fresh tensors the
+// caller keeps.
+//
+// A graph whose output shapes follow values computed from the inputs' data (a shape, pads or
+// scales taken from the data) cannot be planned ahead: its plan is built by running the graph
+// once on the first inputs of its key, node by node, and a step that reads such a value is
+// "dynamic": it infers its output shapes and prepares its kernel again on every run (a
+// comparison when nothing changed). Where its shapes differ from the plan's, the plan does
+// not fit the run: it is dropped and built afresh.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +25,7 @@
 #include "kiln/engine.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "runtime/plan.h"
 
 namespace kiln {
 
@@ -36,8 +37,13 @@ struct CpuRunHooks {
   std::vector<ValueStats>* value_stats = nullptr;
 };
 
-// Graph inputs with at most this many elements are part of a plan's key.
+// Graph inputs of an integer or bool dtype with at most this many elements are part of a
+// plan's key (shapes, axes, pads given as inputs): values computed from them alone are fixed
+// in the plan.
 inline constexpr int64_t kKeyedInputElements = 16;
+inline bool is_keyed_input(const Tensor& t) {
+  return t.numel() <= kKeyedInputElements && !dtype_is_float(t.dtype());
+}
 
 // The plans of one Context and the arena they share (sized for the largest).
 class CpuPlanCache {
@@ -70,12 +76,27 @@ class CpuPlanCache {
   // shapes differ from the plan's.
   Status run_plan(CpuPlan& p, const std::vector<const Tensor*>& inputs,
                   std::vector<Tensor>& outputs, const CpuRunHooks& hooks, bool* fits);
-  // Makes the arena at least `bytes` long, binding every cached plan to it.
-  Status reserve_arena(int64_t bytes);
+  // Makes the arena at least `bytes` long and the workspace at least `workspace`, binding
+  // every cached plan to them.
+  Status reserve_arena(int64_t bytes, int64_t workspace = 0);
+
+  // The plan of `key` through build_plan, or nullptr (and ok) where the graph's shapes follow
+  // the data.
+  Result<std::unique_ptr<Plan>> build_static(const std::vector<const Tensor*>& inputs);
+  Status run_static(Plan& p, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs,
+                    const CpuRunHooks& hooks);
+  // Adds a built plan (static or dynamic) to the cache, most recent first.
+  void cache(const std::string& key, std::unique_ptr<Plan> plan, std::unique_ptr<CpuPlan> dynamic);
+  void bind(Entry& entry);
 
   const Engine::Impl& e_;
+  std::unique_ptr<PlanDevice> host_;
+  PlanDevices devices_;
   std::vector<std::unique_ptr<Entry>> plans_;  // most recently used first
   Tensor arena_;                               // uint8 [bytes]
+  Tensor workspace_;                           // uint8, the largest a plan's kernels need
+  std::vector<const void*> in_data_;           // run_static's input and output pointers
+  std::vector<void*> out_data_;
   ContextStats stats_;
 };
 

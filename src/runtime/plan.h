@@ -17,6 +17,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,10 @@ struct PlanSlot {
   int value_id = -1;      // the graph value it holds
   int buffer = -1;        // index into Plan::buffers (in its device's arena), or -1
   void* fixed = nullptr;  // a constant's bytes (placed by the device), or nullptr
+  // Another slot whose bytes this one views (a Reshape's output, NHWC of [N,C,1,1]); -1.
+  int alias_of = -1;
+  // A graph input or output held by the caller, pointed at for each run (set_plan_io).
+  bool external = false;
 };
 
 struct PlanBuffer {
@@ -58,6 +63,7 @@ struct PlanStep {
   std::unique_ptr<Kernel> kernel;  // kKernel
   std::vector<int> in, out;        // slot ids, -1 for omitted
   bool fallback = false;           // a host kernel standing in for the main device's
+  int order_index = -1;            // kKernel: the node's index in the engine's order
   LayerProfile info;               // name, op, tactic, on_cpu (ms unset)
   KernelOperands operands;         // bound to the arenas by bind_plan()
 };
@@ -81,6 +87,9 @@ struct Plan {
   std::deque<Node> resolved_nodes;
   std::vector<std::string> notes;  // what the build changed that a user should know of
   bool has_fallback = false;       // some step runs on the host in a plan for another device
+  // The build stopped at a node whose output shapes follow values computed from the inputs'
+  // data, not known at build (build_plan then returns kUnsupported naming it).
+  bool needs_data = false;
 
   // Per device: the arena's size, its lower bound (the peak of live bytes), the largest
   // workspace a kernel asked for, and where they are bound (bind_plan).
@@ -90,8 +99,19 @@ struct Plan {
   void* arena[kDeviceKinds] = {};
   void* workspace[kDeviceKinds] = {};
 
+  // Operands bound to external slots (PlanOptions::external_io), re-pointed by set_plan_io at
+  // every run: (step, output?, operand index, slot).
+  struct ExternalOperand {
+    int step;
+    bool out;
+    int index;
+    int slot;
+  };
+  std::vector<ExternalOperand> external;
+
   void* data(int slot) const {
     const PlanSlot& s = slots[slot];
+    if (s.alias_of >= 0) return data(s.alias_of);
     if (s.buffer < 0) return s.fixed;
     const PlanBuffer& b = buffers[s.buffer];
     return static_cast<char*>(arena[device_index(b.device)]) + b.offset;
@@ -104,16 +124,27 @@ struct PlanDevices {
   PlanDevice& operator[](DeviceKind d) const { return *by_kind[device_index(d)]; }
 };
 
+// The host kernel of the node at `order_index` in a host plan, made for `resolved` (the node
+// with its inputs known at build as constants); the reference kernel when unset.
+using HostKernelFn =
+    std::function<Result<std::unique_ptr<Kernel>>(const Node& resolved, size_t order_index)>;
+
 struct PlanOptions {
   DeviceKind main = DeviceKind::kCpu;
+  HostKernelFn host_kernel;  // main = kCpu
   Precision precision = Precision::kFp32;
   std::map<std::string, Precision> precision_overrides;  // by node name
   int64_t max_tensor_bytes = int64_t{8} << 30;
   int64_t arena_alignment = 256;
+  // The graph inputs are read, and the outputs a kernel writes are written, where the caller
+  // holds them (set_plan_io), not in the arena: host plans.
+  bool external_io = false;
 };
 
 // Lowers `graph` (nodes in `order`) for inputs of `input_descs` (dtype and shape, graph
-// order) into `plan`, with memory planned but not bound.
+// order; an input whose `value` is set is known at build, and copied) into `plan`, with memory
+// planned but not bound. Graph inputs are written into their slots before each run, and the
+// outputs read from theirs after it.
 Status build_plan(const Graph& graph, const std::vector<const Node*>& order,
                   const std::vector<TensorDesc>& input_descs, const PlanOptions& options,
                   const PlanDevices& devices, Plan& plan);
@@ -121,6 +152,15 @@ Status build_plan(const Graph& graph, const std::vector<const Node*>& order,
 // Points the plan at arenas and workspaces (per device, at least the plan's sizes) and binds
 // every step's operands to them.
 void bind_plan(Plan& plan, void* const arena[kDeviceKinds], void* const workspace[kDeviceKinds]);
+
+// Points the plan's external graph inputs and outputs (PlanOptions::external_io) at the
+// caller's bytes for the next run: one pointer per graph input and per graph output, graph
+// order (an output whose slot is not external, or repeats an earlier output's, is ignored:
+// read it from Plan::data after the run).
+void set_plan_io(Plan& plan, const std::vector<const void*>& inputs,
+                 const std::vector<void*>& outputs);
+// Whether graph output `i` is written in place by set_plan_io's pointer.
+bool plan_output_in_place(const Plan& plan, size_t i);
 
 // Runs steps [first, last) on their devices (bound first).
 Status run_plan_steps(Plan& plan, const PlanDevices& devices, size_t first, size_t last);

@@ -8,6 +8,7 @@
 #include "ops/op_registry.h"
 #include "runtime/plan.h"
 #include "runtime/plan_memory.h"
+#include "runtime/tensor_limit.h"
 
 namespace kiln {
 
@@ -79,10 +80,10 @@ class Builder {
     auto it = o_.precision_overrides.find(n.name);
     return it == o_.precision_overrides.end() ? o_.precision : it->second;
   }
-  Status add_node(const Node& n);
+  Status add_node(const Node& n, int order_index);
   // Adds `kernel` (of `device`) as the step running `n` (`kn` with its resolved inputs).
   // *declined: the kernel found at prepare that it cannot run the node (nothing added).
-  Status add_kernel_step(const Node& n, const Node& kn, DeviceKind device,
+  Status add_kernel_step(const Node& n, const Node& kn, int order_index, DeviceKind device,
                          std::unique_ptr<Kernel> kernel, const std::string& fallback_reason,
                          std::string* declined);
   const Node& resolved(const Node& n);
@@ -204,6 +205,7 @@ Result<int> Builder::slot_for(const Value* v, DeviceKind device, Layout layout, 
       (layout == Layout::kPlain || layout == Layout::kNHWC)) {
     PlanSlot alias = p_.slots[src];
     alias.desc.layout = layout;
+    alias.alias_of = src;
     p_.slots.push_back(alias);
     reps.push_back(static_cast<int>(p_.slots.size()) - 1);
     return reps.back();
@@ -295,7 +297,7 @@ const Node& Builder::resolved(const Node& n) {
   return p_.resolved_nodes.back();
 }
 
-Status Builder::add_node(const Node& n) {
+Status Builder::add_node(const Node& n, int order_index) {
   bool evaluated = false;
   KILN_RETURN_IF_ERROR(eval_on_host(n, &evaluated));
   if (evaluated) return Status::ok();
@@ -318,7 +320,8 @@ Status Builder::add_node(const Node& n) {
         continue;
       }
       std::string declined;
-      KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, p_.main, std::move(made).value(), "", &declined));
+      KILN_RETURN_IF_ERROR(
+          add_kernel_step(n, kn, order_index, p_.main, std::move(made).value(), "", &declined));
       if (declined.empty()) return Status::ok();
       // A kernel may find out only from the shapes that it cannot run the node (conversions
       // already added for it are harmless).
@@ -326,18 +329,24 @@ Status Builder::add_node(const Node& n) {
       break;
     }
   }
-  // The host's reference kernel: a fallback step in a plan for another device.
-  if (!OpRegistry::find(n.op))
-    return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel");
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> ref, make_reference_kernel(kn));
+  // On the host: the engine's kernel for the node in a host plan, else the reference kernel
+  // (a fallback step in a plan for another device).
+  std::unique_ptr<Kernel> kernel;
+  if (p_.main == DeviceKind::kCpu && o_.host_kernel) {
+    KILN_ASSIGN_OR_RETURN(kernel, o_.host_kernel(kn, static_cast<size_t>(order_index)));
+  } else {
+    if (!OpRegistry::find(n.op))
+      return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel");
+    KILN_ASSIGN_OR_RETURN(kernel, make_reference_kernel(kn));
+  }
   std::string declined;
-  KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, DeviceKind::kCpu, std::move(ref),
+  KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, order_index, DeviceKind::kCpu, std::move(kernel),
                                        p_.main != DeviceKind::kCpu ? why : "", &declined));
   if (!declined.empty()) return unsupported(n.describe() + ": " + declined);
   return Status::ok();
 }
 
-Status Builder::add_kernel_step(const Node& n, const Node& kn, DeviceKind device,
+Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, DeviceKind device,
                                 std::unique_ptr<Kernel> kernel, const std::string& fallback_reason,
                                 std::string* declined) {
   PlanDevice& dev = dev_[device];
@@ -348,6 +357,7 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, DeviceKind device
   step.device = device;
   step.node = &kn;
   step.fallback = fallback;
+  step.order_index = order_index;
   std::vector<TensorDesc> in(n.inputs.size());
   step.in.assign(n.inputs.size(), -1);
   // The layouts the inputs are offered in (their first form on this device), asked all at
@@ -385,6 +395,35 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, DeviceKind device
     in[i] = p_.slots[s].desc;
     in[i].value = h.value;
   }
+  // The reference shape rule is the contract: the output shapes are known before the kernel
+  // prepares (a library kernel may allocate for them first), and a kernel disagreeing with it
+  // is a bug.
+  std::vector<TensorDesc> want(n.outputs.size());
+  std::vector<TensorDesc> hin(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i]) hin[i] = host_[n.inputs[i]->id()];
+  if (const OpDef* def = OpRegistry::find(n.op)) {
+    const Status inferred = infer_node(*def, n, hin, want);
+    if (!inferred.is_ok()) {
+      // A shape that follows a value computed from the inputs' data (small or integer, not
+      // known at build) cannot be planned ahead.
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const Value* v = n.inputs[i];
+        if (v && !hin[i].value && (hin[i].numel() <= 16 || !dtype_is_float(hin[i].dtype))) {
+          p_.needs_data = true;
+          return unsupported(n.describe() + ": its output shapes follow input '" + v->name +
+                             "', computed from the data at every run");
+        }
+      }
+      return inferred.with_context(n.describe());
+    }
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      if (n.outputs[i] && want[i].present())
+        KILN_RETURN_IF_ERROR_CTX(
+            check_tensor_size(want[i].dtype, want[i].shape, o_.max_tensor_bytes),
+            n.describe() + ": output '" + n.outputs[i]->name + "'");
+  }
+
   std::vector<TensorDesc> out(n.outputs.size());
   BuildContext& bctx = dev.build_context();
   bctx.precision = prec;  // what the kernel sees as the plan's precision
@@ -396,14 +435,6 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, DeviceKind device
     return Status::ok();
   }
   KILN_RETURN_IF_ERROR_CTX(prepared, n.describe());
-
-  // The reference shape rule is the contract: a kernel disagreeing with it is a bug.
-  std::vector<TensorDesc> want(n.outputs.size());
-  std::vector<TensorDesc> hin(n.inputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (n.inputs[i]) hin[i] = host_[n.inputs[i]->id()];
-  if (const OpDef* def = OpRegistry::find(n.op))
-    KILN_RETURN_IF_ERROR_CTX(infer_node(*def, n, hin, want), n.describe());
 
   step.out.assign(n.outputs.size(), -1);
   for (size_t i = 0; i < n.outputs.size(); ++i) {
@@ -420,8 +451,8 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, DeviceKind device
     int s;
     if (kernel->is_alias() && i == 0) {
       s = new_slot(out[i], device, v->id(), false);
-      p_.slots[s].buffer = p_.slots[step.in[0]].buffer;
-      p_.slots[s].fixed = p_.slots[step.in[0]].fixed;
+      p_.slots[s].buffer = p_.slots[step.in[0]].buffer;  // for its lifetime
+      p_.slots[s].alias_of = step.in[0];
     } else {
       s = new_slot(out[i], device, v->id(), true);
     }
@@ -434,7 +465,9 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, DeviceKind device
     step.info = {n.name, std::string("CPU:") + op_name(n.op), fallback_reason, true, 0.0};
     p_.has_fallback = true;
   } else {
-    step.info = {n.name, op_name(n.op), kernel->tactic(), device == DeviceKind::kCpu, 0.0};
+    std::string tactic = kernel->tactic();
+    if (tactic.empty() && kernel->is_alias()) tactic = "view";
+    step.info = {n.name, op_name(n.op), tactic, device == DeviceKind::kCpu, 0.0};
     if (prec != o_.precision)
       step.info.tactic += std::string(" [") + precision_name(prec) + ", overridden]";
   }
@@ -456,19 +489,38 @@ Status Builder::build(const std::vector<const Node*>& order,
   for (size_t i = 0; i < g_.inputs().size(); ++i) {
     const Value* v = g_.inputs()[i];
     const TensorDesc& t = inputs[i];
-    host_[v->id()] = TensorDesc{t.dtype, t.shape, nullptr};
-    const int s = new_slot(TensorDesc{t.dtype, t.shape}, p_.main, v->id(), true);
+    const Tensor* known = nullptr;
+    if (t.value) {  // the plan keeps its own copy
+      p_.host_values.push_back(
+          tensor_from_bytes(t.value->raw(), t.value->dtype(), t.value->shape(), t.dtype));
+      known = &p_.host_values.back();
+    }
+    host_[v->id()] = TensorDesc{t.dtype, t.shape, known};
+    const int s = new_slot(TensorDesc{t.dtype, t.shape}, p_.main, v->id(), !o_.external_io);
+    p_.slots[s].external = o_.external_io;
     reps_[v->id()].push_back(s);
     p_.input_slots.push_back(s);
     p_.input_shapes.push_back(t.shape);
   }
-  for (const Node* n : order) KILN_RETURN_IF_ERROR(add_node(*n));
+  for (size_t k = 0; k < order.size(); ++k)
+    KILN_RETURN_IF_ERROR(add_node(*order[k], static_cast<int>(k)));
   for (const Value* o : g_.outputs()) {
     const TensorDesc& h = host_[o->id()];
     KILN_ASSIGN_OR_RETURN(int s, slot_for(o, p_.main, Layout::kPlain, h.dtype));
     p_.output_slots.push_back(s);
     p_.output_dtypes.push_back(h.dtype);
   }
+  // External outputs: a slot in the arena that views no other (a step's own output) leaves
+  // the arena, with the views of it.
+  if (o_.external_io)
+    for (int s : p_.output_slots) {
+      PlanSlot& slot = p_.slots[s];
+      if (slot.buffer < 0 || slot.alias_of >= 0) continue;
+      const int b = slot.buffer;
+      for (PlanSlot& other : p_.slots)
+        if (other.buffer == b) other.buffer = -1;
+      slot.external = true;
+    }
   return plan_memory(p_, o_.arena_alignment);
 }
 

@@ -1,4 +1,5 @@
 // Running a built plan (runtime/plan.h): binding it to memory, the step executor, its text.
+#include <algorithm>
 #include <cstdio>
 
 #include "runtime/plan.h"
@@ -10,12 +11,49 @@ void bind_plan(Plan& p, void* const arena[kDeviceKinds], void* const workspace[k
     p.arena[d] = arena[d];
     p.workspace[d] = p.workspace_bytes[d] ? workspace[d] : nullptr;
   }
-  for (PlanStep& st : p.steps) {
+  // The external slot a slot is or views, or -1.
+  auto external_root = [&](int s) {
+    while (p.slots[s].alias_of >= 0) s = p.slots[s].alias_of;
+    return p.slots[s].external ? s : -1;
+  };
+  p.external.clear();
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    PlanStep& st = p.steps[k];
     st.operands.reset(st.in.size(), st.out.size());
-    for (size_t i = 0; i < st.in.size(); ++i)
-      if (st.in[i] >= 0) st.operands.set_in(i, p.slots[st.in[i]].desc, p.data(st.in[i]));
-    for (size_t i = 0; i < st.out.size(); ++i)
-      if (st.out[i] >= 0) st.operands.set_out(i, p.slots[st.out[i]].desc, p.data(st.out[i]));
+    for (size_t i = 0; i < st.in.size(); ++i) {
+      if (st.in[i] < 0) continue;
+      st.operands.set_in(i, p.slots[st.in[i]].desc, p.data(st.in[i]));
+      if (external_root(st.in[i]) >= 0)
+        p.external.push_back({static_cast<int>(k), false, static_cast<int>(i), st.in[i]});
+    }
+    for (size_t i = 0; i < st.out.size(); ++i) {
+      if (st.out[i] < 0) continue;
+      st.operands.set_out(i, p.slots[st.out[i]].desc, p.data(st.out[i]));
+      if (external_root(st.out[i]) >= 0)
+        p.external.push_back({static_cast<int>(k), true, static_cast<int>(i), st.out[i]});
+    }
+  }
+}
+
+bool plan_output_in_place(const Plan& p, size_t i) {
+  const int s = p.output_slots[i];
+  if (!p.slots[s].external) return false;
+  for (size_t j = 0; j < i; ++j)
+    if (p.output_slots[j] == s) return false;  // the earlier output holds it
+  return std::find(p.input_slots.begin(), p.input_slots.end(), s) == p.input_slots.end();
+}
+
+void set_plan_io(Plan& p, const std::vector<const void*>& inputs,
+                 const std::vector<void*>& outputs) {
+  for (size_t i = 0; i < p.input_slots.size() && i < inputs.size(); ++i) {
+    PlanSlot& s = p.slots[p.input_slots[i]];
+    if (s.external) s.fixed = const_cast<void*>(inputs[i]);
+  }
+  for (size_t i = 0; i < p.output_slots.size() && i < outputs.size(); ++i)
+    if (plan_output_in_place(p, i)) p.slots[p.output_slots[i]].fixed = outputs[i];
+  for (const Plan::ExternalOperand& e : p.external) {
+    KernelOperands& ops = p.steps[e.step].operands;
+    (e.out ? ops.out[e.index] : ops.in[e.index]).data = p.data(e.slot);
   }
 }
 
@@ -58,8 +96,12 @@ std::string slot_text(const Plan& p, int s) {
   std::string t = "%" + std::to_string(s) + ":" + device_kind_name(slot.device) + " " +
                   dtype_name(slot.desc.dtype) + shape_str(slot.desc.shape);
   if (slot.desc.layout != Layout::kPlain) t += std::string(" ") + layout_name(slot.desc.layout);
-  if (slot.buffer >= 0) {
+  if (slot.alias_of >= 0) {
+    t += " view of %" + std::to_string(slot.alias_of);
+  } else if (slot.buffer >= 0) {
     t += " @" + std::to_string(p.buffers[slot.buffer].offset);
+  } else if (slot.external) {
+    t += " external";
   } else if (slot.fixed) {
     t += " const";
   }

@@ -133,6 +133,11 @@ class DnnlKernel : public Kernel {
   DnnlKernel(const Node& node, const DnnlShared& shared) : node_(node), shared_(shared) {}
 
   DeviceKind device() const final { return DeviceKind::kCpu; }
+  // The backend's layout plan gives producers and readers one layout per value (stored_layout),
+  // so the inputs arrive as their producers store them; prepare checks it.
+  std::vector<Layout> input_layouts(const std::vector<Layout>& offered) const final {
+    return offered;
+  }
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  BuildContext& ctx) final;
   Status execute(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,

@@ -1,6 +1,7 @@
 // The host as a plan device (backends/backend.h): kernels run in the calling thread on host
 // memory; conversions between float dtypes and between plain and NHWC are plain loops.
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "backends/backend.h"
@@ -23,7 +24,11 @@ class HostPlanDevice final : public PlanDevice {
     RunContext run(DeviceKind::kCpu);
     run.workspace = workspace;
     run.workspace_bytes = workspace_bytes;
-    return kernel.execute(ops.in_ptr, ops.out_ptr, run);
+    try {
+      return kernel.execute(ops.in_ptr, ops.out_ptr, run);
+    } catch (const std::bad_alloc&) {
+      return Status(StatusCode::kResourceExhausted, "out of memory");
+    }
   }
   Status convert(const TensorRef& src, const TensorRef& dst) override;
   Status copy_to_host(void*, const void*, size_t) override {

@@ -11,6 +11,12 @@ class ReferenceKernel final : public Kernel {
   ReferenceKernel(const Node& node, const OpDef& def) : node_(node), def_(def) {}
 
   DeviceKind device() const override { return DeviceKind::kCpu; }
+  // Reshape-like ops give their input's row-major bytes another shape: the plan makes the
+  // output a view of the input's buffer and the step does not run.
+  bool is_alias() const override {
+    return node_.op == OpKind::Reshape || node_.op == OpKind::Flatten ||
+           node_.op == OpKind::Squeeze || node_.op == OpKind::Unsqueeze;
+  }
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  BuildContext&) override {
     // The reference kernels read and write row-major tensors only.

@@ -95,6 +95,10 @@ class Context {
   // the model's constants (oneDNN's reordered copies of weights not counted), no workspace
   // or pinned staging.
   Result<DeviceMemoryInfo> device_memory() const;
+  // The plan of the last run's input shapes, as data: every step with its device, kernel and
+  // operands (dtype, shape, layout, place in the arena), and the memory (an error before a
+  // run).
+  Result<PlanInfo> plan() const;
   // Whether the last run replayed a CUDA graph.
   bool uses_cuda_graph() const;
   // Plan builds, cache use and arena size so far.

@@ -70,6 +70,36 @@ struct ContextStats {
   std::vector<std::string> notes;
 };
 
+// One step of an execution plan (see PlanInfo).
+struct PlanStepInfo {
+  std::string kind;    // "kernel", "convert" (layout/dtype on one device), "copy" (host <-> GPU)
+  std::string device;  // where it runs: "cpu", "cuda"
+  std::string name;    // the node's name, or "convert <value>" / "copy <value>"
+  std::string op;      // the op kind, "Convert", "Copy", or "CPU:<op>" for a host fallback
+  std::string tactic;  // the implementation chosen, or why a node fell back to the host
+  // Each operand: "%SLOT:DEVICE DTYPE[SHAPE] [LAYOUT] @OFFSET" (in its device's arena),
+  // "const", "external" (the caller's tensor) or "view of %SLOT"; "-" for an omitted one.
+  std::vector<std::string> inputs, outputs;
+};
+
+// The plan of one set of input shapes, as data: what runs where, in which layout and dtype,
+// and the memory. The same form for every device. Printed by `kiln inspect --plan-steps`,
+// recorded in .kiln plan files.
+struct PlanInfo {
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  std::vector<PlanStepInfo> steps;
+  std::map<std::string, int64_t> arena_bytes;      // by device ("cpu", "cuda")
+  std::map<std::string, int64_t> workspace_bytes;  // by device
+  // "" for a plan of the graph's own steps; else why it is built by running on the host (the
+  // graph's shapes follow its data), with no steps listed.
+  std::string dynamic;
+  // One line per step, then the arenas: what `kiln inspect --plan-steps` prints.
+  std::string text() const;
+  // The text without the tactics, whose timings differ from build to build: what must be
+  // equal for two builds to have made the same plan.
+  std::string structure() const;
+};
+
 // One optimizer pass of an engine's build: its name and the node count after it.
 struct PassStep {
   std::string pass;
@@ -88,6 +118,9 @@ struct EngineReport {
   // What EngineOptions::fp32_values kept in fp32, one line a node ("node 'conv7' (Conv) in
   // fp32: writes 'x'"), and a line for each value no node of the engine's graph touches.
   std::vector<std::string> fp32_kept;
+  // The plans of the shape profiles (EngineOptions::shape_profiles, then the ranges' opt),
+  // built with the engine, in that order.
+  std::vector<PlanInfo> plans;
 };
 
 }  // namespace kiln

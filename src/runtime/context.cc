@@ -273,6 +273,11 @@ Result<std::vector<ValueStats>> Context::value_stats(const std::map<std::string,
 
 bool Context::uses_cuda_graph() const { return cuda_uses_graph(impl_->cuda.get()); }
 
+Result<PlanInfo> Context::plan() const {
+  if (impl_->engine->cuda) return cuda_plan_info(*impl_->engine, impl_->cuda.get());
+  return impl_->cpu->last_plan_info();
+}
+
 ContextStats Context::stats() const {
   return impl_->cpu ? impl_->cpu->stats() : cuda_stats(impl_->cuda.get());
 }

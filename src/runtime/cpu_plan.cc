@@ -512,6 +512,17 @@ int64_t CpuPlanCache::last_plan_lower_bound() const {
                 : e.dynamic->arena_lower_bound;
 }
 
+Result<PlanInfo> CpuPlanCache::last_plan_info() const {
+  if (plans_.empty()) return invalid_argument("no run yet on this context: no plan to show");
+  const Entry& e = *plans_.front();
+  if (e.plan) return plan_info(*e.plan, *e_.graph);
+  PlanInfo r;
+  r.dynamic = "its output shapes follow values computed from the inputs' data";
+  r.arena_bytes["cpu"] = e.dynamic->arena_bytes;
+  r.workspace_bytes["cpu"] = 0;
+  return r;
+}
+
 std::vector<std::string> CpuPlanCache::last_plan_tactics() const {
   std::vector<std::string> r;
   if (plans_.empty()) return r;

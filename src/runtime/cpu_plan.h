@@ -62,6 +62,8 @@ class CpuPlanCache {
   const ContextStats& stats() const { return stats_; }
   // The activation bytes the most recently used plan needs at its peak (0 before a run).
   int64_t last_plan_lower_bound() const;
+  // The most recently used plan as data; an error before a run.
+  Result<PlanInfo> last_plan_info() const;
   // What each step of the most recently used plan runs, in the engine's node order: its
   // kernel's tactic() ("onednn brgconv:avx512_core", "reference (...)"), "view" for a step
   // planned over its input's bytes; empty before a run or where the kernel says nothing.

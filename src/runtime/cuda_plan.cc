@@ -174,20 +174,19 @@ Result<std::unique_ptr<CudaPlan>> CudaPlan::build(const Graph& graph,
   // Device memory: the Context's shared arenas and workspace, grown for this plan now, so the
   // build's cost is all paid here.
   KILN_RETURN_IF_ERROR(p.bind());
-  for (int s : p.plan.input_slots) {
-    void* ptr = nullptr;
-    const size_t n = p.plan.slots[s].desc.nbytes();
-    KILN_CUDA(cudaHostAlloc(&ptr, n ? n : 1, cudaHostAllocDefault));
-    p.in_staging.push_back(ptr);
-    p.memory.staging_bytes += static_cast<int64_t>(n);
-  }
-  for (int s : p.plan.output_slots) {
-    void* ptr = nullptr;
-    const size_t n = p.plan.slots[s].desc.nbytes();
-    KILN_CUDA(cudaHostAlloc(&ptr, n ? n : 1, cudaHostAllocDefault));
-    p.out_staging.push_back(ptr);
-    p.memory.staging_bytes += static_cast<int64_t>(n);
-  }
+  // Pinned staging, one buffer per graph input and output.
+  auto stage = [&](const std::vector<int>& slots, std::vector<void*>& staging) -> Status {
+    for (int s : slots) {
+      void* ptr = nullptr;
+      const size_t n = p.plan.slots[s].desc.nbytes();
+      KILN_CUDA(cudaHostAlloc(&ptr, n ? n : 1, cudaHostAllocDefault));
+      staging.push_back(ptr);
+      p.memory.staging_bytes += static_cast<int64_t>(n);
+    }
+    return Status::ok();
+  };
+  KILN_RETURN_IF_ERROR(stage(p.plan.input_slots, p.in_staging));
+  KILN_RETURN_IF_ERROR(stage(p.plan.output_slots, p.out_staging));
   for (cudaEvent_t& e : p.ev) KILN_CUDA(cudaEventCreate(&e));
   return std::unique_ptr<CudaPlan>(new CudaPlan(std::move(impl)));
 }
@@ -305,7 +304,7 @@ Result<std::vector<double>> CudaPlan::profile_steps(int iterations) {
 
 const CudaTiming& CudaPlan::last_timing() const { return impl_->timing; }
 const std::vector<LayerProfile>& CudaPlan::steps() const { return impl_->infos; }
-std::string CudaPlan::text() const { return plan_steps_text(impl_->plan); }
+PlanInfo CudaPlan::info(const Graph& graph) const { return plan_info(impl_->plan, graph); }
 const std::vector<std::string>& CudaPlan::notes() const { return impl_->plan.notes; }
 const CudaMemoryReport& CudaPlan::memory() const { return impl_->memory; }
 bool CudaPlan::uses_cuda_graph() const { return impl_->graph_exec != nullptr; }

@@ -56,8 +56,8 @@ class CudaPlan {
 
   // Each step: name, op, tactic, and whether it runs on the host (ms unset).
   const std::vector<LayerProfile>& steps() const;
-  // The plan as text (plan_steps_text).
-  std::string text() const;
+  // The plan as data (plan_info).
+  PlanInfo info(const Graph& graph) const;
   // What the build changed that a user should know of: constants saturated to fp16's range.
   const std::vector<std::string>& notes() const;
   const CudaMemoryReport& memory() const;

@@ -160,6 +160,11 @@ bool cuda_uses_graph(const CudaContextState* ctx) {
   return ctx && !ctx->plans.empty() && ctx->plans.front()->uses_cuda_graph();
 }
 
+Result<PlanInfo> cuda_plan_info(const Engine::Impl& engine, const CudaContextState* ctx) {
+  KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
+  return p->info(*engine.graph);
+}
+
 Result<std::string> cuda_current_device_tag(int device_index) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || device_index < 0 || device_index >= count)
@@ -199,6 +204,7 @@ Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState&, const CudaCo
   return no_cuda();
 }
 bool cuda_uses_graph(const CudaContextState*) { return false; }
+Result<PlanInfo> cuda_plan_info(const Engine::Impl&, const CudaContextState*) { return no_cuda(); }
 ContextStats cuda_stats(const CudaContextState*) { return {}; }
 Result<std::string> cuda_current_device_tag(int) { return no_cuda(); }
 std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaEngineState&) {

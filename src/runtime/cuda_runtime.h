@@ -34,6 +34,8 @@ Result<std::vector<double>> cuda_time_compute(CudaContextState* ctx, int iterati
 Result<std::vector<LayerProfile>> cuda_profile_layers(CudaContextState* ctx, int iterations);
 Result<DeviceMemoryInfo> cuda_device_memory(const CudaEngineState& e, const CudaContextState* ctx);
 bool cuda_uses_graph(const CudaContextState* ctx);
+// The plan of the last run, as data.
+Result<PlanInfo> cuda_plan_info(const Engine::Impl& engine, const CudaContextState* ctx);
 ContextStats cuda_stats(const CudaContextState* ctx);
 
 // For plan files: the device tag (GPU, compute capability, library versions) and the

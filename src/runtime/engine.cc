@@ -18,15 +18,20 @@ namespace kiln {
 
 namespace {
 
-// Runs every shape profile of `e` on `ctx` once (its plans are then built and cached).
-Status warm_profiles(const Engine& e, Context& ctx) {
+// Runs every shape profile of `e` on `ctx` once (its plans are then built and cached), and
+// gives their plans in `plans` where asked.
+Status warm_profiles(const Engine& e, Context& ctx, std::vector<PlanInfo>* plans = nullptr) {
   const Engine::Impl& impl = engine_impl(e);
   for (size_t k = 0; k < impl.profiles.size(); ++k) {
     KILN_ASSIGN_OR_RETURN(auto inputs, profile_inputs(impl, k));
-    KILN_RETURN_IF_ERROR_CTX(ctx.run(inputs).status(),
-                             k < impl.options.shape_profiles.size()
+    const std::string what = k < impl.options.shape_profiles.size()
                                  ? "shape profile " + std::to_string(k + 1)
-                                 : std::string("the shape ranges' opt"));
+                                 : std::string("the shape ranges' opt");
+    KILN_RETURN_IF_ERROR_CTX(ctx.run(inputs).status(), what);
+    if (plans) {
+      KILN_ASSIGN_OR_RETURN(PlanInfo plan, ctx.plan());
+      plans->push_back(std::move(plan));
+    }
   }
   return Status::ok();
 }
@@ -250,9 +255,11 @@ Result<std::shared_ptr<Engine>> build_engine(
   if (impl->cuda) impl->model_bytes = std::move(model_bytes);
   auto engine = std::make_shared<Engine>(std::move(impl));
   // Each profile once, at build: the layers are timed and the layouts chosen now.
+  // Their plans go in the engine's report: the engine is not shared yet.
   if (!engine_impl(*engine).profiles.empty()) {
     auto ctx = bare_context(*engine);
-    KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx));
+    auto& report = const_cast<EngineReport&>(engine_impl(*engine).report);
+    KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx, &report.plans));
   }
   return engine;
 }
@@ -272,8 +279,37 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// The profiles' plans an engine built from a plan file against the ones the file saved: the
+// same steps, kernels, layouts, dtypes and arena offsets, or an error naming the first line
+// that differs.
+Status check_saved_plans(const std::vector<PlanInfo>& built, const std::vector<std::string>& saved,
+                         const std::string& path) {
+  for (size_t k = 0; k < saved.size(); ++k) {
+    const std::string what = "plan file '" + path + "': shape profile " + std::to_string(k + 1);
+    if (k >= built.size()) return invalid_argument(what + " was not built again");
+    const std::string now = built[k].structure();
+    if (now == saved[k]) continue;
+    std::istringstream a(saved[k]), b(now);
+    std::string la, lb;
+    int line = 0;
+    while (true) {
+      ++line;
+      const bool ga = static_cast<bool>(std::getline(a, la));
+      const bool gb = static_cast<bool>(std::getline(b, lb));
+      if (!ga) la = "(nothing)";
+      if (!gb) lb = "(nothing)";
+      if (la != lb || (!ga && !gb)) break;
+    }
+    return invalid_argument(what + " builds a different plan than the one saved, at line " +
+                            std::to_string(line) + ": saved '" + la + "', built '" + lb +
+                            "': rebuild it with `kiln build`");
+  }
+  return Status::ok();
+}
+
 // A .kiln plan: the device must be the one it was built for; its options replace the
-// caller's build options (precision, graph...), its timing cache skips all timing.
+// caller's build options (precision, graph, shape profiles...), its timing cache skips all
+// timing, and its profiles' plans must come out as saved.
 Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineOptions& opts) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   KILN_ASSIGN_OR_RETURN(PlanFile plan, parse_plan(bytes, path));
@@ -291,8 +327,12 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   o.cuda_graph = opts.cuda_graph || plan.options.cuda_graph;
   o.optimize = plan.options.optimize;
   o.workspace_limit = plan.options.workspace_limit;
+  o.shape_profiles = plan.options.shape_profiles;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
-  return build_engine(std::move(graph), o, plan.tactics, std::move(plan.onnx_bytes));
+  KILN_ASSIGN_OR_RETURN(
+      auto engine, build_engine(std::move(graph), o, plan.tactics, std::move(plan.onnx_bytes)));
+  KILN_RETURN_IF_ERROR(check_saved_plans(engine->report().plans, plan.plans, path));
+  return engine;
 }
 
 }  // namespace
@@ -319,6 +359,9 @@ Status Engine::save_plan(const std::string& path) const {
   KILN_ASSIGN_OR_RETURN(plan.device_tag, cuda_current_device_tag(impl_->options.device_index));
   plan.options = impl_->options;
   plan.tactics = cuda_tactic_entries(*impl_->cuda);
+  for (size_t k = 0; k < impl_->report.plans.size() && k < impl_->options.shape_profiles.size();
+       ++k)
+    plan.plans.push_back(impl_->report.plans[k].structure());
   plan.onnx_bytes = impl_->model_bytes;
   std::string bytes = serialize_plan(plan);
   std::string tmp = path + ".tmp";

@@ -13,7 +13,7 @@
 // in-place reuse where a kernel allows it.
 //
 // The executor (run_plan_steps) walks the steps on the devices' run contexts; nothing is
-// allocated or prepared there. A plan is data: plan_steps_text() prints it.
+// allocated or prepared there. A plan is data: plan_info() gives it as kiln/report.h's PlanInfo.
 #pragma once
 
 #include <deque>
@@ -165,9 +165,9 @@ bool plan_output_in_place(const Plan& plan, size_t i);
 // Runs steps [first, last) on their devices (bound first).
 Status run_plan_steps(Plan& plan, const PlanDevices& devices, size_t first, size_t last);
 
-// The plan as text: one line per step (device, op, name, tactic, inputs -> outputs with
-// their device, dtype, shape and layout), then each device's arena.
-std::string plan_steps_text(const Plan& plan);
+// The plan as data (kiln/report.h): its steps with their operands, its arenas; the inputs'
+// shapes named by `graph`'s inputs.
+PlanInfo plan_info(const Plan& plan, const Graph& graph);
 
 // `t` as the bytes of dtype `dt` (float32/float16/bfloat16 converted; other dtypes as
 // they are).

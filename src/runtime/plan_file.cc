@@ -12,13 +12,25 @@ namespace kiln {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;
 
 void put_u32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
 void put_str(std::string& s, const std::string& v) {
   uint64_t n = v.size();
   s.append(reinterpret_cast<const char*>(&n), 8);
   s += v;
+}
+
+// The length-prefixed field of buf[at, end) at `at` into `out`; false where it does not fit.
+bool get_field(const std::string& buf, size_t& at, size_t end, std::string& out) {
+  uint64_t n;
+  if (end - at < 8) return false;
+  std::memcpy(&n, buf.data() + at, 8);
+  at += 8;
+  if (n > end - at) return false;
+  out.assign(buf.data() + at, n);
+  at += n;
+  return true;
 }
 
 uint32_t crc_of(const char* p, size_t n) {
@@ -43,7 +55,30 @@ std::string options_text(const EngineOptions& o) {
   // precision_override=<precision>:<node name> (the name last: it may hold ':' or '=')
   for (const auto& [node, p] : o.precision_overrides)
     s << "precision_override=" << precision_name(p) << ":" << node << "\n";
+  // shape_profile=<profile index>:<dims, 1x3x224x224>:<input name>
+  for (size_t k = 0; k < o.shape_profiles.size(); ++k)
+    for (const auto& [input, dims] : o.shape_profiles[k]) {
+      s << "shape_profile=" << k << ":";
+      for (size_t d = 0; d < dims.size(); ++d) s << (d ? "x" : "") << dims[d];
+      s << ":" << input << "\n";
+    }
   return s.str();
+}
+
+// "1x3x224x224" (or "" for a scalar) as dims.
+Result<std::vector<int64_t>> parse_dims(const std::string& text) {
+  std::vector<int64_t> dims;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t x = text.find('x', pos);
+    if (x == std::string::npos) x = text.size();
+    size_t used = 0;
+    const int64_t d = std::stoll(text.substr(pos, x - pos), &used);
+    if (used != x - pos || d < 0) return invalid_argument("bad dims '" + text + "'");
+    dims.push_back(d);
+    pos = x + 1;
+  }
+  return dims;
 }
 
 Status parse_options(const std::string& text, EngineOptions& o) {
@@ -72,6 +107,15 @@ Status parse_options(const std::string& text, EngineOptions& o) {
           return invalid_argument("bad precision_override '" + v + "'");
         KILN_ASSIGN_OR_RETURN(Precision p, parse_precision(v.substr(0, colon)));
         o.precision_overrides[v.substr(colon + 1)] = p;
+      } else if (k == "shape_profile") {
+        const size_t a = v.find(':');
+        const size_t b = a == std::string::npos ? a : v.find(':', a + 1);
+        if (b == std::string::npos) return invalid_argument("bad shape_profile '" + v + "'");
+        const size_t index = std::stoul(v.substr(0, a));
+        if (index > 1024) return invalid_argument("bad shape_profile '" + v + "'");
+        KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, parse_dims(v.substr(a + 1, b - a - 1)));
+        if (o.shape_profiles.size() <= index) o.shape_profiles.resize(index + 1);
+        o.shape_profiles[index][v.substr(b + 1)] = dims;
       } else
         return invalid_argument("unknown option '" + k + "'");
     } catch (const std::exception&) {
@@ -100,6 +144,9 @@ std::string serialize_plan(const PlanFile& plan) {
   std::string tactics;
   for (const auto& [k, v] : plan.tactics) tactics += k + "\t" + v + "\n";
   put_str(s, tactics);
+  std::string plans;  // each one length-prefixed
+  for (const std::string& text : plan.plans) put_str(plans, text);
+  put_str(s, plans);
   put_str(s, plan.onnx_bytes);
   put_u32(s, crc_of(s.data(), s.size()));
   return s;
@@ -123,21 +170,16 @@ Result<PlanFile> parse_plan(const std::string& bytes, const std::string& path) {
                             "; this kiln reads format " + std::to_string(kFormat) +
                             ": rebuild it with `kiln build`");
   const size_t end = bytes.size() - 4;
-  auto get = [&](std::string& out) -> bool {
-    uint64_t n;
-    if (end - pos < 8) return false;
-    std::memcpy(&n, bytes.data() + pos, 8);
-    pos += 8;
-    if (n > end - pos) return false;
-    out.assign(bytes.data() + pos, n);
-    pos += n;
-    return true;
-  };
+  auto get = [&](std::string& out) { return get_field(bytes, pos, end, out); };
   PlanFile p;
-  std::string options, tactics;
-  if (!get(p.kiln_version) || !get(p.device_tag) || !get(options) || !get(tactics) ||
+  std::string options, tactics, plans;
+  if (!get(p.kiln_version) || !get(p.device_tag) || !get(options) || !get(tactics) || !get(plans) ||
       !get(p.onnx_bytes) || pos != end)
     return bad("truncated or malformed fields");
+  for (size_t at = 0; at < plans.size();) {
+    p.plans.emplace_back();
+    if (!get_field(plans, at, plans.size(), p.plans.back())) return bad("malformed plans");
+  }
   if (p.kiln_version != kiln_version())
     return invalid_argument("plan file '" + path + "' was built by kiln " + p.kiln_version +
                             "; this is kiln " + kiln_version() + ": rebuild it with `kiln build`");

@@ -1,15 +1,19 @@
 // Plan files (.kiln): what `kiln build` writes and Engine::load reads like an .onnx.
 //
 // A plan holds the ONNX model, the options it was built with (precision, cuDNN conv path,
-// space-to-depth mode, CUDA graph, optimizer, workspace limit) and the timing cache (the
-// algorithm chosen for every layer), tied to the GPU and library versions and to the kiln
-// version that built it. Loading one re-imports the model and skips all tactic timing. A
-// plan from another GPU, another kiln version, or a damaged file (checked by CRC-32) is
+// space-to-depth mode, CUDA graph, optimizer, workspace limit, precision overrides, shape
+// profiles), the timing cache (the algorithm chosen for every layer) and the plan of every
+// shape profile as data (PlanInfo::structure: each step's device, kernel and operands' dtype,
+// shape, layout and arena offset), tied to the GPU and library versions and to the kiln
+// version that built it. Loading one re-imports the model, builds the profiles' plans
+// without timing anything, and refuses a plan that comes out different from the saved one.
+// A plan from another GPU, another kiln version, or a damaged file (checked by CRC-32) is
 // refused with an error saying which.
 //
-// Layout (little-endian): "KILNPLAN", u32 format version, then length-prefixed (u64)
+// Layout (little-endian): "KILNPLAN", u32 format version (2), then length-prefixed (u64)
 // fields: kiln version, device tag, options (key=value lines), timing cache (key<TAB>value
-// lines), ONNX bytes; then the u32 CRC-32 of everything before it.
+// lines), plans (length-prefixed texts, one per profile), ONNX bytes; then the u32 CRC-32 of
+// everything before it.
 #pragma once
 
 #include <string>
@@ -26,6 +30,7 @@ struct PlanFile {
   std::string device_tag;
   EngineOptions options;
   std::vector<std::pair<std::string, std::string>> tactics;
+  std::vector<std::string> plans;  // PlanInfo::structure of each shape profile's plan
   std::string onnx_bytes;
 };
 

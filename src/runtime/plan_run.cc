@@ -88,48 +88,4 @@ Status run_plan_steps(Plan& p, const PlanDevices& devices, size_t first, size_t 
   return Status::ok();
 }
 
-namespace {
-
-std::string slot_text(const Plan& p, int s) {
-  if (s < 0) return "-";
-  const PlanSlot& slot = p.slots[s];
-  std::string t = "%" + std::to_string(s) + ":" + device_kind_name(slot.device) + " " +
-                  dtype_name(slot.desc.dtype) + shape_str(slot.desc.shape);
-  if (slot.desc.layout != Layout::kPlain) t += std::string(" ") + layout_name(slot.desc.layout);
-  if (slot.alias_of >= 0) {
-    t += " view of %" + std::to_string(slot.alias_of);
-  } else if (slot.buffer >= 0) {
-    t += " @" + std::to_string(p.buffers[slot.buffer].offset);
-  } else if (slot.external) {
-    t += " external";
-  } else if (slot.fixed) {
-    t += " const";
-  }
-  return t;
-}
-
-}  // namespace
-
-std::string plan_steps_text(const Plan& p) {
-  std::string r;
-  for (size_t k = 0; k < p.steps.size(); ++k) {
-    const PlanStep& st = p.steps[k];
-    r += std::to_string(k) + " " + device_kind_name(st.device) + " " + st.info.op + " " +
-         st.info.name;
-    if (!st.info.tactic.empty()) r += " [" + st.info.tactic + "]";
-    r += ":";
-    for (int s : st.in) r += " " + slot_text(p, s);
-    r += " ->";
-    for (int s : st.out) r += " " + slot_text(p, s);
-    r += "\n";
-  }
-  for (size_t d = 0; d < kDeviceKinds; ++d)
-    if (p.arena_bytes[d] || p.workspace_bytes[d])
-      r += std::string("arena ") + device_kind_name(static_cast<DeviceKind>(d)) + ": " +
-           std::to_string(p.arena_bytes[d]) + " bytes (live peak " +
-           std::to_string(p.arena_lower_bound[d]) + "), workspace " +
-           std::to_string(p.workspace_bytes[d]) + "\n";
-  return r;
-}
-
 }  // namespace kiln

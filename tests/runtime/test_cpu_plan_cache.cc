@@ -344,6 +344,38 @@ TEST(CpuPlanCache, ReshapesAreViewsOfTheirInput) {
   EXPECT_EQ(ctx->stats().arena_bytes, 2 * 16 * 8 * 8 * 4);
 }
 
+// Plans as data on the CPU: the profiles' plans are in the engine's report, a Context's plan
+// of the last run is the same data, and there is none before a run.
+TEST(ShapeProfiles, PlansAreReportedAsData) {
+  EngineOptions o;
+  o.shape_profiles = {{{"x", {1, 3, 12, 12}}}, {{"x", {8, 3, 12, 12}}}};
+  auto engine = conv_net(o);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<PlanInfo>& plans = engine->report().plans;
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].input_shapes.at("x"), (std::vector<int64_t>{1, 3, 12, 12}));
+  EXPECT_TRUE(plans[0].dynamic.empty());
+  // conv, conv, maxpool, conv, GlobalAveragePool: one kernel step each, on the host.
+  ASSERT_EQ(plans[1].steps.size(), 5u) << plans[1].text();
+  for (const PlanStepInfo& s : plans[1].steps) {
+    EXPECT_EQ(s.kind, "kernel");
+    EXPECT_EQ(s.device, "cpu");
+    EXPECT_FALSE(s.outputs.empty());
+  }
+  EXPECT_EQ(plans[1].steps[0].op, "Conv");
+  EXPECT_NE(plans[1].steps[0].inputs[0].find("external"), std::string::npos);
+  EXPECT_GT(plans[1].arena_bytes.at("cpu"), plans[0].arena_bytes.at("cpu"));
+  auto ctx = engine->create_context();
+  ASSERT_TRUE(ctx->run(input_of(8)).is_ok());
+  auto now = ctx->plan();
+  ASSERT_TRUE(now.is_ok()) << now.status().to_string();
+  EXPECT_EQ(now->text(), plans[1].text());
+  auto fresh = conv_net()->create_context();
+  auto none = fresh->plan();
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("no run yet"), std::string::npos);
+}
+
 // Shape ranges: opt is planned at build; a shape inside the range builds on first use and is
 // cached; with only_profile_shapes shapes inside run and others are refused, naming the range;
 // a bad range fails the build saying what is wrong.

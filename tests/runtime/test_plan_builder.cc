@@ -72,7 +72,7 @@ TEST(PlanBuilder, HostPlanGivesTheReferenceResultAndEvaluatesShapesAtBuild) {
       build_plan(*e.graph, e.order, {TensorDesc{x.dtype(), x.shape()}}, options, devices, plan)
           .is_ok());
   // Shape, Gather, Unsqueeze and Concat ran at build: Conv, MaxPool and Reshape remain.
-  ASSERT_EQ(plan.steps.size(), 3u) << plan_steps_text(plan);
+  ASSERT_EQ(plan.steps.size(), 3u) << plan_info(plan, *e.graph).text();
   for (const PlanStep& s : plan.steps) {
     EXPECT_EQ(s.kind, PlanStepKind::kKernel);
     EXPECT_EQ(s.device, DeviceKind::kCpu);
@@ -80,10 +80,13 @@ TEST(PlanBuilder, HostPlanGivesTheReferenceResultAndEvaluatesShapesAtBuild) {
     EXPECT_TRUE(s.info.on_cpu);
   }
   EXPECT_FALSE(plan.has_fallback);
-  const std::string text = plan_steps_text(plan);
-  EXPECT_NE(text.find("cpu Conv"), std::string::npos) << text;
-  EXPECT_NE(text.find("cpu Reshape"), std::string::npos) << text;
+  const std::string text = plan_info(plan, *e.graph).text();
+  EXPECT_NE(text.find("cpu kernel Conv conv"), std::string::npos) << text;
+  EXPECT_NE(text.find("cpu kernel Reshape flatten [view]"), std::string::npos) << text;
   EXPECT_NE(text.find("arena cpu"), std::string::npos) << text;
+  EXPECT_NE(text.find("input x [2,3,10,10]"), std::string::npos) << text;
+  // The structure leaves the tactics out; the text has them.
+  EXPECT_EQ(plan_info(plan, *e.graph).structure().find("[view]"), std::string::npos);
   // Input (2·3·10·10), conv output (2·8·10·10), pool output and the graph output, floats.
   const size_t cpu = device_index(DeviceKind::kCpu);
   EXPECT_GE(plan.arena_bytes[cpu], plan.arena_lower_bound[cpu]);
@@ -108,7 +111,7 @@ TEST(PlanBuilder, HostPlanGivesTheReferenceResultAndEvaluatesShapesAtBuild) {
     ASSERT_EQ(got.shape(), w.shape());
     int64_t differ = 0;
     for (int64_t i = 0; i < w.numel(); ++i) differ += got.data<float>()[i] != w.data<float>()[i];
-    EXPECT_EQ(differ, 0) << "run " << run << "\n" << plan_steps_text(plan);
+    EXPECT_EQ(differ, 0) << "run " << run << "\n" << plan_info(plan, *e.graph).text();
   }
 }
 

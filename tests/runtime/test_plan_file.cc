@@ -18,7 +18,10 @@ PlanFile sample() {
   p.options.workspace_limit = 123456;
   p.options.precision_overrides = {{"/stem/Conv", Precision::kFp32},
                                    {"odd:name=with=signs", Precision::kTf32}};
+  p.options.shape_profiles = {{{"input", {1, 3, 224, 224}}, {"odd:name", {}}},
+                              {{"input", {8, 3, 224, 224}}, {"odd:name", {0}}}};
   p.tactics = {{"conv|a", "7"}, {"gemm|b", "3 0.01"}};
+  p.plans = {"0 cuda kernel Conv stem: %0 -> %1\n", std::string("binary\0plan", 11), ""};
   p.onnx_bytes = std::string("\x08\x07\x12\x00onnx\tbytes\n", 16);
   return p;
 }
@@ -35,7 +38,9 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_TRUE(back->options.cuda_graph);
   EXPECT_EQ(back->options.workspace_limit, 123456);
   EXPECT_EQ(back->options.precision_overrides, p.options.precision_overrides);
+  EXPECT_EQ(back->options.shape_profiles, p.options.shape_profiles);
   EXPECT_EQ(back->tactics, p.tactics);
+  EXPECT_EQ(back->plans, p.plans);
   EXPECT_EQ(back->onnx_bytes, p.onnx_bytes);
 }
 

@@ -20,16 +20,29 @@ int run(const BuildOptions& o, const GlobalOptions& g) {
   if (g.device != "cuda") return usage_error("kiln build writes CUDA plans: add --device cuda");
   double t0 = now_seconds();
   // The guard's values are kept in fp32 as overrides, which the plan file records.
-  auto engine_or = load_engine(o.model, g, fp16_guard(o.model, g, o.batch, o.shapes));
+  const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
+  auto engine_or = load_engine(o.model, g, fp32_values);
   if (!engine_or.is_ok()) return fail(engine_or.status());
-  const Engine& e = **engine_or;
-  double t_load = now_seconds();
-  auto feeds = random_inputs(e, o.batch, o.shapes, 1);
+  const double t_load = now_seconds();
+  auto feeds = random_inputs(**engine_or, o.batch, o.shapes, 1);
   if (!feeds.is_ok())
     return feeds.status().code() == StatusCode::kInvalidArgument
                ? usage_error(feeds.status().message())
                : fail(feeds.status());
-  // One run builds the plan for these shapes: every layer's tactic is timed and cached.
+  if (g.shapes.empty()) {
+    // The shapes to tune for become the engine's shape profile: its plan is built with the
+    // engine (every layer's tactic timed), and the plan file records it.
+    GlobalOptions with_profile = g;
+    for (const auto& [name, t] : *feeds) {
+      std::string dims;
+      for (int64_t d : t.shape()) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+      with_profile.shapes.push_back(name + "=" + dims);
+    }
+    engine_or = load_engine(o.model, with_profile, fp32_values);
+    if (!engine_or.is_ok()) return fail(engine_or.status());
+  }
+  const Engine& e = **engine_or;
+  // The profiles' plans are built; this run goes through the one of these shapes.
   auto ctx = e.create_context();
   auto r = ctx->run(*feeds);
   if (!r.is_ok()) return fail(r.status());

@@ -18,6 +18,7 @@ struct InspectOptions {
   bool graph = false;
   bool passes = false;
   bool plan = false;
+  bool plan_steps = false;
   int64_t batch = 0;
 };
 
@@ -123,6 +124,12 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
                 human_bytes(mem->arena).c_str(), human_bytes(mem->arena_lower_bound).c_str(),
                 human_bytes(mem->weights).c_str());
   for (const std::string& note : ctx->stats().notes) std::printf("note: %s\n", note.c_str());
+  if (o.plan_steps) {
+    auto plan = ctx->plan();
+    if (!plan.is_ok()) return fail(plan.status());
+    std::printf("\nplan steps (device, kind, op, name [tactic]: inputs -> outputs)\n%s",
+                plan->text().c_str());
+  }
   return kExitOk;
 }
 
@@ -171,7 +178,7 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     fp32_values = print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
     if (g.no_fp16_fallback) fp32_values.clear();
   }
-  if (g.device == "cuda" || o.plan) return print_plan(o, g, fp32_values);
+  if (g.device == "cuda" || o.plan || o.plan_steps) return print_plan(o, g, fp32_values);
   return kExitOk;
 }
 
@@ -189,6 +196,9 @@ Command add_inspect_command(CLI::App& root, const GlobalOptions& global) {
   app->add_flag("--plan", o->plan,
                 "also print the plan for one input shape: every step, its kernel and time "
                 "(always with --device cuda)");
+  app->add_flag("--plan-steps", o->plan_steps,
+                "also print the plan as data: every step's device and kernel, and each "
+                "operand's dtype, shape, layout and place in the arena");
   app->add_option("-b,--batch", o->batch, "the batch size of the plan to print (default 1)")
       ->check(CLI::PositiveNumber);
   return {app, [o, &global] { return run(*o, global); }};

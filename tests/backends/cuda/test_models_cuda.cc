@@ -255,5 +255,67 @@ TEST(CudaPlanFile, SaveLoadAndRefusals) {
       << damaged.status().message();
 }
 
+// Plans as data: an engine with shape profiles builds their plans with the engine and
+// reports them (steps, devices, layouts, memory); a plan file records them with the profiles,
+// and loading it builds the same plans again without timing. A file whose saved plan this
+// build does not reproduce is refused, naming the line that differs.
+TEST(CudaPlanFile, ProfilesPlansAreSavedAndRebuiltAlike) {
+  std::string path = model_path("fashion_mnist");
+  if (!fs::exists(path)) GTEST_SKIP() << path << " is missing";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.shape_profiles = {{{"input", {1, 1, 28, 28}}}, {{"input", {8, 1, 28, 28}}}};
+  auto engine = Engine::load(path, o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const std::vector<PlanInfo>& plans = (*engine)->report().plans;
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[1].input_shapes.at("input"), (std::vector<int64_t>{8, 1, 28, 28}));
+  ASSERT_FALSE(plans[1].steps.empty());
+  int convs = 0;
+  for (const PlanStepInfo& s : plans[1].steps) {
+    EXPECT_EQ(s.device, "cuda") << s.name;
+    convs += s.op == "Conv";
+  }
+  EXPECT_GT(convs, 0);
+  EXPECT_GT(plans[1].arena_bytes.at("cuda"), plans[0].arena_bytes.at("cuda"));
+  EXPECT_NE(plans[1].text().find("float16"), std::string::npos) << plans[1].text();
+  // A context's plan of the same shapes is the profile's.
+  auto ctx = (*engine)->create_context();
+  ASSERT_TRUE(ctx->run({{"input", random_input({8, 1, 28, 28}, 5)}}).is_ok());
+  auto now = ctx->plan();
+  ASSERT_TRUE(now.is_ok()) << now.status().to_string();
+  EXPECT_EQ(now->structure(), plans[1].structure());
+  EXPECT_EQ(ctx->stats().plan_builds, 2);  // the profiles', none for this run
+
+  const std::string file = testing::TempDir() + "/profiles.kiln";
+  ASSERT_TRUE((*engine)->save_plan(file).is_ok());
+  EngineOptions plain;
+  plain.device = Device::kCuda;
+  auto loaded = Engine::load(file, plain);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  ASSERT_EQ((*loaded)->options().shape_profiles, o.shape_profiles);
+  ASSERT_EQ((*loaded)->report().plans.size(), 2u);
+  EXPECT_EQ((*loaded)->report().plans[1].structure(), plans[1].structure());
+
+  std::string bytes;
+  {
+    std::ifstream f(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  auto parsed = parse_plan(bytes, file);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  ASSERT_EQ(parsed->plans.size(), 2u);
+  PlanFile other = *parsed;
+  other.plans[1].replace(other.plans[1].find("float16"), 7, "float32");
+  const std::string other_path = testing::TempDir() + "/other_plan.kiln";
+  std::ofstream(other_path, std::ios::binary) << serialize_plan(other);
+  auto refused = Engine::load(other_path, plain);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("shape profile 2 builds a different plan"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,0 +1,94 @@
+// A plan as data (PlanInfo, kiln/report.h) and its text.
+#include <algorithm>
+
+#include "runtime/plan.h"
+
+namespace kiln {
+
+namespace {
+
+const char* kind_name(PlanStepKind k) {
+  switch (k) {
+    case PlanStepKind::kKernel: return "kernel";
+    case PlanStepKind::kConvert: return "convert";
+    case PlanStepKind::kCopy: return "copy";
+  }
+  return "?";
+}
+
+std::string slot_text(const Plan& p, int s) {
+  if (s < 0) return "-";
+  const PlanSlot& slot = p.slots[s];
+  std::string t = "%" + std::to_string(s) + ":" + device_kind_name(slot.device) + " " +
+                  dtype_name(slot.desc.dtype) + shape_str(slot.desc.shape);
+  if (slot.desc.layout != Layout::kPlain) t += std::string(" ") + layout_name(slot.desc.layout);
+  if (slot.alias_of >= 0) {
+    t += " view of %" + std::to_string(slot.alias_of);
+  } else if (slot.external) {
+    t += " external";
+  } else if (slot.buffer >= 0) {
+    t += " @" + std::to_string(p.buffers[slot.buffer].offset);
+  } else if (slot.fixed) {
+    t += " const";
+  }
+  return t;
+}
+
+// One step's line, with or without its tactic.
+std::string step_line(size_t k, const PlanStepInfo& s, bool tactic) {
+  std::string r = std::to_string(k) + " " + s.device + " " + s.kind + " " + s.op + " " + s.name;
+  if (tactic && !s.tactic.empty()) r += " [" + s.tactic + "]";
+  r += ":";
+  for (const std::string& in : s.inputs) r += " " + in;
+  r += " ->";
+  for (const std::string& out : s.outputs) r += " " + out;
+  return r + "\n";
+}
+
+std::string plan_text(const PlanInfo& p, bool tactics) {
+  std::string r;
+  for (const auto& [name, shape] : p.input_shapes)
+    r += "input " + name + " " + shape_str(shape) + "\n";
+  if (!p.dynamic.empty()) r += "built by running: " + p.dynamic + "\n";
+  for (size_t k = 0; k < p.steps.size(); ++k) r += step_line(k, p.steps[k], tactics);
+  for (const auto& [device, bytes] : p.arena_bytes) {
+    auto ws = p.workspace_bytes.find(device);
+    r += "arena " + device + ": " + std::to_string(bytes) + " bytes, workspace " +
+         std::to_string(ws == p.workspace_bytes.end() ? 0 : ws->second) + "\n";
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string PlanInfo::text() const { return plan_text(*this, true); }
+std::string PlanInfo::structure() const { return plan_text(*this, false); }
+
+PlanInfo plan_info(const Plan& p, const Graph& g) {
+  PlanInfo r;
+  for (size_t i = 0; i < p.input_shapes.size() && i < g.inputs().size(); ++i)
+    r.input_shapes[g.inputs()[i]->name] = p.input_shapes[i];
+  for (const PlanStep& st : p.steps) {
+    PlanStepInfo s;
+    s.kind = kind_name(st.kind);
+    s.device = device_kind_name(st.device);
+    s.name = st.info.name;
+    s.op = st.info.op;
+    s.tactic = st.info.tactic;
+    for (int in : st.in) s.inputs.push_back(slot_text(p, in));
+    for (int out : st.out) s.outputs.push_back(slot_text(p, out));
+    r.steps.push_back(std::move(s));
+  }
+  for (size_t d = 0; d < kDeviceKinds; ++d) {
+    const std::string device = device_kind_name(static_cast<DeviceKind>(d));
+    if (p.arena_bytes[d] || p.workspace_bytes[d] ||
+        std::any_of(p.steps.begin(), p.steps.end(),
+                    [&](const PlanStep& st) { return device_index(st.device) == d; })) {
+      r.arena_bytes[device] = p.arena_bytes[d];
+      r.workspace_bytes[device] = static_cast<int64_t>(p.workspace_bytes[d]);
+    }
+  }
+  return r;
+}
+
+}  // namespace kiln

@@ -112,6 +112,10 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
 // `kiln bench --alternate B1,B2,...` (bench_alternate.cc): the batch sizes alone, then in
 // rotation on one Context; prints each batch's median latency both ways and the plan builds and
 // arena allocations during the rotation.
+// `kiln bench --streams N` (bench_streams.cc): a Pipeline of N Contexts kept busy.
+int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, const GlobalOptions& g,
+                  int streams, const std::map<std::string, Tensor>& feeds, int64_t batch,
+                  double warmup, double duration);
 int bench_alternating(const Engine& e, const std::string& model, const GlobalOptions& g,
                       const std::vector<int64_t>& batches, const std::vector<std::string>& shapes,
                       double duration, uint32_t seed);

@@ -34,6 +34,7 @@ struct BenchOptions {
   bool no_transfers = false;
   std::string dump_profile;
   std::vector<int64_t> alternate;  // --alternate: batch sizes run in rotation
+  int streams = 0;                 // --streams: contexts of a Pipeline (0: one Context)
 };
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -84,6 +85,11 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (o.warmup < 0 || o.duration < 0) return usage_error("--warmup/--duration must be >= 0");
   if (o.no_transfers && g.device != "cuda")
     return usage_error("--no-transfers needs --device cuda");
+  if (o.streams > 0 &&
+      (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty()))
+    return usage_error(
+        "--streams times whole requests through a Pipeline: it takes no --no-transfers, "
+        "--json, --dump-profile or --alternate");
   if (!o.alternate.empty() && (o.no_transfers || !o.json.empty() || !o.dump_profile.empty()))
     return usage_error(
         "--alternate times whole runs and prints a table: it takes no "
@@ -106,6 +112,8 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (!e.inputs().empty() && !feeds.at(e.inputs()[0].name).shape().empty())
     batch = feeds.at(e.inputs()[0].name).shape()[0];
   const bool cuda = g.device == "cuda";
+  if (o.streams > 0)
+    return bench_streams(*engine_or, o.model, g, o.streams, feeds, batch, o.warmup, o.duration);
 
   auto ctx = e.create_context();
   double start = now_seconds();
@@ -258,6 +266,10 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--dump-profile", o->dump_profile,
                   "write per-layer times (JSON) to this file: device time per step on CUDA, "
                   "each node's kernel time on the CPU");
+  app->add_option("--streams", o->streams,
+                  "N: run through a Pipeline of N contexts (CUDA streams) with 2N requests in "
+                  "flight, and print the throughput with copies")
+      ->check(CLI::Range(1, 64));
   app->add_option("--alternate", o->alternate,
                   "B1,B2,...: run these batch sizes alone, then in rotation on one context "
                   "(as a dynamic batcher would), and compare each one's median latency")

@@ -1,0 +1,124 @@
+// The Pipeline (kiln/pipeline.h) on CPU engines: 1000 requests from 4 threads over 4 Contexts
+// give the synchronous results, each once, none lost; a bad request fails alone; bad options
+// are refused.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "backends/dnnl_test_net.h"
+#include "kiln/pipeline.h"
+
+namespace kiln::test {
+namespace {
+
+// x[N,3,12,12] → conv 8 → maxpool → conv 16 → GlobalAveragePool, a symbolic batch.
+std::shared_ptr<Engine> small_net() {
+  Net n;
+  Value* x = n.input("x", {1, 3, 12, 12});
+  x->dims[0] = Dim{-1, "N"};
+  Value* a = n.conv(x, 8, 3, {1, 8, 12, 12});
+  Value* p = n.pool(OpKind::MaxPool, a, {1, 8, 6, 6}, pool_attrs(2, 2, 0));
+  Value* c = n.conv(p, 16, 3, {1, 16, 6, 6});
+  Value* y = n.pool(OpKind::GlobalAveragePool, c, {1, 16, 1, 1}, {});
+  n.g->outputs() = {y};
+  EngineOptions o;
+  o.threads = 1;
+  auto e = build_engine(std::move(n.g), o);
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? std::move(e).value() : nullptr;
+}
+
+TEST(Pipeline, ThousandRequestsOverFourContextsGiveTheSynchronousResults) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  const std::string out = engine->outputs()[0].name;
+  // 30 distinct inputs of batch 1 to 3, and their results on one Context, one at a time.
+  constexpr int kDistinct = 30;
+  std::vector<Outputs> inputs(kDistinct), want(kDistinct);
+  auto sync = engine->create_context();
+  for (int i = 0; i < kDistinct; ++i) {
+    inputs[i] = {{"x", random_tensor({1 + i % 3, 3, 12, 12}, 100 + static_cast<uint32_t>(i))}};
+    auto r = sync->run(inputs[i]);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    want[i] = std::move(*r);
+  }
+
+  auto pipeline = Pipeline::create(engine, PipelineOptions{4, 16});
+  ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
+  constexpr int kThreads = 4, kPerThread = 250;
+  std::vector<std::vector<std::future<Result<Outputs>>>> futures(kThreads);
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < kThreads; ++t)
+    submitters.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i)
+        futures[t].push_back((*pipeline)->submit(inputs[(t * kPerThread + i) % kDistinct]));
+    });
+  for (std::thread& s : submitters) s.join();
+  int ok = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    ASSERT_EQ(futures[t].size(), static_cast<size_t>(kPerThread));
+    for (int i = 0; i < kPerThread; ++i) {
+      Result<Outputs> r = futures[t][i].get();  // in order, per submitter
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      const Tensor& w = want[(t * kPerThread + i) % kDistinct].at(out);
+      const Tensor& g = r->at(out);
+      ASSERT_EQ(g.shape(), w.shape());
+      ASSERT_EQ(g.to_floats(), w.to_floats()) << "thread " << t << " request " << i;
+      ++ok;
+    }
+  }
+  EXPECT_EQ(ok, kThreads * kPerThread);
+  const PipelineStats s = (*pipeline)->stats();
+  EXPECT_EQ(s.submitted, kThreads * kPerThread);
+  EXPECT_EQ(s.completed, kThreads * kPerThread);
+  EXPECT_EQ(s.failed, 0);
+  ASSERT_EQ(s.per_context.size(), 4u);
+  int64_t sum = 0;
+  for (int64_t n : s.per_context) sum += n;
+  EXPECT_EQ(sum, kThreads * kPerThread);
+}
+
+TEST(Pipeline, ABadRequestFailsAloneAndTheRestRun) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  auto pipeline = Pipeline::create(engine, PipelineOptions{2, 4});
+  ASSERT_TRUE(pipeline.is_ok());
+  std::vector<std::future<Result<Outputs>>> f;
+  for (int i = 0; i < 20; ++i) {
+    const Shape s = i == 7 ? Shape{1, 4, 12, 12} : Shape{1, 3, 12, 12};  // 7: wrong channels
+    f.push_back((*pipeline)->submit({{"x", random_tensor(s, static_cast<uint32_t>(i))}}));
+  }
+  f.push_back((*pipeline)->submit({{"y", random_tensor({1, 3, 12, 12}, 1)}}));  // unknown name
+  for (int i = 0; i < 21; ++i) {
+    Result<Outputs> r = f[i].get();
+    if (i == 7) {
+      ASSERT_FALSE(r.is_ok());
+      EXPECT_NE(r.status().message().find("expected shape"), std::string::npos)
+          << r.status().message();
+    } else if (i == 20) {
+      ASSERT_FALSE(r.is_ok());
+      EXPECT_NE(r.status().message().find("unknown input 'y'"), std::string::npos)
+          << r.status().message();
+    } else {
+      EXPECT_TRUE(r.is_ok()) << i << ": " << r.status().to_string();
+    }
+  }
+  const PipelineStats s = (*pipeline)->stats();
+  EXPECT_EQ(s.completed, 21);
+  EXPECT_EQ(s.failed, 2);
+}
+
+TEST(Pipeline, BadOptionsAreRefused) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  auto none = Pipeline::create(engine, PipelineOptions{0, 4});
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("contexts must be 1 to 256"), std::string::npos);
+  EXPECT_FALSE(Pipeline::create(engine, PipelineOptions{2, 0}).is_ok());
+  EXPECT_FALSE(Pipeline::create(nullptr, PipelineOptions{}).is_ok());
+}
+
+}  // namespace
+}  // namespace kiln::test

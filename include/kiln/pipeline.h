@@ -49,6 +49,11 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
+  // Runs `inputs` `runs` times on each Context in turn, from the calling thread, before any
+  // request is submitted: each Context builds its plan for these shapes (on CUDA the first
+  // run builds it, the second captures its CUDA graph) one after the other rather than all at
+  // once. An error once a request was submitted.
+  Status warm_up(const Outputs& inputs, int runs = 2);
   std::future<Result<Outputs>> submit(Outputs inputs);
   PipelineStats stats() const;
   int contexts() const;

@@ -79,6 +79,20 @@ Pipeline::~Pipeline() {
   for (std::thread& t : impl_->workers) t.join();
 }
 
+Status Pipeline::warm_up(const Outputs& inputs, int runs) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stats.submitted > 0)
+      return invalid_argument("Pipeline::warm_up: requests were submitted already");
+  }
+  // The workers wait on the empty queue and touch no Context meanwhile.
+  for (size_t k = 0; k < impl_->contexts.size(); ++k)
+    for (int i = 0; i < runs; ++i)
+      KILN_RETURN_IF_ERROR(impl_->contexts[k]->run(inputs).status().with_context(
+          "warming up context " + std::to_string(k)));
+  return Status::ok();
+}
+
 std::future<Result<Outputs>> Pipeline::submit(Outputs inputs) {
   Impl& p = *impl_;
   Impl::Request r;

@@ -26,9 +26,10 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
   Pipeline& pipeline = **pipeline_or;
 
   // Warm-up: every Context builds its plan (and, on CUDA, captures its graph on its second
-  // run): rounds of 4N requests until `warmup` seconds have passed, at least two rounds.
+  // run), one after the other; then rounds of 4N requests until `warmup` seconds have passed.
   const double w0 = now_seconds();
-  for (int round = 0; round < 2 || now_seconds() - w0 < warmup; ++round) {
+  if (Status s = pipeline.warm_up(feeds); !s.is_ok()) return fail(s);
+  while (now_seconds() - w0 < warmup) {
     std::vector<std::future<Result<Outputs>>> f;
     for (int i = 0; i < 4 * streams; ++i) f.push_back(pipeline.submit(feeds));
     for (auto& x : f) {
@@ -65,7 +66,8 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
   const std::string name = std::filesystem::path(model).filename().string();
   const std::string mode =
       std::to_string(streams) + " streams" +
-      (g.device == "cuda" ? std::string(" ") + precision_name(g.precision) : std::string());
+      (g.device == "cuda" ? std::string(" ") + precision_name(e->options().precision)
+                          : std::string());
   std::printf("%-24s %-6s %5s %-16s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
               "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
   std::printf("%-24s %-6s %5lld %-16s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),

@@ -171,9 +171,9 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   }
 
   std::string name = std::filesystem::path(o.model).filename().string();
-  std::string what =
-      cuda ? precision_name(g.precision) + std::string(o.no_transfers ? " compute" : " +copies")
-           : std::to_string(threads) + " thr";
+  std::string what = cuda ? precision_name(e.options().precision) +
+                                std::string(o.no_transfers ? " compute" : " +copies")
+                          : std::to_string(threads) + " thr";
   std::printf("%-24s %-6s %5s %-14s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
               "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
   std::printf("%-24s %-6s %5lld %-14s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
@@ -204,7 +204,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     nlohmann::json j = {
         {"model", o.model},
         {"device", g.device},
-        {"precision", precision_name(g.precision)},
+        {"precision", precision_name(e.options().precision)},
         {"batch", batch},
         {"threads", threads},
         {"runs", lat_ms.size()},

@@ -51,7 +51,8 @@ int run(const BuildOptions& o, const GlobalOptions& g) {
   if (!saved.is_ok()) return fail(saved);
   auto mem = ctx->device_memory();
   std::printf("wrote %s (%s): import + passes %.2f s, kernels + tactic timing %.2f s",
-              o.output.c_str(), precision_name(g.precision), t_load - t0, t_plan - t_load);
+              o.output.c_str(), precision_name(e.options().precision), t_load - t0,
+              t_plan - t_load);
   if (mem.is_ok())
     std::printf(", activation arena %.1f MiB, weights %.1f MiB", mem->arena / 1048576.0,
                 mem->weights / 1048576.0);

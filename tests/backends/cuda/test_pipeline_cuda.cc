@@ -1,0 +1,88 @@
+// The Pipeline on CUDA: 4 Contexts (4 streams) of one Engine, warmed one after the other, run
+// 600 requests from 3 threads, batch 1 to 4, each equal to the same request run alone on a
+// Context of its own (the same kernels: the tactics the first Context timed are cached for the
+// others), none lost; a bad request fails alone.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "backends/cuda/cuda_test_util.h"
+#include "kiln/pipeline.h"
+
+namespace kiln {
+namespace {
+
+std::string fashion_model() {
+  const char* v = std::getenv("KILN_FASHION_MODEL");
+  return v && *v ? v : std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
+}
+
+Tensor normal_input(const Shape& s, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(shape_numel(s));
+  for (float& x : v) x = d(gen);
+  return Tensor::from_floats(s, v);
+}
+
+TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
+  const std::string path = fashion_model();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    SCOPED_TRACE(precision_name(p));
+    EngineOptions o;
+    o.device = Device::kCuda;
+    o.precision = p;
+    o.cuda_graph = true;
+    auto engine = Engine::load(path, o);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    const std::string in = (*engine)->inputs()[0].name, out = (*engine)->outputs()[0].name;
+    constexpr int kDistinct = 12;
+    std::vector<Outputs> inputs(kDistinct), want(kDistinct);
+    auto alone = (*engine)->create_context();
+    for (int i = 0; i < kDistinct; ++i) {
+      inputs[i] = {{in, normal_input({1 + i % 4, 1, 28, 28}, 40 + static_cast<uint32_t>(i))}};
+      auto r = alone->run(inputs[i]);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      want[i] = std::move(*r);
+    }
+    auto pipeline = Pipeline::create(*engine, PipelineOptions{4, 8});
+    ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
+    for (int b = 1; b <= 4; ++b)
+      ASSERT_TRUE((*pipeline)->warm_up({{in, normal_input({b, 1, 28, 28}, 1)}}).is_ok());
+    constexpr int kThreads = 3, kPerThread = 200;
+    std::vector<std::vector<std::future<Result<Outputs>>>> futures(kThreads);
+    std::vector<std::thread> submitters;
+    for (int t = 0; t < kThreads; ++t)
+      submitters.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i)
+          futures[t].push_back((*pipeline)->submit(inputs[(t * 7 + i) % kDistinct]));
+      });
+    for (std::thread& s : submitters) s.join();
+    for (int t = 0; t < kThreads; ++t)
+      for (int i = 0; i < kPerThread; ++i) {
+        Result<Outputs> r = futures[t][i].get();
+        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+        const Tensor& w = want[(t * 7 + i) % kDistinct].at(out);
+        ASSERT_EQ(r->at(out).shape(), w.shape());
+        ASSERT_LE(test::relative_l2(r->at(out), w), 1e-6) << "thread " << t << " request " << i;
+      }
+    const PipelineStats s = (*pipeline)->stats();
+    EXPECT_EQ(s.completed, kThreads * kPerThread);
+    EXPECT_EQ(s.failed, 0);
+    int busy = 0;
+    for (int64_t n : s.per_context) busy += n > 0;
+    EXPECT_GE(busy, 2) << "the requests went to one context only";
+    // A bad request among good ones fails alone.
+    auto bad = (*pipeline)->submit({{in, normal_input({2, 3, 28, 28}, 9)}});
+    auto good = (*pipeline)->submit(inputs[0]);
+    EXPECT_FALSE(bad.get().is_ok());
+    EXPECT_TRUE(good.get().is_ok());
+  }
+}
+
+}  // namespace
+}  // namespace kiln

@@ -70,6 +70,12 @@ class Engine {
   std::unique_ptr<Impl> impl_;
 };
 
+// A tensor in pinned (page-locked) host memory. A CUDA engine copies such an input to the GPU
+// straight from it, by DMA, with no copy into its own staging buffer first: for inputs a caller
+// fills again and again (a serving loop's buffers). Where kiln has no CUDA or the machine no
+// GPU, an ordinary tensor; kResourceExhausted where the memory cannot be pinned.
+Result<Tensor> pinned_tensor(DataType dtype, Shape shape);
+
 // Whether `path` is a plan file Engine::save_plan wrote (Engine::load takes either).
 bool is_plan_file(const std::string& path);
 

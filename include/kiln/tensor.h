@@ -60,6 +60,10 @@ class Tensor {
   // A tensor of `dtype` and `shape` over `data`, memory the caller owns and keeps alive (and
   // unchanged in size) for as long as the tensor or a copy of it is used; no copy is made.
   static Tensor borrow(void* data, DataType dtype, Shape shape);
+  // A tensor that owns `data` (holding `shape` elements of `dtype`) and gives it to
+  // `release` when the last copy of it goes: memory from another allocator (pinned host
+  // memory, see pinned_tensor in kiln/engine.h).
+  static Tensor adopt(void* data, DataType dtype, Shape shape, void (*release)(void*));
 
   bool defined() const { return dtype_ != DataType::kUndefined; }
   DataType dtype() const { return dtype_; }

@@ -117,6 +117,17 @@ Tensor Tensor::borrow(void* data, DataType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::adopt(void* data, DataType dtype, Shape shape, void (*release)(void*)) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  for (int64_t d : t.shape_) KILN_CHECK(d >= 0);
+  KILN_CHECK(data != nullptr && release != nullptr);
+  t.buf_ = std::shared_ptr<std::byte[]>(static_cast<std::byte*>(data),
+                                        [release](std::byte* p) { release(p); });
+  return t;
+}
+
 Tensor Tensor::from_floats(Shape shape, const std::vector<float>& values) {
   Tensor t(DataType::kFloat32, std::move(shape));
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel());

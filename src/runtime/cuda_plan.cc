@@ -78,14 +78,20 @@ struct CudaPlan::Impl {
   bool bound = false;
   // Pinned host staging, one per input and output.
   std::vector<void*> in_staging, out_staging;
-  cudaEvent_t ev[4] = {};  // start, inputs copied, compute done, outputs copied
+  std::vector<const void*> direct;  // per input: the caller's pinned bytes in this run, or null
+  cudaEvent_t ev[4] = {};           // start, inputs copied, compute done, outputs copied
 
   cudaGraphExec_t graph_exec = nullptr;    // whole run (copies + compute)
   cudaGraphExec_t compute_exec = nullptr;  // compute only
   bool ran_once = false;
 
   Status enqueue_steps() { return run_plan_steps(plan, devices, 0, plan.steps.size()); }
-  Status enqueue_copies_in();
+  // The compute: the captured CUDA graph (captured on first use) where the plan may use one,
+  // else the steps one by one.
+  Status enqueue_compute();
+  // Copies the inputs in: input i from `direct[i]` (pinned host memory the caller holds) where
+  // set, else from its staging buffer.
+  Status enqueue_copies_in(const std::vector<const void*>& direct = {});
   Status enqueue_copies_out();
   // Points the plan at the Context's shared memory, growing it when the plan needs more;
   // drops the CUDA graphs captured over an older arena.
@@ -94,13 +100,27 @@ struct CudaPlan::Impl {
   ~Impl();
 };
 
-Status CudaPlan::Impl::enqueue_copies_in() {
+Status CudaPlan::Impl::enqueue_copies_in(const std::vector<const void*>& direct) {
   for (size_t i = 0; i < plan.input_slots.size(); ++i) {
     const int s = plan.input_slots[i];
-    KILN_CUDA(cudaMemcpyAsync(plan.data(s), in_staging[i], plan.slots[s].desc.nbytes(),
+    const void* src = i < direct.size() && direct[i] ? direct[i] : in_staging[i];
+    KILN_CUDA(cudaMemcpyAsync(plan.data(s), src, plan.slots[s].desc.nbytes(),
                               cudaMemcpyHostToDevice, handles->stream));
   }
   return Status::ok();
+}
+
+Status CudaPlan::Impl::enqueue_compute() {
+  cudaStream_t stream = handles->stream;
+  if (options.cuda_graph && ran_once && !plan.has_fallback) {
+    if (!compute_exec) {
+      KILN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      KILN_RETURN_IF_ERROR(finish_capture(stream, enqueue_steps(), &compute_exec));
+    }
+    KILN_CUDA(cudaGraphLaunch(compute_exec, stream));
+    return Status::ok();
+  }
+  return enqueue_steps();
 }
 
 Status CudaPlan::Impl::enqueue_copies_out() {
@@ -201,20 +221,41 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
   const Plan& plan = p.plan;
   if (inputs.size() != plan.input_slots.size())
     return internal_error("plan run with " + std::to_string(inputs.size()) + " inputs");
+  // An input in pinned host memory (pinned_tensor) is copied to the GPU straight from where
+  // the caller holds it; any other goes through the plan's pinned staging buffer first.
+  p.direct.assign(inputs.size(), nullptr);
+  bool any_direct = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorDesc& d = plan.slots[plan.input_slots[i]].desc;
     if (inputs[i].shape() != d.shape || inputs[i].dtype() != d.dtype)
       return internal_error("plan built for input shape " + shape_str(d.shape) + ", given " +
                             shape_str(inputs[i].shape()));
-    if (d.nbytes())
-      staging_copy(*p.handles->copy_pool, p.in_staging[i], inputs[i].raw(), d.nbytes());
+    if (!d.nbytes()) continue;
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, inputs[i].raw()) == cudaSuccess &&
+        attr.type == cudaMemoryTypeHost) {
+      p.direct[i] = inputs[i].raw();
+      any_direct = true;
+      continue;
+    }
+    cudaGetLastError();  // memory CUDA does not know of: not an error
+    staging_copy(*p.handles->copy_pool, p.in_staging[i], inputs[i].raw(), d.nbytes());
   }
   const int64_t arena_bytes = plan.arena_bytes[device_index(DeviceKind::kCuda)];
   // Poisoned before the graph or the steps, in stream order (never part of a capture).
   if (p.options.poison_memory && arena_bytes > 0)
     KILN_CUDA(cudaMemsetAsync(plan.arena[device_index(DeviceKind::kCuda)], 0xFF,
                               static_cast<size_t>(arena_bytes), stream));
-  if (p.graph_exec) {
+  if (any_direct) {
+    // The whole-run graph copies from the staging buffers: here only the compute is a graph.
+    KILN_RETURN_IF_ERROR(record(p.ev[0], stream, false));
+    KILN_RETURN_IF_ERROR(p.enqueue_copies_in(p.direct));
+    KILN_RETURN_IF_ERROR(record(p.ev[1], stream, false));
+    KILN_RETURN_IF_ERROR(p.enqueue_compute());
+    KILN_RETURN_IF_ERROR(record(p.ev[2], stream, false));
+    KILN_RETURN_IF_ERROR(p.enqueue_copies_out());
+    KILN_RETURN_IF_ERROR(record(p.ev[3], stream, false));
+  } else if (p.graph_exec) {
     KILN_CUDA(cudaGraphLaunch(p.graph_exec, stream));
   } else {
     // Capture the whole run once the plan has run eagerly (libraries load their modules on
@@ -256,18 +297,10 @@ Result<std::vector<double>> CudaPlan::time_compute(int iterations) {
   KILN_RETURN_IF_ERROR(p.bind());  // another plan may have grown the shared memory
   cudaStream_t stream = p.handles->stream;
   if (!p.ran_once) return internal_error("time_compute before the first run");
-  if (p.options.cuda_graph && !p.plan.has_fallback && !p.compute_exec) {
-    KILN_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    KILN_RETURN_IF_ERROR(finish_capture(stream, p.enqueue_steps(), &p.compute_exec));
-  }
   std::vector<double> ms;
   for (int i = 0; i < iterations; ++i) {
     KILN_CUDA(cudaEventRecord(p.ev[0], stream));
-    if (p.compute_exec) {
-      KILN_CUDA(cudaGraphLaunch(p.compute_exec, stream));
-    } else {
-      KILN_RETURN_IF_ERROR(p.enqueue_steps());
-    }
+    KILN_RETURN_IF_ERROR(p.enqueue_compute());
     KILN_CUDA(cudaEventRecord(p.ev[1], stream));
     KILN_CUDA(cudaEventSynchronize(p.ev[1]));
     ms.push_back(elapsed(p.ev[0], p.ev[1]));

@@ -178,7 +178,32 @@ std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaE
   return r;
 }
 
+Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
+  for (int64_t d : shape)
+    if (d < 0) return invalid_argument("pinned_tensor: negative shape " + shape_str(shape));
+  const int64_t n = shape_numel(shape);
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();  // no GPU: an ordinary tensor
+    return Tensor(dtype, std::move(shape));
+  }
+  const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError();
+    return Status(StatusCode::kResourceExhausted,
+                  "pinned_tensor: cannot pin " + std::to_string(bytes) + " bytes of host memory");
+  }
+  return Tensor::adopt(p, dtype, std::move(shape), [](void* q) { cudaFreeHost(q); });
+}
+
 #else  // no CUDA in this build
+
+Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
+  for (int64_t d : shape)
+    if (d < 0) return invalid_argument("pinned_tensor: negative shape " + shape_str(shape));
+  return Tensor(dtype, std::move(shape));
+}
 
 struct CudaEngineState {};
 struct CudaContextState {};

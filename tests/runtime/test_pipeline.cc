@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -118,6 +119,24 @@ TEST(Pipeline, BadOptionsAreRefused) {
   EXPECT_NE(none.status().message().find("contexts must be 1 to 256"), std::string::npos);
   EXPECT_FALSE(Pipeline::create(engine, PipelineOptions{2, 0}).is_ok());
   EXPECT_FALSE(Pipeline::create(nullptr, PipelineOptions{}).is_ok());
+}
+
+// pinned_tensor: pinned where there is a GPU, an ordinary tensor elsewhere; either way a CPU
+// engine runs it like any other.
+TEST(PinnedTensor, IsATensorEveryEngineTakes) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  const Tensor x = random_tensor({2, 3, 12, 12}, 4);
+  auto p = pinned_tensor(x.dtype(), x.shape());
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  ASSERT_EQ(p->nbytes(), x.nbytes());
+  std::memcpy(p->raw(), x.raw(), x.nbytes());
+  auto ctx = engine->create_context();
+  auto a = ctx->run({{"x", x}}), b = ctx->run({{"x", *p}});
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  const std::string out = engine->outputs()[0].name;
+  EXPECT_EQ(a->at(out).to_floats(), b->at(out).to_floats());
+  EXPECT_FALSE(pinned_tensor(DataType::kFloat32, {2, -1}).is_ok());
 }
 
 }  // namespace

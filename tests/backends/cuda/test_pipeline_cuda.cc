@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <thread>
 
 #include "backends/cuda/cuda_test_util.h"
@@ -19,14 +18,6 @@ namespace {
 std::string fashion_model() {
   const char* v = std::getenv("KILN_FASHION_MODEL");
   return v && *v ? v : std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
-}
-
-Tensor normal_input(const Shape& s, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(shape_numel(s));
-  for (float& x : v) x = d(gen);
-  return Tensor::from_floats(s, v);
 }
 
 TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
@@ -45,7 +36,8 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
     std::vector<Outputs> inputs(kDistinct), want(kDistinct);
     auto alone = (*engine)->create_context();
     for (int i = 0; i < kDistinct; ++i) {
-      inputs[i] = {{in, normal_input({1 + i % 4, 1, 28, 28}, 40 + static_cast<uint32_t>(i))}};
+      inputs[i] = {
+          {in, test::random_tensor({1 + i % 4, 1, 28, 28}, 40 + static_cast<uint32_t>(i))}};
       auto r = alone->run(inputs[i]);
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       want[i] = std::move(*r);
@@ -53,7 +45,7 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
     auto pipeline = Pipeline::create(*engine, PipelineOptions{4, 8});
     ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
     for (int b = 1; b <= 4; ++b)
-      ASSERT_TRUE((*pipeline)->warm_up({{in, normal_input({b, 1, 28, 28}, 1)}}).is_ok());
+      ASSERT_TRUE((*pipeline)->warm_up({{in, test::random_tensor({b, 1, 28, 28}, 1)}}).is_ok());
     constexpr int kThreads = 3, kPerThread = 200;
     std::vector<std::vector<std::future<Result<Outputs>>>> futures(kThreads);
     std::vector<std::thread> submitters;
@@ -78,7 +70,7 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
     for (int64_t n : s.per_context) busy += n > 0;
     EXPECT_GE(busy, 2) << "the requests went to one context only";
     // A bad request among good ones fails alone.
-    auto bad = (*pipeline)->submit({{in, normal_input({2, 3, 28, 28}, 9)}});
+    auto bad = (*pipeline)->submit({{in, test::random_tensor({2, 3, 28, 28}, 9)}});
     auto good = (*pipeline)->submit(inputs[0]);
     EXPECT_FALSE(bad.get().is_ok());
     EXPECT_TRUE(good.get().is_ok());
@@ -99,11 +91,11 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
     auto engine = Engine::load(path, o);
     ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
     const std::string in = (*engine)->inputs()[0].name, out = (*engine)->outputs()[0].name;
-    const Tensor pageable = normal_input({8, 1, 28, 28}, 77);
+    const Tensor pageable = test::random_tensor({8, 1, 28, 28}, 77);
     auto pinned = pinned_tensor(pageable.dtype(), pageable.shape());
     ASSERT_TRUE(pinned.is_ok()) << pinned.status().to_string();
     std::memcpy(pinned->raw(), pageable.raw(), pageable.nbytes());
-    const Tensor other = normal_input({8, 1, 28, 28}, 78);
+    const Tensor other = test::random_tensor({8, 1, 28, 28}, 78);
     auto ctx = (*engine)->create_context();
     auto want = ctx->run({{in, pageable}});
     auto want_other = ctx->run({{in, other}});

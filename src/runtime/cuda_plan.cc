@@ -79,6 +79,7 @@ struct CudaPlan::Impl {
   // Pinned host staging, one per input and output.
   std::vector<void*> in_staging, out_staging;
   std::vector<const void*> direct;  // per input: the caller's pinned bytes in this run, or null
+  bool last_direct = false;         // the last run copied an input in place
   cudaEvent_t ev[4] = {};           // start, inputs copied, compute done, outputs copied
 
   cudaGraphExec_t graph_exec = nullptr;    // whole run (copies + compute)
@@ -246,6 +247,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
   if (p.options.poison_memory && arena_bytes > 0)
     KILN_CUDA(cudaMemsetAsync(plan.arena[device_index(DeviceKind::kCuda)], 0xFF,
                               static_cast<size_t>(arena_bytes), stream));
+  p.last_direct = any_direct;
   if (any_direct) {
     // The whole-run graph copies from the staging buffers: here only the compute is a graph.
     KILN_RETURN_IF_ERROR(record(p.ev[0], stream, false));
@@ -340,7 +342,10 @@ const std::vector<LayerProfile>& CudaPlan::steps() const { return impl_->infos; 
 PlanInfo CudaPlan::info(const Graph& graph) const { return plan_info(impl_->plan, graph); }
 const std::vector<std::string>& CudaPlan::notes() const { return impl_->plan.notes; }
 const CudaMemoryReport& CudaPlan::memory() const { return impl_->memory; }
-bool CudaPlan::uses_cuda_graph() const { return impl_->graph_exec != nullptr; }
+// The whole run replays a graph, or (with inputs in pinned memory) its compute does.
+bool CudaPlan::uses_cuda_graph() const {
+  return impl_->graph_exec != nullptr || (impl_->compute_exec != nullptr && impl_->last_direct);
+}
 const std::vector<Shape>& CudaPlan::input_shapes() const { return impl_->plan.input_shapes; }
 
 }  // namespace kiln

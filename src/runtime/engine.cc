@@ -328,6 +328,11 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   o.optimize = plan.options.optimize;
   o.workspace_limit = plan.options.workspace_limit;
   o.shape_profiles = plan.options.shape_profiles;
+  o.shape_ranges = plan.options.shape_ranges;
+  o.only_profile_shapes = plan.options.only_profile_shapes;
+  o.time_tactics = plan.options.time_tactics;
+  o.max_tactics = plan.options.max_tactics;
+  o.max_tensor_bytes = plan.options.max_tensor_bytes;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
   KILN_ASSIGN_OR_RETURN(
       auto engine, build_engine(std::move(graph), o, plan.tactics, std::move(plan.onnx_bytes)));

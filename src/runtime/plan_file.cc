@@ -44,6 +44,13 @@ uint32_t crc_of(const char* p, size_t n) {
   return static_cast<uint32_t>(c);
 }
 
+// "1x3x224x224" ("" for a scalar).
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string r;
+  for (size_t d = 0; d < dims.size(); ++d) r += (d ? "x" : "") + std::to_string(dims[d]);
+  return r;
+}
+
 std::string options_text(const EngineOptions& o) {
   std::ostringstream s;
   s << "precision=" << precision_name(o.precision) << "\n"
@@ -55,13 +62,18 @@ std::string options_text(const EngineOptions& o) {
   // precision_override=<precision>:<node name> (the name last: it may hold ':' or '=')
   for (const auto& [node, p] : o.precision_overrides)
     s << "precision_override=" << precision_name(p) << ":" << node << "\n";
+  s << "time_tactics=" << (o.time_tactics ? 1 : 0) << "\n"
+    << "max_tactics=" << o.max_tactics << "\n"
+    << "max_tensor_bytes=" << o.max_tensor_bytes << "\n"
+    << "only_profile_shapes=" << (o.only_profile_shapes ? 1 : 0) << "\n";
+  // shape_range=<min dims>:<opt dims>:<max dims>:<input name>
+  for (const auto& [input, r] : o.shape_ranges)
+    s << "shape_range=" << dims_text(r.min) << ":" << dims_text(r.opt) << ":" << dims_text(r.max)
+      << ":" << input << "\n";
   // shape_profile=<profile index>:<dims, 1x3x224x224>:<input name>
   for (size_t k = 0; k < o.shape_profiles.size(); ++k)
-    for (const auto& [input, dims] : o.shape_profiles[k]) {
-      s << "shape_profile=" << k << ":";
-      for (size_t d = 0; d < dims.size(); ++d) s << (d ? "x" : "") << dims[d];
-      s << ":" << input << "\n";
-    }
+    for (const auto& [input, dims] : o.shape_profiles[k])
+      s << "shape_profile=" << k << ":" << dims_text(dims) << ":" << input << "\n";
   return s.str();
 }
 
@@ -107,6 +119,28 @@ Status parse_options(const std::string& text, EngineOptions& o) {
           return invalid_argument("bad precision_override '" + v + "'");
         KILN_ASSIGN_OR_RETURN(Precision p, parse_precision(v.substr(0, colon)));
         o.precision_overrides[v.substr(colon + 1)] = p;
+      } else if (k == "time_tactics") {
+        o.time_tactics = v == "1";
+      } else if (k == "max_tactics") {
+        o.max_tactics = std::stoi(v);
+      } else if (k == "max_tensor_bytes") {
+        o.max_tensor_bytes = std::stoll(v);
+      } else if (k == "only_profile_shapes") {
+        o.only_profile_shapes = v == "1";
+      } else if (k == "shape_range") {
+        // min:opt:max:name (the name last: it may hold ':')
+        size_t at[3];
+        size_t from = 0;
+        for (size_t& a : at) {
+          a = v.find(':', from);
+          if (a == std::string::npos) return invalid_argument("bad shape_range '" + v + "'");
+          from = a + 1;
+        }
+        ShapeRange r;
+        KILN_ASSIGN_OR_RETURN(r.min, parse_dims(v.substr(0, at[0])));
+        KILN_ASSIGN_OR_RETURN(r.opt, parse_dims(v.substr(at[0] + 1, at[1] - at[0] - 1)));
+        KILN_ASSIGN_OR_RETURN(r.max, parse_dims(v.substr(at[1] + 1, at[2] - at[1] - 1)));
+        o.shape_ranges[v.substr(at[2] + 1)] = r;
       } else if (k == "shape_profile") {
         const size_t a = v.find(':');
         const size_t b = a == std::string::npos ? a : v.find(':', a + 1);

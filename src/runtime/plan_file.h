@@ -1,8 +1,8 @@
 // Plan files (.kiln): what `kiln build` writes and Engine::load reads like an .onnx.
 //
 // A plan holds the ONNX model, the options it was built with (precision, cuDNN conv path,
-// space-to-depth mode, CUDA graph, optimizer, workspace limit, precision overrides, shape
-// profiles), the timing cache (the algorithm chosen for every layer) and the plan of every
+// space-to-depth mode, CUDA graph, optimizer, workspace limit, precision overrides, tactic
+// timing, per-tensor limit, shape profiles and ranges), the timing cache (the algorithm chosen for every layer) and the plan of every
 // shape profile as data (PlanInfo::structure: each step's device, kernel and operands' dtype,
 // shape, layout and arena offset), tied to the GPU and library versions and to the kiln
 // version that built it. Loading one re-imports the model, builds the profiles' plans

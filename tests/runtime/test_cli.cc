@@ -1,10 +1,13 @@
 // Runs the built `kiln` binary on small models: run with tensor inputs, inspect,
 // bench --json, demo, and the error contract (one "kiln: error:" line, exit 1 for bad
 // input, 2 for usage/unsupported, never a signal). Image inputs: test_cli_image.cc.
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "onnx/tensor_proto.h"
 #include "runtime/cli_test_util.h"
+#include "runtime/plan_file.h"
 
 #ifdef KILN_CLI_PATH
 
@@ -291,6 +294,48 @@ TEST_F(Cli, BenchAlternatesBatchesWithoutRebuilding) {
   expect_error(kiln("bench " + model + " --alternate 1,0"), 2, "--alternate");
   expect_error(kiln("bench " + model + " --alternate 1,2 --json x.json"), 2,
                "--alternate times whole runs");
+}
+
+// --streams: a Pipeline of contexts, each of which ran requests; bad combinations refused.
+TEST_F(Cli, BenchStreamsRunsAPipeline) {
+  std::string model = channel_mean_model(path("m.onnx"));
+  auto r = kiln("bench " + model + " --batch 2 --streams 3 --warmup 0 --duration 0.2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 streams"), std::string::npos) << r.out;
+  const size_t at = r.out.find("requests per context (timed and drained):");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream counts(r.out.substr(at + 42));
+  int64_t n = 0, contexts = 0, total = 0;
+  while (counts >> n) {
+    ++contexts;
+    total += n;
+  }
+  EXPECT_EQ(contexts, 3) << r.out;
+  EXPECT_GT(total, 0) << r.out;
+  expect_error(kiln("bench " + model + " --streams 2 --json x.json"), 2,
+               "--streams times whole requests");
+  expect_error(kiln("bench " + model + " --streams 0"), 2, "--streams");
+}
+
+// --plan-steps: the plan as data on the CPU, one line per step with its operands; a plan file
+// is inspected only as the CUDA engine it holds.
+TEST_F(Cli, InspectPrintsThePlanSteps) {
+  std::string model = channel_mean_model(path("m.onnx"));
+  auto r = kiln("inspect " + model + " --plan-steps --batch 2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("plan steps (device, kind, op, name [tactic]: inputs -> outputs)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0 cpu kernel "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" external"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("arena cpu: "), std::string::npos) << r.out;
+  PlanFile plan;
+  plan.kiln_version = kiln_version();
+  plan.device_tag = "NVIDIA H200 sm_90 cudnn 91400 cudart 13000";
+  plan.onnx_bytes = slurp(fs::path(model));
+  const std::string kiln_file = path("m.kiln").string();
+  std::ofstream(kiln_file, std::ios::binary) << serialize_plan(plan);
+  expect_error(kiln("inspect " + kiln_file), 2, "is a CUDA plan file (.kiln): inspect it with");
 }
 
 // --dump-profile on the CPU: one entry per node with its backend and a mean time, and the

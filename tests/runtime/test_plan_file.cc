@@ -20,6 +20,13 @@ PlanFile sample() {
                                    {"odd:name=with=signs", Precision::kTf32}};
   p.options.shape_profiles = {{{"input", {1, 3, 224, 224}}, {"odd:name", {}}},
                               {{"input", {8, 3, 224, 224}}, {"odd:name", {0}}}};
+  p.options.shape_ranges = {
+      {"input", ShapeRange{{1, 3, 224, 224}, {8, 3, 224, 224}, {32, 3, 224, 224}}},
+      {"odd:range", ShapeRange{{1}, {2}, {3}}}};
+  p.options.only_profile_shapes = true;
+  p.options.time_tactics = false;
+  p.options.max_tactics = 3;
+  p.options.max_tensor_bytes = 12345678;
   p.tactics = {{"conv|a", "7"}, {"gemm|b", "3 0.01"}};
   p.plans = {"0 cuda kernel Conv stem: %0 -> %1\n", std::string("binary\0plan", 11), ""};
   p.onnx_bytes = std::string("\x08\x07\x12\x00onnx\tbytes\n", 16);
@@ -39,6 +46,18 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_EQ(back->options.workspace_limit, 123456);
   EXPECT_EQ(back->options.precision_overrides, p.options.precision_overrides);
   EXPECT_EQ(back->options.shape_profiles, p.options.shape_profiles);
+  ASSERT_EQ(back->options.shape_ranges.size(), 2u);
+  for (const auto& [name, r] : p.options.shape_ranges) {
+    ASSERT_TRUE(back->options.shape_ranges.count(name)) << name;
+    const ShapeRange& b = back->options.shape_ranges.at(name);
+    EXPECT_EQ(b.min, r.min);
+    EXPECT_EQ(b.opt, r.opt);
+    EXPECT_EQ(b.max, r.max);
+  }
+  EXPECT_TRUE(back->options.only_profile_shapes);
+  EXPECT_FALSE(back->options.time_tactics);
+  EXPECT_EQ(back->options.max_tactics, 3);
+  EXPECT_EQ(back->options.max_tensor_bytes, 12345678);
   EXPECT_EQ(back->tactics, p.tactics);
   EXPECT_EQ(back->plans, p.plans);
   EXPECT_EQ(back->onnx_bytes, p.onnx_bytes);

@@ -104,7 +104,7 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
     std::printf(
         "\nCUDA plan (%s, batch %lld): %zu steps, %d on the CPU, %d layout/dtype "
         "conversions, %.4g ms summed (mean of 3 runs, one step at a time)\n",
-        precision_name(g.precision), static_cast<long long>(o.batch > 0 ? o.batch : 1),
+        precision_name(e.options().precision), static_cast<long long>(o.batch > 0 ? o.batch : 1),
         layers->size(), cpu, converts, total);
   else
     std::printf("\nCPU plan (batch %lld): %zu steps, %.4g ms summed (mean of 3 runs)\n",
@@ -134,9 +134,15 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
 }
 
 int run(const InspectOptions& o, const GlobalOptions& g) {
+  // A plan file holds a CUDA engine: its summary comes from that engine itself.
+  const bool plan_file = is_plan_file(o.model);
+  if (plan_file && g.device != "cuda")
+    return usage_error(o.model + " is a CUDA plan file (.kiln): inspect it with --device cuda");
   EngineOptions opts = engine_options(g);
-  opts.device = Device::kCpu;         // the CUDA plan is printed below
-  opts.precision = Precision::kFp32;  // --precision: the CUDA plan's, and the fp16 range check
+  if (!plan_file) {
+    opts.device = Device::kCpu;         // the CUDA plan is printed below
+    opts.precision = Precision::kFp32;  // --precision: the CUDA plan's, and the fp16 range check
+  }
   auto engine_or = Engine::load(o.model, opts);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
@@ -164,6 +170,7 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     std::printf("metadata\n");
     for (const auto& [k, v] : e.metadata()) std::printf("  %s = %s\n", k.c_str(), v.c_str());
   }
+  if (o.graph && plan_file) return usage_error("--graph takes an .onnx model, not a plan file");
   if (o.graph) {
     // The graph as imported: an engine built without the optimizer.
     opts.optimize = false;
@@ -173,7 +180,7 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
   }
   if (o.passes && g.device != "cuda") print_passes(report, "");
   std::vector<std::string> fp32_values;
-  if (g.precision == Precision::kFp16) {
+  if (g.precision == Precision::kFp16 && !plan_file) {
     std::printf("\n");
     fp32_values = print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
     if (g.no_fp16_fallback) fp32_values.clear();

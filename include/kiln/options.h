@@ -39,6 +39,12 @@ enum class CpuConvAlgo : uint8_t { kDirect, kAuto, kWinograd };
 // convs run between operands stored differently (kAlternate).
 enum class CpuLayout : uint8_t { kAuto, kNhwc, kBlocked, kValue, kAlternate };
 
+// How callers give the model's image inputs (its rank-4 float32 inputs, [N, C, H, W]):
+// float32 NCHW as the model declares them (kFloat32Nchw), or 8-bit pixels, NCHW or NHWC. 8-bit
+// pixels are normalized on the engine's device, as (pixel / 255 − mean) / std per channel:
+// four times fewer bytes to copy to a GPU than float32.
+enum class InputFormat : uint8_t { kFloat32Nchw, kUint8Nchw, kUint8Nhwc };
+
 // Each switch's names, as the CLI and plan files spell them ("fp16", "legacy", "on",
 // "winograd", "nhwc"...). parse_* fails with the accepted names.
 const char* precision_name(Precision p);
@@ -51,6 +57,8 @@ const char* cpu_conv_algo_name(CpuConvAlgo a);
 Result<CpuConvAlgo> parse_cpu_conv_algo(const std::string& s);
 const char* cpu_layout_name(CpuLayout l);
 Result<CpuLayout> parse_cpu_layout(const std::string& s);
+const char* input_format_name(InputFormat f);  // "float32-nchw", "uint8-nchw", "uint8-nhwc"
+Result<InputFormat> parse_input_format(const std::string& s);
 
 // Default per-layer CUDA workspace limits (EngineOptions::workspace_limit).
 inline constexpr int64_t kWorkspaceLimit = int64_t{256} << 20;
@@ -122,6 +130,13 @@ struct EngineOptions {
   // CPU engines: the 3x3 conv algorithm and the activation layouts between oneDNN kernels.
   CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
   CpuLayout cpu_layout = CpuLayout::kAuto;
+
+  // The image inputs' format (InputFormat) and, for 8-bit pixels, the per-channel mean and std
+  // of the [0, 1] pixel values. Empty: the model's metadata (kiln.mean, kiln.std, comma
+  // separated), else ImageNet's for 3 channels (mean 0.485,0.456,0.406, std 0.229,0.224,0.225)
+  // and mean 0, std 1 otherwise.
+  InputFormat input_format = InputFormat::kFloat32Nchw;
+  std::vector<float> input_mean, input_std;
 
   // CUDA engines (device = kCuda):
   // Which GPU, as CUDA numbers them (after CUDA_VISIBLE_DEVICES): 0 to the count - 1. The

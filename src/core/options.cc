@@ -30,6 +30,7 @@ const char* const kConvPaths[] = {"auto", "legacy", "graph"};
 const char* const kSpaceToDepth[] = {"auto", "on", "off"};
 const char* const kCpuConvAlgos[] = {"direct", "auto", "winograd"};
 const char* const kCpuLayouts[] = {"auto", "nhwc", "blocked", "value", "alternate"};
+const char* const kInputFormats[] = {"float32-nchw", "uint8-nchw", "uint8-nhwc"};
 
 }  // namespace
 
@@ -52,6 +53,10 @@ Result<CpuConvAlgo> parse_cpu_conv_algo(const std::string& s) {
 const char* cpu_layout_name(CpuLayout l) { return name_of(l, kCpuLayouts); }
 Result<CpuLayout> parse_cpu_layout(const std::string& s) {
   return parse_name<CpuLayout>(s, "CPU layout", kCpuLayouts);
+}
+const char* input_format_name(InputFormat f) { return name_of(f, kInputFormats); }
+Result<InputFormat> parse_input_format(const std::string& s) {
+  return parse_name<InputFormat>(s, "input format", kInputFormats);
 }
 
 }  // namespace kiln

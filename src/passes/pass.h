@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kiln/options.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -101,6 +102,13 @@ Result<bool> fuse_concat_affine(Graph& g, std::vector<std::vector<std::string>>*
 Result<bool> fuse_squeeze_excite(Graph& g, std::vector<std::vector<std::string>>* groups = nullptr);
 // Nodes whose outputs reach no graph output removed, then unused values.
 Result<bool> eliminate_dead_nodes(Graph& g);
+// Before the optimizer, for EngineOptions::input_format other than float32 NCHW: each rank-4
+// float32 graph input takes 8-bit pixels (NCHW or NHWC) and the graph normalizes them as
+// (pixel / 255 − mean) / std per channel (`mean`/`stdev` empty: the model's kiln.mean and
+// kiln.std metadata, else ImageNet's for 3 channels, else 0 and 1). An error names an input
+// whose channel count is unknown or a mean/std of the wrong length.
+Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vector<float>& mean,
+                                    const std::vector<float>& stdev);
 
 // Structural checks after each pass cost a graph walk: on in debug builds (tests pass
 // true explicitly, since they build in Release too).

@@ -152,6 +152,12 @@ Result<std::shared_ptr<Engine>> build_engine(
                                    std::string("precision ") + precision_name(options.precision)));
   for (const auto& [node, p] : options.precision_overrides)
     KILN_RETURN_IF_ERROR(cpu_refuses(p, "precision override " + node + "=" + precision_name(p)));
+  // 8-bit image inputs, normalized inside the graph (before the optimizer, which fuses the
+  // normalization into one per-channel affine node).
+  KILN_ASSIGN_OR_RETURN(
+      bool normalized,
+      normalize_image_inputs(*graph, options.input_format, options.input_mean, options.input_std));
+  (void)normalized;
   PassReport passes;  // stays empty without the optimizer
   std::set<std::string> imported_names;
   for (const auto& n : graph->nodes()) imported_names.insert(n->name);
@@ -333,6 +339,9 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   o.time_tactics = plan.options.time_tactics;
   o.max_tactics = plan.options.max_tactics;
   o.max_tensor_bytes = plan.options.max_tensor_bytes;
+  o.input_format = plan.options.input_format;
+  o.input_mean = plan.options.input_mean;
+  o.input_std = plan.options.input_std;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
   KILN_ASSIGN_OR_RETURN(
       auto engine, build_engine(std::move(graph), o, plan.tactics, std::move(plan.onnx_bytes)));

@@ -65,7 +65,10 @@ std::string options_text(const EngineOptions& o) {
   s << "time_tactics=" << (o.time_tactics ? 1 : 0) << "\n"
     << "max_tactics=" << o.max_tactics << "\n"
     << "max_tensor_bytes=" << o.max_tensor_bytes << "\n"
-    << "only_profile_shapes=" << (o.only_profile_shapes ? 1 : 0) << "\n";
+    << "only_profile_shapes=" << (o.only_profile_shapes ? 1 : 0) << "\n"
+    << "input_format=" << input_format_name(o.input_format) << "\n";
+  for (float m : o.input_mean) s << "input_mean=" << m << "\n";
+  for (float d : o.input_std) s << "input_std=" << d << "\n";
   // shape_range=<min dims>:<opt dims>:<max dims>:<input name>
   for (const auto& [input, r] : o.shape_ranges)
     s << "shape_range=" << dims_text(r.min) << ":" << dims_text(r.opt) << ":" << dims_text(r.max)
@@ -127,6 +130,12 @@ Status parse_options(const std::string& text, EngineOptions& o) {
         o.max_tensor_bytes = std::stoll(v);
       } else if (k == "only_profile_shapes") {
         o.only_profile_shapes = v == "1";
+      } else if (k == "input_format") {
+        KILN_ASSIGN_OR_RETURN(o.input_format, parse_input_format(v));
+      } else if (k == "input_mean") {
+        o.input_mean.push_back(std::stof(v));
+      } else if (k == "input_std") {
+        o.input_std.push_back(std::stof(v));
       } else if (k == "shape_range") {
         // min:opt:max:name (the name last: it may hold ':')
         size_t at[3];

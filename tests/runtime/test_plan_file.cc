@@ -27,6 +27,9 @@ PlanFile sample() {
   p.options.time_tactics = false;
   p.options.max_tactics = 3;
   p.options.max_tensor_bytes = 12345678;
+  p.options.input_format = InputFormat::kUint8Nhwc;
+  p.options.input_mean = {0.5f, 0.25f, 0.125f};
+  p.options.input_std = {0.2f};
   p.tactics = {{"conv|a", "7"}, {"gemm|b", "3 0.01"}};
   p.plans = {"0 cuda kernel Conv stem: %0 -> %1\n", std::string("binary\0plan", 11), ""};
   p.onnx_bytes = std::string("\x08\x07\x12\x00onnx\tbytes\n", 16);
@@ -58,6 +61,9 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_FALSE(back->options.time_tactics);
   EXPECT_EQ(back->options.max_tactics, 3);
   EXPECT_EQ(back->options.max_tensor_bytes, 12345678);
+  EXPECT_EQ(back->options.input_format, InputFormat::kUint8Nhwc);
+  EXPECT_EQ(back->options.input_mean, p.options.input_mean);
+  EXPECT_EQ(back->options.input_std, p.options.input_std);
   EXPECT_EQ(back->tactics, p.tactics);
   EXPECT_EQ(back->plans, p.plans);
   EXPECT_EQ(back->onnx_bytes, p.onnx_bytes);

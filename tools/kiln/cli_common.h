@@ -30,6 +30,7 @@ struct GlobalOptions {
   Precision precision = Precision::kFp32;
   CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
   CpuLayout cpu_layout = CpuLayout::kAuto;
+  InputFormat input_format = InputFormat::kFloat32Nchw;
   // CUDA engines (see EngineOptions).
   int gpu = 0;
   CudnnConvPath cudnn_conv_path = CudnnConvPath::kAuto;

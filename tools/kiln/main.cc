@@ -73,6 +73,11 @@ int run_main(int argc, char** argv) {
            "CPU activation layouts between oneDNN kernels: auto (timed per group), nhwc, "
            "blocked, value (timed per value) or alternate (for tests)",
            kiln::cpu_layout_name, 5, "auto");
+  add_enum(app, "--input-format", global.input_format,
+           "image inputs as float32-nchw (as the model declares them), or 8-bit pixels "
+           "(uint8-nchw, uint8-nhwc) normalized on the engine's device with the model's "
+           "kiln.mean/kiln.std metadata, else ImageNet's",
+           kiln::input_format_name, 3, "float32-nchw");
   add_enum(app, "--cudnn-conv-path", global.cudnn_conv_path,
            "CUDA convs: auto (time both cuDNN APIs), legacy or graph", kiln::cudnn_conv_path_name,
            3, "auto");

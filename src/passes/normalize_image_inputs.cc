@@ -1,0 +1,126 @@
+// normalize_image_inputs: the model's image inputs (rank-4 float32 graph inputs, [N, C, H, W])
+// are given as 8-bit pixels instead, NCHW or NHWC (EngineOptions::input_format), and normalized
+// inside the graph, on the engine's device:
+//
+//   x_u8 [N,H,W,C] → Transpose(0,3,1,2) → Cast(float32) → Mul(1 / (255·std)) → Add(−mean / std)
+//
+// which is (x / 255 − mean) / std per channel. The input keeps its name; its dtype becomes
+// uint8 and, for NHWC, its dims [N, H, W, C]. The transpose runs on the 8-bit pixels (a
+// quarter of the bytes), and fuse_channel_affine makes the Mul and Add one per-channel affine
+// node after the optimizer.
+#include <sstream>
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+namespace {
+
+// A per-channel vector from "a,b,c" (the model's metadata), or empty.
+std::vector<float> parse_floats(const std::string& s) {
+  std::vector<float> r;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      r.push_back(std::stof(item, &used));
+      if (used != item.size() && item.find_first_not_of(" ", used) != std::string::npos) return {};
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  return r;
+}
+
+// The mean or std of `channels` channels: the option's, else the metadata's, else `fallback`.
+Result<std::vector<float>> channel_values(const Graph& g, const std::vector<float>& option,
+                                          const char* key, int64_t channels,
+                                          const std::vector<float>& imagenet, float plain,
+                                          const std::string& input) {
+  std::vector<float> v = option;
+  if (v.empty()) {
+    auto it = g.metadata.find(key);
+    if (it != g.metadata.end()) v = parse_floats(it->second);
+  }
+  if (v.empty()) v = channels == 3 ? imagenet : std::vector<float>(channels, plain);
+  if (v.size() == 1 && channels > 1) v.assign(channels, v[0]);
+  if (static_cast<int64_t>(v.size()) != channels)
+    return invalid_argument("input '" + input + "' has " + std::to_string(channels) +
+                            " channels, but " + std::to_string(v.size()) + " values of " +
+                            (std::string(key) == "kiln.mean" ? "mean" : "std") + " were given");
+  return v;
+}
+
+}  // namespace
+
+Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vector<float>& mean,
+                                    const std::vector<float>& stdev) {
+  if (format == InputFormat::kFloat32Nchw) return false;
+  bool changed = false;
+  const std::vector<Value*> inputs = g.inputs();
+  for (Value* x : inputs) {
+    if (x->dtype != DataType::kFloat32 || !x->has_shape || x->dims.size() != 4) continue;
+    if (!x->dims[1].known())
+      return invalid_argument("input '" + x->name + "': --input-format " +
+                              input_format_name(format) + " needs a known channel count");
+    const int64_t c = x->dims[1].value;
+    KILN_ASSIGN_OR_RETURN(
+        std::vector<float> m,
+        channel_values(g, mean, "kiln.mean", c, {0.485f, 0.456f, 0.406f}, 0.f, x->name));
+    KILN_ASSIGN_OR_RETURN(
+        std::vector<float> s,
+        channel_values(g, stdev, "kiln.std", c, {0.229f, 0.224f, 0.225f}, 1.f, x->name));
+    std::vector<float> scale(c), bias(c);
+    for (int64_t k = 0; k < c; ++k) {
+      if (!(s[k] > 0.f))
+        return invalid_argument("input '" + x->name + "': std of channel " + std::to_string(k) +
+                                " is " + std::to_string(s[k]) + "; it must be positive");
+      scale[k] = 1.f / (255.f * s[k]);
+      bias[k] = -m[k] / s[k];
+    }
+    // The normalized float32 NCHW tensor the graph read before, under a new name.
+    Value* normalized = g.add_value(x->name + "_normalized");
+    normalized->dtype = DataType::kFloat32;
+    normalized->has_shape = true;
+    normalized->dims = x->dims;
+    g.replace_all_uses(x, normalized);
+    const std::vector<Dim> nchw = x->dims;
+    x->dtype = DataType::kUInt8;
+    Value* pixels = x;
+    if (format == InputFormat::kUint8Nhwc) {
+      x->dims = {nchw[0], nchw[2], nchw[3], nchw[1]};
+      Value* t = g.add_value(x->name + "_nchw");
+      t->dtype = DataType::kUInt8;
+      t->has_shape = true;
+      t->dims = nchw;
+      Attributes perm;
+      perm.set("perm", std::vector<int64_t>{0, 3, 1, 2});
+      g.add_node(OpKind::Transpose, x->name + "/to_nchw", {x}, {t}, perm);
+      pixels = t;
+    }
+    Value* f = g.add_value(x->name + "_float");
+    f->dtype = DataType::kFloat32;
+    f->has_shape = true;
+    f->dims = nchw;
+    Attributes to;
+    to.set("to", static_cast<int64_t>(DataType::kFloat32));
+    g.add_node(OpKind::Cast, x->name + "/to_float", {pixels}, {f}, to);
+    Value* scaled = g.add_value(x->name + "_scaled");
+    scaled->dtype = DataType::kFloat32;
+    scaled->has_shape = true;
+    scaled->dims = nchw;
+    g.add_node(OpKind::Mul, x->name + "/scale",
+               {f, g.add_constant(x->name + "/scale", Tensor::from_floats({1, c, 1, 1}, scale))},
+               {scaled});
+    g.add_node(
+        OpKind::Add, x->name + "/shift",
+        {scaled, g.add_constant(x->name + "/shift", Tensor::from_floats({1, c, 1, 1}, bias))},
+        {normalized});
+    changed = true;
+  }
+  if (changed) KILN_RETURN_IF_ERROR(g.topo_sort());
+  return changed;
+}
+
+}  // namespace kiln

@@ -37,10 +37,9 @@ struct CpuRunHooks {
   std::vector<ValueStats>* value_stats = nullptr;
 };
 
-// Graph inputs of an integer or bool dtype with at most this many elements are part of a
-// plan's key (shapes, axes, pads given as inputs): values computed from them alone are fixed
-// in the plan.
-inline constexpr int64_t kKeyedInputElements = 16;
+// Graph inputs of an integer or bool dtype with at most kKeyedInputElements elements
+// (runtime/plan.h) are part of a plan's key (shapes, axes, pads given as inputs): values
+// computed from them alone are fixed in the plan.
 inline bool is_keyed_input(const Tensor& t) {
   return t.numel() <= kKeyedInputElements && !dtype_is_float(t.dtype());
 }

@@ -154,10 +154,9 @@ Result<std::shared_ptr<Engine>> build_engine(
     KILN_RETURN_IF_ERROR(cpu_refuses(p, "precision override " + node + "=" + precision_name(p)));
   // 8-bit image inputs, normalized inside the graph (before the optimizer, which fuses the
   // normalization into one per-channel affine node).
-  KILN_ASSIGN_OR_RETURN(
-      bool normalized,
-      normalize_image_inputs(*graph, options.input_format, options.input_mean, options.input_std));
-  (void)normalized;
+  KILN_RETURN_IF_ERROR(
+      normalize_image_inputs(*graph, options.input_format, options.input_mean, options.input_std)
+          .status());
   PassReport passes;  // stays empty without the optimizer
   std::set<std::string> imported_names;
   for (const auto& n : graph->nodes()) imported_names.insert(n->name);

@@ -68,6 +68,11 @@ struct PlanStep {
   KernelOperands operands;         // bound to the arenas by bind_plan()
 };
 
+// Values of at most this many elements may be shapes, axes or pads: an integer or bool graph
+// input that small is part of a CPU plan's key, and a value that small (or of an integer
+// dtype) computed from the data makes the shapes after it follow the data.
+inline constexpr int64_t kKeyedInputElements = 16;
+
 // Per device (indexed by DeviceKind).
 inline constexpr size_t kDeviceKinds = 2;
 inline size_t device_index(DeviceKind d) { return static_cast<size_t>(d); }

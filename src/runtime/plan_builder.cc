@@ -409,7 +409,8 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
       // known at build) cannot be planned ahead.
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const Value* v = n.inputs[i];
-        if (v && !hin[i].value && (hin[i].numel() <= 16 || !dtype_is_float(hin[i].dtype))) {
+        if (v && !hin[i].value &&
+            (hin[i].numel() <= kKeyedInputElements || !dtype_is_float(hin[i].dtype))) {
           p_.needs_data = true;
           return unsupported(n.describe() + ": its output shapes follow input '" + v->name +
                              "', computed from the data at every run");

@@ -59,9 +59,6 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
   if (!failed.is_ok()) return fail(failed);
 
   std::sort(lat_ms.begin(), lat_ms.end());
-  auto pct = [&](double p) {
-    return lat_ms[std::min(lat_ms.size() - 1, static_cast<size_t>(p / 100 * lat_ms.size()))];
-  };
   const double ips = static_cast<double>(batch) * lat_ms.size() / total;
   const std::string name = std::filesystem::path(model).filename().string();
   const std::string mode =
@@ -72,7 +69,8 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
               "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
   std::printf("%-24s %-6s %5lld %-16s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
               g.device.c_str(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
-              lat_ms[0], pct(50), pct(90), pct(99), ips);
+              lat_ms[0], percentile(lat_ms, 50), percentile(lat_ms, 90), percentile(lat_ms, 99),
+              ips);
   const PipelineStats s = pipeline.stats();
   std::printf("requests per context (timed and drained):");
   for (size_t k = 0; k < s.per_context.size(); ++k)

@@ -113,6 +113,9 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
 // `kiln bench --alternate B1,B2,...` (bench_alternate.cc): the batch sizes alone, then in
 // rotation on one Context; prints each batch's median latency both ways and the plan builds and
 // arena allocations during the rotation.
+// The nearest-rank `p`-th percentile (0 < p ≤ 100) of `sorted` (ascending, not empty).
+double percentile(const std::vector<double>& sorted, double p);
+
 // `kiln bench --streams N` (bench_streams.cc): a Pipeline of N Contexts kept busy.
 int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, const GlobalOptions& g,
                   int streams, const std::map<std::string, Tensor>& feeds, int64_t batch,

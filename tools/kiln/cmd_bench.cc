@@ -39,11 +39,6 @@ struct BenchOptions {
   bool pinned = false;             // --pinned: inputs in pinned host memory
 };
 
-double percentile(const std::vector<double>& sorted, double p) {
-  size_t rank = static_cast<size_t>(std::ceil(p / 100 * sorted.size()));
-  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
-
 // Device-side figures of a CUDA bench.
 struct DeviceFigures {
   std::vector<double> h2d, compute, d2h;  // per timed run, ms

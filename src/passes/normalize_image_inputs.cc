@@ -2,12 +2,10 @@
 // are given as 8-bit pixels instead, NCHW or NHWC (EngineOptions::input_format), and normalized
 // inside the graph, on the engine's device:
 //
-//   x_u8 [N,H,W,C] → Transpose(0,3,1,2) → Cast(float32) → Mul(1 / (255·std)) → Add(−mean / std)
+//   x_u8 [N,H,W,C] or [N,C,H,W] → NormalizeImage(scale 1 / (255·std), bias −mean / std)
 //
-// which is (x / 255 − mean) / std per channel. The input keeps its name; its dtype becomes
-// uint8 and, for NHWC, its dims [N, H, W, C]. The transpose runs on the 8-bit pixels (a
-// quarter of the bytes), and fuse_channel_affine makes the Mul and Add one per-channel affine
-// node after the optimizer.
+// which is (x / 255 − mean) / std per channel, in one pass (ops/normalize_image.h). The input
+// keeps its name; its dtype becomes uint8 and, for NHWC, its dims [N, H, W, C].
 #include <sstream>
 
 #include "passes/pass.h"
@@ -87,36 +85,13 @@ Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vec
     g.replace_all_uses(x, normalized);
     const std::vector<Dim> nchw = x->dims;
     x->dtype = DataType::kUInt8;
-    Value* pixels = x;
-    if (format == InputFormat::kUint8Nhwc) {
-      x->dims = {nchw[0], nchw[2], nchw[3], nchw[1]};
-      Value* t = g.add_value(x->name + "_nchw");
-      t->dtype = DataType::kUInt8;
-      t->has_shape = true;
-      t->dims = nchw;
-      Attributes perm;
-      perm.set("perm", std::vector<int64_t>{0, 3, 1, 2});
-      g.add_node(OpKind::Transpose, x->name + "/to_nchw", {x}, {t}, perm);
-      pixels = t;
-    }
-    Value* f = g.add_value(x->name + "_float");
-    f->dtype = DataType::kFloat32;
-    f->has_shape = true;
-    f->dims = nchw;
-    Attributes to;
-    to.set("to", static_cast<int64_t>(DataType::kFloat32));
-    g.add_node(OpKind::Cast, x->name + "/to_float", {pixels}, {f}, to);
-    Value* scaled = g.add_value(x->name + "_scaled");
-    scaled->dtype = DataType::kFloat32;
-    scaled->has_shape = true;
-    scaled->dims = nchw;
-    g.add_node(OpKind::Mul, x->name + "/scale",
-               {f, g.add_constant(x->name + "/scale", Tensor::from_floats({1, c, 1, 1}, scale))},
-               {scaled});
-    g.add_node(
-        OpKind::Add, x->name + "/shift",
-        {scaled, g.add_constant(x->name + "/shift", Tensor::from_floats({1, c, 1, 1}, bias))},
-        {normalized});
+    const bool nhwc = format == InputFormat::kUint8Nhwc;
+    if (nhwc) x->dims = {nchw[0], nchw[2], nchw[3], nchw[1]};
+    Attributes attrs;
+    attrs.set("channels_last", int64_t{nhwc});
+    attrs.set("scale", scale);
+    attrs.set("bias", bias);
+    g.add_node(OpKind::NormalizeImage, x->name + "/normalize", {x}, {normalized}, attrs);
     changed = true;
   }
   if (changed) KILN_RETURN_IF_ERROR(g.topo_sort());

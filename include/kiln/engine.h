@@ -118,6 +118,7 @@ class Context {
   explicit Context(std::unique_ptr<Impl> impl);
 
  private:
+  friend Impl& context_impl(Context& c);
   std::unique_ptr<Impl> impl_;
 };
 

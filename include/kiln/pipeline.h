@@ -29,6 +29,11 @@ using Outputs = std::map<std::string, Tensor>;
 struct PipelineOptions {
   int contexts = 2;         // Contexts (CUDA streams) running requests at once
   size_t max_queued = 256;  // requests waiting before submit() blocks
+  // CUDA: the Contexts on one GPU run their compute one at a time, in the order their runs
+  // reach it, while the copies of the others overlap it (a run's copies in, its compute, its
+  // copies out; the compute waits for the one before it). Off: the streams' computes share the
+  // GPU at once. No effect on CPU engines.
+  bool ordered_compute = true;
 };
 
 // What a Pipeline has done so far.
@@ -37,6 +42,10 @@ struct PipelineStats {
   int64_t completed = 0;  // results given, errors included
   int64_t failed = 0;
   std::vector<int64_t> per_context;  // requests each Context ran
+  // Summed over the completed requests, from each run's device timing (Context::
+  // last_device_timing): on CUDA the GPU's copies in, compute, copies out, and the compute's
+  // wait for another Context's (ordered_compute); on the CPU the whole run as compute.
+  double upload_ms = 0, compute_ms = 0, download_ms = 0, wait_ms = 0;
 };
 
 class Pipeline {
@@ -45,6 +54,13 @@ class Pipeline {
   // plans) before this returns.
   static Result<std::unique_ptr<Pipeline>> create(std::shared_ptr<const Engine> engine,
                                                   const PipelineOptions& options);
+  // Contexts spread over several Engines of one model, one per GPU (kiln bench --gpus 0,1):
+  // Context k belongs to engines[k % engines.size()], all fed from the one queue. The Engines
+  // must take the same inputs. An Engine listed twice gets Contexts of its own in turn.
+  static Result<std::unique_ptr<Pipeline>> create(
+      const std::vector<std::shared_ptr<const Engine>>& engines, const PipelineOptions& options);
+  // The GPU (EngineOptions::device_index) of Context k; -1 on the CPU.
+  int context_device(int k) const;
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;

@@ -22,6 +22,9 @@ struct ModelStats {
 // device->host copies.
 struct DeviceTiming {
   double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
+  // CUDA, in a Pipeline that orders its Contexts' compute: how long the compute waited for
+  // another Context's, between the copies in and its start.
+  double wait_ms = 0;
 };
 
 // One step of a device plan and its mean time in a profile.

@@ -80,7 +80,9 @@ struct CudaPlan::Impl {
   std::vector<void*> in_staging, out_staging;
   std::vector<const void*> direct;  // per input: the caller's pinned bytes in this run, or null
   bool last_direct = false;         // the last run copied an input in place
-  cudaEvent_t ev[4] = {};           // start, inputs copied, compute done, outputs copied
+  // start, inputs copied, compute started (after any wait for the compute order), compute
+  // done, outputs copied
+  cudaEvent_t ev[5] = {};
 
   cudaGraphExec_t graph_exec = nullptr;    // whole run (copies + compute)
   cudaGraphExec_t compute_exec = nullptr;  // compute only
@@ -161,6 +163,10 @@ Status CudaPlan::Impl::bind() {
 
 CudaPlan::Impl::~Impl() {
   drop_graphs();
+  if (CudaComputeOrder* order = handles ? handles->compute_order.get() : nullptr) {
+    std::lock_guard<std::mutex> lock(order->mu);
+    if (order->last == ev[3]) order->last = nullptr;  // no later compute waits on it
+  }
   for (cudaEvent_t e : ev)
     if (e) cudaEventDestroy(e);
   for (void* p : in_staging) cudaFreeHost(p);
@@ -248,15 +254,27 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
     KILN_CUDA(cudaMemsetAsync(plan.arena[device_index(DeviceKind::kCuda)], 0xFF,
                               static_cast<size_t>(arena_bytes), stream));
   p.last_direct = any_direct;
-  if (any_direct) {
-    // The whole-run graph copies from the staging buffers: here only the compute is a graph.
+  CudaComputeOrder* order = p.handles->compute_order.get();
+  if (any_direct || order) {
+    // The whole-run graph copies from the staging buffers, and holds no wait for another
+    // stream's compute: here only the compute is a graph.
     KILN_RETURN_IF_ERROR(record(p.ev[0], stream, false));
     KILN_RETURN_IF_ERROR(p.enqueue_copies_in(p.direct));
     KILN_RETURN_IF_ERROR(record(p.ev[1], stream, false));
-    KILN_RETURN_IF_ERROR(p.enqueue_compute());
+    std::unique_lock<std::mutex> lock;
+    if (order) {
+      lock = std::unique_lock<std::mutex>(order->mu);
+      if (order->last) KILN_CUDA(cudaStreamWaitEvent(stream, order->last, 0));
+    }
     KILN_RETURN_IF_ERROR(record(p.ev[2], stream, false));
-    KILN_RETURN_IF_ERROR(p.enqueue_copies_out());
+    KILN_RETURN_IF_ERROR(p.enqueue_compute());
     KILN_RETURN_IF_ERROR(record(p.ev[3], stream, false));
+    if (order) {
+      order->last = p.ev[3];
+      lock.unlock();
+    }
+    KILN_RETURN_IF_ERROR(p.enqueue_copies_out());
+    KILN_RETURN_IF_ERROR(record(p.ev[4], stream, false));
   } else if (p.graph_exec) {
     KILN_CUDA(cudaGraphLaunch(p.graph_exec, stream));
   } else {
@@ -269,10 +287,11 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
       KILN_RETURN_IF_ERROR(record(p.ev[0], stream, capture));
       KILN_RETURN_IF_ERROR(p.enqueue_copies_in());
       KILN_RETURN_IF_ERROR(record(p.ev[1], stream, capture));
-      KILN_RETURN_IF_ERROR(p.enqueue_steps());
       KILN_RETURN_IF_ERROR(record(p.ev[2], stream, capture));
+      KILN_RETURN_IF_ERROR(p.enqueue_steps());
+      KILN_RETURN_IF_ERROR(record(p.ev[3], stream, capture));
       KILN_RETURN_IF_ERROR(p.enqueue_copies_out());
-      return record(p.ev[3], stream, capture);
+      return record(p.ev[4], stream, capture);
     }();
     if (capture) {
       KILN_RETURN_IF_ERROR(finish_capture(stream, st, &p.graph_exec));
@@ -284,8 +303,9 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
   KILN_CUDA(cudaStreamSynchronize(stream));
   p.ran_once = true;
   p.timing.h2d_ms = elapsed(p.ev[0], p.ev[1]);
-  p.timing.compute_ms = elapsed(p.ev[1], p.ev[2]);
-  p.timing.d2h_ms = elapsed(p.ev[2], p.ev[3]);
+  p.timing.wait_ms = elapsed(p.ev[1], p.ev[2]);
+  p.timing.compute_ms = elapsed(p.ev[2], p.ev[3]);
+  p.timing.d2h_ms = elapsed(p.ev[3], p.ev[4]);
   outputs.clear();
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
     const TensorDesc& d = plan.slots[plan.output_slots[i]].desc;

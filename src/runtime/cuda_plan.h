@@ -31,6 +31,7 @@ struct CudaMemoryReport {
 
 struct CudaTiming {
   double h2d_ms = 0, compute_ms = 0, d2h_ms = 0;
+  double wait_ms = 0;  // between the copies in and the compute: the compute order's wait
 };
 
 class CudaPlan {

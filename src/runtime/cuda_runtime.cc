@@ -66,15 +66,32 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   return st;
 }
 
+// The context's state, created on first use (stream and handles on the engine's GPU).
+static Status ensure_context(const CudaEngineState& es, std::shared_ptr<CudaContextState>& ctx) {
+  KILN_CUDA(cudaSetDevice(es.device));  // the calling thread's current GPU may be another
+  if (ctx) return Status::ok();
+  auto made = std::make_shared<CudaContextState>();
+  made->device = es.device;
+  KILN_ASSIGN_OR_RETURN(made->handles, CudaStreamHandles::create());
+  ctx = std::move(made);
+  return Status::ok();
+}
+
+std::shared_ptr<CudaComputeOrder> make_cuda_compute_order() {
+  return std::make_shared<CudaComputeOrder>();
+}
+
+Status cuda_join_compute_order(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
+                               std::shared_ptr<CudaComputeOrder> order) {
+  KILN_RETURN_IF_ERROR(ensure_context(*engine.cuda, ctx));
+  ctx->handles->compute_order = std::move(order);
+  return Status::ok();
+}
+
 Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
                 const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   CudaEngineState& es = *engine.cuda;
-  KILN_CUDA(cudaSetDevice(es.device));  // the calling thread's current GPU may be another
-  if (!ctx) {
-    ctx = std::make_shared<CudaContextState>();
-    ctx->device = es.device;
-    KILN_ASSIGN_OR_RETURN(ctx->handles, CudaStreamHandles::create());
-  }
+  KILN_RETURN_IF_ERROR(ensure_context(es, ctx));
   auto fits = [&](const std::unique_ptr<CudaPlan>& p) {
     if (p->input_shapes().size() != inputs.size()) return false;
     for (size_t i = 0; i < inputs.size(); ++i)
@@ -125,7 +142,7 @@ static Result<CudaPlan*> plan_of(const CudaContextState* ctx) {
 Result<DeviceTiming> cuda_last_timing(const CudaContextState* ctx) {
   KILN_ASSIGN_OR_RETURN(CudaPlan * p, plan_of(ctx));
   const CudaTiming& t = p->last_timing();
-  return DeviceTiming{t.h2d_ms, t.compute_ms, t.d2h_ms};
+  return DeviceTiming{t.h2d_ms, t.compute_ms, t.d2h_ms, t.wait_ms};
 }
 
 Result<std::vector<double>> cuda_time_compute(CudaContextState* ctx, int iterations) {
@@ -212,6 +229,12 @@ static Status no_cuda() {
   return unsupported(
       "--device cuda: this kiln build has no CUDA backend (built without the "
       "CUDA toolkit)");
+}
+
+std::shared_ptr<CudaComputeOrder> make_cuda_compute_order() { return nullptr; }
+Status cuda_join_compute_order(const Engine::Impl&, std::shared_ptr<CudaContextState>&,
+                               std::shared_ptr<CudaComputeOrder>) {
+  return no_cuda();
 }
 
 Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(

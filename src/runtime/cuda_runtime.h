@@ -15,6 +15,7 @@ namespace kiln {
 
 struct CudaEngineState;
 struct CudaContextState;
+struct CudaComputeOrder;
 
 // Checks the options and the device, loads the timing cache; `tactics` (key, value) pairs
 // come from a plan file.
@@ -37,6 +38,13 @@ bool cuda_uses_graph(const CudaContextState* ctx);
 // The plan of the last run, as data.
 Result<PlanInfo> cuda_plan_info(const Engine::Impl& engine, const CudaContextState* ctx);
 ContextStats cuda_stats(const CudaContextState* ctx);
+
+// A compute order for the Contexts of one GPU (CudaComputeOrder, backends/cuda/cuda_device.h):
+// from when a Context joins it, each run's compute waits for the compute of the run let in
+// before it, on any Context that joined, while the copies overlap. Null in builds without CUDA.
+std::shared_ptr<CudaComputeOrder> make_cuda_compute_order();
+Status cuda_join_compute_order(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
+                               std::shared_ptr<CudaComputeOrder> order);
 
 // For plan files: the device tag (GPU, compute capability, library versions) and the
 // timing cache's entries.

@@ -7,6 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/cuda_runtime.h"
+#include "runtime/engine_impl.h"
+
 namespace kiln {
 
 struct Pipeline::Impl {
@@ -15,9 +18,10 @@ struct Pipeline::Impl {
     std::promise<Result<Outputs>> result;
   };
 
-  std::shared_ptr<const Engine> engine;
+  std::vector<std::shared_ptr<const Engine>> engines;
   PipelineOptions options;
   std::vector<std::unique_ptr<Context>> contexts;
+  std::vector<int> devices;  // per context: its GPU, or -1
   std::vector<std::thread> workers;
 
   mutable std::mutex mu;
@@ -38,12 +42,19 @@ struct Pipeline::Impl {
       }
       has_room.notify_one();
       Result<Outputs> out = contexts[k]->run(r.inputs);
+      Result<DeviceTiming> t = contexts[k]->last_device_timing();
       {
         // Counted before the result is given: whoever holds a result sees it counted.
         std::lock_guard<std::mutex> lock(mu);
         ++stats.completed;
         stats.failed += out.is_ok() ? 0 : 1;
         ++stats.per_context[k];
+        if (out.is_ok() && t.is_ok()) {
+          stats.upload_ms += t->h2d_ms;
+          stats.compute_ms += t->compute_ms;
+          stats.download_ms += t->d2h_ms;
+          stats.wait_ms += t->wait_ms;
+        }
       }
       r.result.set_value(std::move(out));
     }
@@ -52,17 +63,45 @@ struct Pipeline::Impl {
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(std::shared_ptr<const Engine> engine,
                                                    const PipelineOptions& options) {
-  if (!engine) return invalid_argument("Pipeline: no engine");
+  return create(std::vector<std::shared_ptr<const Engine>>{std::move(engine)}, options);
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(
+    const std::vector<std::shared_ptr<const Engine>>& engines, const PipelineOptions& options) {
+  if (engines.empty()) return invalid_argument("Pipeline: no engine");
+  for (const auto& e : engines)
+    if (!e) return invalid_argument("Pipeline: no engine");
   if (options.contexts < 1 || options.contexts > 256)
     return invalid_argument("Pipeline: contexts must be 1 to 256, not " +
                             std::to_string(options.contexts));
   if (options.max_queued < 1) return invalid_argument("Pipeline: max_queued must be at least 1");
+  for (const auto& e : engines) {
+    const auto& a = engines[0]->inputs();
+    const auto& b = e->inputs();
+    bool same = a.size() == b.size();
+    for (size_t i = 0; same && i < a.size(); ++i)
+      same = a[i].name == b[i].name && a[i].dtype == b[i].dtype;
+    if (!same) return invalid_argument("Pipeline: its engines take different inputs");
+  }
   auto impl = std::make_unique<Impl>();
-  impl->engine = std::move(engine);
+  impl->engines = engines;
   impl->options = options;
   impl->stats.per_context.assign(static_cast<size_t>(options.contexts), 0);
-  for (int k = 0; k < options.contexts; ++k)
-    impl->contexts.push_back(impl->engine->create_context());
+  std::map<int, std::shared_ptr<CudaComputeOrder>> orders;  // by GPU
+  for (int k = 0; k < options.contexts; ++k) {
+    const Engine& e = *engines[static_cast<size_t>(k) % engines.size()];
+    impl->contexts.push_back(e.create_context());
+    const bool cuda = e.options().device == Device::kCuda;
+    const int gpu = cuda ? e.options().device_index : -1;
+    impl->devices.push_back(gpu);
+    if (cuda && options.ordered_compute) {
+      auto& order = orders[gpu];
+      if (!order) order = make_cuda_compute_order();
+      KILN_RETURN_IF_ERROR(
+          cuda_join_compute_order(engine_impl(e), context_impl(*impl->contexts.back()).cuda, order)
+              .with_context("Pipeline context " + std::to_string(k)));
+    }
+  }
   for (size_t k = 0; k < impl->contexts.size(); ++k)
     impl->workers.emplace_back([p = impl.get(), k] { p->work(k); });
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
@@ -114,5 +153,9 @@ PipelineStats Pipeline::stats() const {
 }
 
 int Pipeline::contexts() const { return static_cast<int>(impl_->contexts.size()); }
+
+int Pipeline::context_device(int k) const {
+  return k >= 0 && static_cast<size_t>(k) < impl_->devices.size() ? impl_->devices[k] : -1;
+}
 
 }  // namespace kiln

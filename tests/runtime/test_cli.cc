@@ -315,6 +315,17 @@ TEST_F(Cli, BenchStreamsRunsAPipeline) {
   expect_error(kiln("bench " + model + " --streams 2 --json x.json"), 2,
                "--streams times whole requests");
   expect_error(kiln("bench " + model + " --streams 0"), 2, "--streams");
+  expect_error(kiln("bench " + model + " --inflight 4"), 2, "need --streams");
+  expect_error(kiln("bench " + model + " --streams 2 --gpus 0,0"), 2, "--gpus needs --device cuda");
+  // --inflight sets the requests in flight; --monitor goes on, saying why, where NVML is
+  // missing, and prints its samples where it is not.
+  r = kiln("bench " + model +
+           " --batch 2 --streams 2 --inflight 5 --warmup 0 --duration 0.2 --threads 1 --monitor");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("5 in flight"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.find("--monitor: cannot load") != std::string::npos ||
+              r.out.find("samples, every 100 ms") != std::string::npos)
+      << r.out << r.err;
 }
 
 // --plan-steps: the plan as data on the CPU, one line per step with its operands; a plan file

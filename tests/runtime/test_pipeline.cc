@@ -119,6 +119,46 @@ TEST(Pipeline, BadOptionsAreRefused) {
   EXPECT_NE(none.status().message().find("contexts must be 1 to 256"), std::string::npos);
   EXPECT_FALSE(Pipeline::create(engine, PipelineOptions{2, 0}).is_ok());
   EXPECT_FALSE(Pipeline::create(nullptr, PipelineOptions{}).is_ok());
+  EXPECT_FALSE(
+      Pipeline::create(std::vector<std::shared_ptr<const Engine>>{}, PipelineOptions{}).is_ok());
+}
+
+// Contexts spread over several Engines (kiln bench --gpus): each request's result is its own,
+// the Contexts alternate between the Engines, and the stage times add up. Engines that take
+// different inputs are refused.
+TEST(Pipeline, ContextsSpreadOverEnginesGiveTheSynchronousResults) {
+  std::shared_ptr<Engine> a = small_net(), b = small_net();
+  ASSERT_TRUE(a && b);
+  auto pipeline = Pipeline::create({a, b, a}, PipelineOptions{3, 6});
+  ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
+  for (int k = 0; k < 3; ++k) EXPECT_EQ((*pipeline)->context_device(k), -1) << "CPU contexts";
+  auto alone = a->create_context();
+  std::vector<Outputs> inputs;
+  std::vector<std::future<Result<Outputs>>> futures;
+  for (int i = 0; i < 60; ++i) {
+    inputs.push_back({{"x", random_tensor({1 + i % 3, 3, 12, 12}, 500 + i)}});
+    futures.push_back((*pipeline)->submit(inputs.back()));
+  }
+  for (int i = 0; i < 60; ++i) {
+    auto got = futures[i].get();
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    auto want = alone->run(inputs[i]);
+    ASSERT_TRUE(want.is_ok());
+    ASSERT_EQ(got->begin()->second.to_floats(), want->begin()->second.to_floats()) << i;
+  }
+  const PipelineStats s = (*pipeline)->stats();
+  EXPECT_EQ(s.completed, 60);
+  EXPECT_GT(s.compute_ms, 0) << "a CPU run counts as compute";
+  EXPECT_EQ(s.upload_ms, 0);
+
+  Net n;
+  Value* x = n.input("other", {1, 3, 12, 12});
+  n.g->outputs() = {n.pool(OpKind::GlobalAveragePool, x, {1, 3, 1, 1}, {})};
+  auto other = build_engine(std::move(n.g), EngineOptions());
+  ASSERT_TRUE(other.is_ok());
+  auto mixed = Pipeline::create({a, *other}, PipelineOptions{2, 4});
+  ASSERT_FALSE(mixed.is_ok());
+  EXPECT_NE(mixed.status().message().find("different inputs"), std::string::npos);
 }
 
 // pinned_tensor: pinned where there is a GPU, an ordinary tensor elsewhere; either way a CPU

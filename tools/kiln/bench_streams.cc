@@ -1,8 +1,10 @@
 // `kiln bench MODEL --streams N`: a Pipeline of N Contexts (on CUDA, N streams) of one Engine
-// runs the same batch, 2N requests kept in flight by one submitting thread. It prints the
-// throughput over the wall time (copies included), the latency of each request from submit to
-// result, and how many requests each Context ran. Compare with `--streams 1` for what the
-// extra Contexts add.
+// (or one per --gpus entry) runs the same batch, M requests (--inflight, 2N by default) kept in
+// flight by one submitting thread. It prints the throughput over the wall time (copies
+// included), the latency of each request from submit to result, how many requests each
+// Context ran, and on CUDA the mean time of each stage of a request (upload, wait for another
+// stream's compute, compute, download) and how much of the copy time was hidden under compute.
+// Compare with `--streams 1` for what the extra Contexts add.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -12,16 +14,24 @@
 #include <future>
 
 #include "cli_common.h"
+#include "gpu_monitor.h"
 #include "kiln/pipeline.h"
 
 namespace kiln::cli {
 
-int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, const GlobalOptions& g,
-                  int streams, const std::map<std::string, Tensor>& feeds, int64_t batch,
-                  double warmup, double duration) {
+int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
+                  const std::string& model, const GlobalOptions& g, const StreamsBench& b,
+                  const std::map<std::string, Tensor>& feeds, int64_t batch) {
+  const int streams = b.streams;
+  const double warmup = b.warmup, duration = b.duration;
   if (streams < 1 || streams > 64) return usage_error("--streams must be 1 to 64");
-  const size_t inflight = static_cast<size_t>(2 * streams);
-  auto pipeline_or = Pipeline::create(e, PipelineOptions{streams, inflight});
+  if (b.inflight < 0 || b.inflight > 1024) return usage_error("--inflight must be 1 to 1024");
+  const size_t inflight = static_cast<size_t>(b.inflight ? b.inflight : 2 * streams);
+  PipelineOptions po;
+  po.contexts = streams;
+  po.max_queued = inflight;
+  po.ordered_compute = b.ordered_compute;
+  auto pipeline_or = Pipeline::create(engines, po);
   if (!pipeline_or.is_ok()) return fail(pipeline_or.status());
   Pipeline& pipeline = **pipeline_or;
 
@@ -45,6 +55,7 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
   };
   std::deque<InFlight> pending;
   std::vector<double> lat_ms;
+  if (b.monitor) b.monitor->start();
   const double start = now_seconds();
   Status failed = Status::ok();
   while (failed.is_ok() && (lat_ms.size() < 3 || now_seconds() - start < duration)) {
@@ -55,6 +66,8 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
     if (!r.is_ok()) failed = r.status();
   }
   const double total = now_seconds() - start;
+  if (b.monitor) b.monitor->stop();
+  const PipelineStats timed = pipeline.stats();  // the drained requests not yet counted
   for (auto& p : pending) (void)p.result.get();  // drained, not counted
   if (!failed.is_ok()) return fail(failed);
 
@@ -63,7 +76,7 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
   const std::string name = std::filesystem::path(model).filename().string();
   const std::string mode =
       std::to_string(streams) + " streams" +
-      (g.device == "cuda" ? std::string(" ") + precision_name(e->options().precision)
+      (g.device == "cuda" ? std::string(" ") + precision_name(engines[0]->options().precision)
                           : std::string());
   std::printf("%-24s %-6s %5s %-16s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
               "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
@@ -76,6 +89,35 @@ int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, con
   for (size_t k = 0; k < s.per_context.size(); ++k)
     std::printf(" %lld", static_cast<long long>(s.per_context[k] - warm.per_context[k]));
   std::printf("; %zu in flight, latency from submit to result\n", inflight);
+  if (engines.size() > 1) {
+    std::printf("GPU of each context:");
+    for (int k = 0; k < pipeline.contexts(); ++k) std::printf(" %d", pipeline.context_device(k));
+    std::printf("\n");
+  }
+  if (g.device == "cuda") {
+    // Stage times of the requests completed in the timed phase (some may have been submitted
+    // in the warm-up's last moments: a small difference).
+    const double n = static_cast<double>(timed.completed - warm.completed);
+    const double up = timed.upload_ms - warm.upload_ms, down = timed.download_ms - warm.download_ms;
+    const double comp = timed.compute_ms - warm.compute_ms, wait = timed.wait_ms - warm.wait_ms;
+    if (n > 0) {
+      std::printf(
+          "per request (GPU event times, mean of %.0f): upload %.3f ms, wait for the compute "
+          "order %.3f ms, compute %.3f ms, download %.3f ms\n",
+          n, up / n, wait / n, comp / n, down / n);
+      // The wall time not spent computing bounds the copy time left exposed; with the compute
+      // ordered (one at a time per GPU), the summed compute is the GPU's busy time.
+      const double gpus = static_cast<double>(std::max<size_t>(1, engines.size()));
+      const double exposed = std::max(0.0, total * 1e3 - comp / gpus);
+      const double copies = (up + down) / gpus;
+      if (copies > 0)
+        std::printf(
+            "copies hidden under compute: %.1f%% (%.1f ms of copies, at most %.1f ms of the "
+            "%.1f ms wall time not computing)%s\n",
+            100.0 * std::clamp(1.0 - exposed / copies, 0.0, 1.0), copies, exposed, total * 1e3,
+            b.ordered_compute ? "" : "; computes overlap each other, so this is approximate");
+    }
+  }
   return kExitOk;
 }
 

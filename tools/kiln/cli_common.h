@@ -116,10 +116,19 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
 // The nearest-rank `p`-th percentile (0 < p ≤ 100) of `sorted` (ascending, not empty).
 double percentile(const std::vector<double>& sorted, double p);
 
-// `kiln bench --streams N` (bench_streams.cc): a Pipeline of N Contexts kept busy.
-int bench_streams(std::shared_ptr<const Engine> e, const std::string& model, const GlobalOptions& g,
-                  int streams, const std::map<std::string, Tensor>& feeds, int64_t batch,
-                  double warmup, double duration);
+// `kiln bench --streams N` (bench_streams.cc): a Pipeline of N Contexts kept busy, spread over
+// `engines` (one per --gpus entry, or the one engine).
+class GpuMonitor;
+struct StreamsBench {
+  int streams = 1;
+  int inflight = 0;             // requests kept in flight; 0: 2 per stream
+  bool ordered_compute = true;  // PipelineOptions::ordered_compute
+  double warmup = 1, duration = 3;
+  GpuMonitor* monitor = nullptr;  // --monitor: started and stopped around the timed phase
+};
+int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
+                  const std::string& model, const GlobalOptions& g, const StreamsBench& b,
+                  const std::map<std::string, Tensor>& feeds, int64_t batch);
 int bench_alternating(const Engine& e, const std::string& model, const GlobalOptions& g,
                       const std::vector<int64_t>& batches, const std::vector<std::string>& shapes,
                       double duration, uint32_t seed);

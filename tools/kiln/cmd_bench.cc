@@ -19,6 +19,7 @@
 #include <random>
 
 #include "cli_common.h"
+#include "gpu_monitor.h"
 
 namespace kiln::cli {
 
@@ -36,8 +37,38 @@ struct BenchOptions {
   std::string dump_profile;
   std::vector<int64_t> alternate;  // --alternate: batch sizes run in rotation
   int streams = 0;                 // --streams: contexts of a Pipeline (0: one Context)
+  int inflight = 0;                // --inflight: requests in flight (0: 2 per stream)
+  bool unordered = false;          // --unordered-compute
+  std::vector<int> gpus;           // --gpus: one engine per entry
   bool pinned = false;             // --pinned: inputs in pinned host memory
+  bool monitor = false;            // --monitor: NVML samples during the timed phase
+  std::string monitor_csv;         // --monitor-csv
 };
+
+// --monitor: samples the GPU through NVML during the timed phase. Where NVML cannot be opened
+// it says why and the bench goes on without it (null).
+std::unique_ptr<GpuMonitor> open_monitor(const BenchOptions& o, const GlobalOptions& g) {
+  if (!o.monitor && o.monitor_csv.empty()) return nullptr;
+  auto m = GpuMonitor::open(g.gpu, 100);
+  if (!m.is_ok()) {
+    std::fprintf(stderr, "kiln: note: --monitor: %s; going on without it\n",
+                 m.status().message().c_str());
+    return nullptr;
+  }
+  return std::move(m).value();
+}
+
+// Stops the monitor, prints its min/median/max and writes its CSV.
+Status finish_monitor(GpuMonitor* m, const BenchOptions& o) {
+  if (!m) return Status::ok();
+  m->stop();
+  std::printf("%s", m->summary().c_str());
+  if (!o.monitor_csv.empty()) {
+    KILN_RETURN_IF_ERROR(m->write_csv(o.monitor_csv));
+    std::printf("GPU samples written to %s\n", o.monitor_csv.c_str());
+  }
+  return Status::ok();
+}
 
 // Device-side figures of a CUDA bench.
 struct DeviceFigures {
@@ -91,7 +122,14 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     return usage_error(
         "--alternate times whole runs and prints a table: it takes no "
         "--no-transfers, --json or --dump-profile");
-  auto engine_or = load_engine(o.model, g, fp16_guard(o.model, g, o.batch, o.shapes));
+  if (o.streams == 0 && (o.inflight || o.unordered || !o.gpus.empty()))
+    return usage_error("--inflight, --unordered-compute and --gpus need --streams");
+  if (!o.gpus.empty() && g.device != "cuda") return usage_error("--gpus needs --device cuda");
+  const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
+  // With --gpus, the first entry's engine; each other GPU gets its own below.
+  GlobalOptions first = g;
+  if (!o.gpus.empty()) first.gpu = o.gpus[0];
+  auto engine_or = load_engine(o.model, first, fp32_values);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
 
@@ -118,8 +156,33 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (!e.inputs().empty() && !feeds.at(e.inputs()[0].name).shape().empty())
     batch = feeds.at(e.inputs()[0].name).shape()[0];
   const bool cuda = g.device == "cuda";
-  if (o.streams > 0)
-    return bench_streams(*engine_or, o.model, g, o.streams, feeds, batch, o.warmup, o.duration);
+  if (o.streams > 0) {
+    // One engine per GPU listed (an entry repeated shares its GPU's engine), in list order.
+    std::vector<std::shared_ptr<const Engine>> engines{*engine_or};
+    std::map<int, std::shared_ptr<const Engine>> by_gpu{{first.gpu, *engine_or}};
+    for (size_t i = 1; i < o.gpus.size(); ++i) {
+      auto& slot = by_gpu[o.gpus[i]];
+      if (!slot) {
+        GlobalOptions on = g;
+        on.gpu = o.gpus[i];
+        auto other = load_engine(o.model, on, fp32_values);
+        if (!other.is_ok()) return fail(other.status());
+        slot = *other;
+      }
+      engines.push_back(slot);
+    }
+    StreamsBench b;
+    b.streams = o.streams;
+    b.inflight = o.inflight;
+    b.ordered_compute = !o.unordered;
+    b.warmup = o.warmup;
+    b.duration = o.duration;
+    std::unique_ptr<GpuMonitor> monitor = open_monitor(o, g);
+    b.monitor = monitor.get();
+    const int rc = bench_streams(engines, o.model, g, b, feeds, batch);
+    if (Status st = finish_monitor(monitor.get(), o); !st.is_ok()) return fail(st);
+    return rc;
+  }
 
   auto ctx = e.create_context();
   double start = now_seconds();
@@ -136,6 +199,8 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
 
   std::vector<double> lat_ms;
   DeviceFigures dev;
+  std::unique_ptr<GpuMonitor> monitor = open_monitor(o, g);
+  if (monitor) monitor->start();
   start = now_seconds();
   if (o.no_transfers) {
     // Device compute only, timed with CUDA events per run.
@@ -161,6 +226,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     }
   }
   double total = now_seconds() - start;
+  if (monitor) monitor->stop();
   std::sort(lat_ms.begin(), lat_ms.end());
   double mean = 0;
   for (double v : lat_ms) mean += v / lat_ms.size();
@@ -248,6 +314,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     f.close();
     if (!f) return fail(not_found("cannot write '" + o.json + "'"));
   }
+  if (Status st = finish_monitor(monitor.get(), o); !st.is_ok()) return fail(st);
   return kExitOk;
 }
 
@@ -279,6 +346,22 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
                   "N: run through a Pipeline of N contexts (CUDA streams) with 2N requests in "
                   "flight, and print the throughput with copies")
       ->check(CLI::Range(1, 64));
+  app->add_option("--inflight", o->inflight,
+                  "M: with --streams, the requests kept in flight (default 2 per stream)")
+      ->check(CLI::Range(1, 1024));
+  app->add_flag("--unordered-compute", o->unordered,
+                "with --streams on CUDA: let the streams' computes run at once instead of one "
+                "after another (the copies overlap either way)");
+  app->add_option("--gpus", o->gpus,
+                  "0,1,...: with --streams, spread the contexts over these GPUs, one engine "
+                  "per GPU (a GPU listed twice gets contexts in turn)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  app->add_flag("--monitor", o->monitor,
+                "sample the GPU's memory used, utilization, SM clock and power every 100 ms "
+                "during the timed phase (NVML, libnvidia-ml.so.1) and print min/median/max");
+  app->add_option("--monitor-csv", o->monitor_csv,
+                  "with --monitor (implied): also write the samples to this CSV file");
   app->add_option("--alternate", o->alternate,
                   "B1,B2,...: run these batch sizes alone, then in rotation on one context "
                   "(as a dynamic batcher would), and compare each one's median latency")

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backends/cuda/cuda_kernel.h"
@@ -35,8 +36,21 @@ struct CudaSharedMemory {
 };
 
 // Library handles, the stream and the shared memory of one Context.
+// Orders the compute of several streams (a Pipeline's Contexts) one after another, in the
+// order their runs reach it, while their copies stay free to overlap: each run's compute waits
+// for the compute of the run let in before it. Several computes sharing the GPU at once slow
+// each other (caches, memory bandwidth); one at a time, with the copies of the others
+// underneath, keeps the GPU's whole throughput. `last` is the event recorded after the
+// compute last let in.
+struct CudaComputeOrder {
+  std::mutex mu;
+  cudaEvent_t last = nullptr;
+};
+
 struct CudaStreamHandles {
   cudaStream_t stream = nullptr;
+  // Shared with the other Contexts of a Pipeline that orders their compute; null: none.
+  std::shared_ptr<CudaComputeOrder> compute_order;
   cudnnHandle_t cudnn = nullptr;
   cublasLtHandle_t cublaslt = nullptr;
   // Threads for the staging copies of large inputs, started once per Context.

@@ -1,7 +1,8 @@
 // The Pipeline on CUDA: 4 Contexts (4 streams) of one Engine, warmed one after the other, run
 // 600 requests from 3 threads, batch 1 to 4, each equal to the same request run alone on a
 // Context of its own (the same kernels: the tactics the first Context timed are cached for the
-// others), none lost; a bad request fails alone.
+// others), none lost; a bad request fails alone. With the compute ordered across the streams
+// and not, and with the Contexts spread over two Engines on GPU 0 (what --gpus 0,0 builds).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -42,38 +43,53 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       want[i] = std::move(*r);
     }
-    auto pipeline = Pipeline::create(*engine, PipelineOptions{4, 8});
-    ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
-    for (int b = 1; b <= 4; ++b)
-      ASSERT_TRUE((*pipeline)->warm_up({{in, test::random_tensor({b, 1, 28, 28}, 1)}}).is_ok());
-    constexpr int kThreads = 3, kPerThread = 200;
-    std::vector<std::vector<std::future<Result<Outputs>>>> futures(kThreads);
-    std::vector<std::thread> submitters;
-    for (int t = 0; t < kThreads; ++t)
-      submitters.emplace_back([&, t] {
-        for (int i = 0; i < kPerThread; ++i)
-          futures[t].push_back((*pipeline)->submit(inputs[(t * 7 + i) % kDistinct]));
-      });
-    for (std::thread& s : submitters) s.join();
-    for (int t = 0; t < kThreads; ++t)
-      for (int i = 0; i < kPerThread; ++i) {
-        Result<Outputs> r = futures[t][i].get();
-        ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-        const Tensor& w = want[(t * 7 + i) % kDistinct].at(out);
-        ASSERT_EQ(r->at(out).shape(), w.shape());
-        ASSERT_LE(test::relative_l2(r->at(out), w), 1e-6) << "thread " << t << " request " << i;
-      }
-    const PipelineStats s = (*pipeline)->stats();
-    EXPECT_EQ(s.completed, kThreads * kPerThread);
-    EXPECT_EQ(s.failed, 0);
-    int busy = 0;
-    for (int64_t n : s.per_context) busy += n > 0;
-    EXPECT_GE(busy, 2) << "the requests went to one context only";
-    // A bad request among good ones fails alone.
-    auto bad = (*pipeline)->submit({{in, test::random_tensor({2, 3, 28, 28}, 9)}});
-    auto good = (*pipeline)->submit(inputs[0]);
-    EXPECT_FALSE(bad.get().is_ok());
-    EXPECT_TRUE(good.get().is_ok());
+    auto second = Engine::load(path, o);
+    ASSERT_TRUE(second.is_ok()) << second.status().to_string();
+    for (int variant = 0; variant < 3; ++variant) {
+      SCOPED_TRACE(variant == 0 ? "ordered compute" : variant == 1 ? "unordered" : "two engines");
+      PipelineOptions po{4, 8};
+      po.ordered_compute = variant != 1;
+      std::vector<std::shared_ptr<const Engine>> engines{*engine};
+      if (variant == 2) engines.push_back(*second);
+      auto pipeline = Pipeline::create(engines, po);
+      ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
+      for (int k = 0; k < 4; ++k) EXPECT_EQ((*pipeline)->context_device(k), 0);
+      for (int b = 1; b <= 4; ++b)
+        ASSERT_TRUE((*pipeline)->warm_up({{in, test::random_tensor({b, 1, 28, 28}, 1)}}).is_ok());
+      constexpr int kThreads = 3, kPerThread = 200;
+      std::vector<std::vector<std::future<Result<Outputs>>>> futures(kThreads);
+      std::vector<std::thread> submitters;
+      for (int t = 0; t < kThreads; ++t)
+        submitters.emplace_back([&, t] {
+          for (int i = 0; i < kPerThread; ++i)
+            futures[t].push_back((*pipeline)->submit(inputs[(t * 7 + i) % kDistinct]));
+        });
+      for (std::thread& s : submitters) s.join();
+      for (int t = 0; t < kThreads; ++t)
+        for (int i = 0; i < kPerThread; ++i) {
+          Result<Outputs> r = futures[t][i].get();
+          ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+          const Tensor& w = want[(t * 7 + i) % kDistinct].at(out);
+          ASSERT_EQ(r->at(out).shape(), w.shape());
+          ASSERT_LE(test::relative_l2(r->at(out), w), 1e-6) << "thread " << t << " request " << i;
+        }
+      const PipelineStats s = (*pipeline)->stats();
+      EXPECT_EQ(s.completed, kThreads * kPerThread);
+      EXPECT_EQ(s.failed, 0);
+      int busy = 0;
+      for (int64_t n : s.per_context) busy += n > 0;
+      EXPECT_GE(busy, 2) << "the requests went to one context only";
+      EXPECT_GT(s.upload_ms, 0);
+      EXPECT_GT(s.compute_ms, 0);
+      EXPECT_GT(s.download_ms, 0);
+      EXPECT_GE(s.wait_ms, 0);
+      if (variant == 1) EXPECT_EQ(s.wait_ms, 0) << "no compute order, no wait";
+      // A bad request among good ones fails alone.
+      auto bad = (*pipeline)->submit({{in, test::random_tensor({2, 3, 28, 28}, 9)}});
+      auto good = (*pipeline)->submit(inputs[0]);
+      EXPECT_FALSE(bad.get().is_ok());
+      EXPECT_TRUE(good.get().is_ok());
+    }
   }
 }
 

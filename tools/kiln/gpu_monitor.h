@@ -1,0 +1,78 @@
+// GPU state sampled while `kiln bench --monitor` runs: memory used, utilization, SM clock and
+// power of one GPU, read through NVML every period on a thread of its own.
+//
+// NVML (libnvidia-ml, shipped with the driver) is opened at run time with dlopen rather than
+// linked, so the kiln binary still starts on machines without an NVIDIA driver; there open()
+// returns an error and bench runs without a monitor.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/status.h"
+
+namespace kiln::cli {
+
+// One reading. A query that failed leaves its field NaN; the others are still recorded.
+struct GpuSample {
+  double t_s = 0;  // seconds since start()
+  double mem_used_mib = 0;
+  double util_pct = 0;  // percent of the last sample period a kernel was running
+  double sm_mhz = 0;
+  double power_w = 0;
+};
+
+struct GpuSeries {
+  double min = 0, median = 0, max = 0;
+};
+
+// min/median/max of one field over the samples, NaNs ignored (all zero when none is left).
+// The median of an even count is the mean of the middle two.
+GpuSeries series(const std::vector<GpuSample>& s, double GpuSample::*field);
+
+// Writes the samples as CSV, header t_s,mem_used_mib,util_pct,sm_mhz,power_w; a NaN field is
+// written "nan". An error names the path.
+Status write_samples_csv(const std::string& path, const std::vector<GpuSample>& samples);
+
+class GpuMonitor {
+ public:
+  // Opens NVML from `library` for GPU `index`. An error names the library and what failed
+  // (library not found, entry point missing, nvmlInit failed, no such GPU); never crashes.
+  // `index` is NVML's numbering (PCI bus order). CUDA's can differ: CUDA_VISIBLE_DEVICES
+  // renumbers, and CUDA's default order puts the fastest GPU first.
+  static Result<std::unique_ptr<GpuMonitor>> open(int index, int period_ms = 100,
+                                                  const std::string& library = "libnvidia-ml.so.1");
+  ~GpuMonitor();  // stops the thread, shuts NVML down, closes the library
+  GpuMonitor(const GpuMonitor&) = delete;
+  GpuMonitor& operator=(const GpuMonitor&) = delete;
+
+  // Starts sampling: one sample now, then one every period. A start() after stop() begins a
+  // new series (the earlier samples are dropped); while running it does nothing.
+  void start();
+  void stop();  // joins the thread; idempotent. start() and stop() are called from one thread.
+  std::vector<GpuSample> samples() const;
+  // One line a field: "memory used MiB: min/median/max 812.0/830.5/901.0", "n/a" when every
+  // sample of that field failed.
+  std::string summary() const;
+  Status write_csv(const std::string& path) const;
+
+ private:
+  struct Nvml;  // the library handle and the entry points used (gpu_monitor.cc)
+  GpuMonitor(std::unique_ptr<Nvml> nvml, int index, int period_ms);
+  GpuSample sample(double t_s) const;
+  void run();
+
+  std::unique_ptr<Nvml> nvml_;
+  int index_, period_ms_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_requested_ = false;     // guarded by mu_
+  std::vector<GpuSample> samples_;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace kiln::cli

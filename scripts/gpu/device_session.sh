@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
-#   scripts/gpu/device_session.sh [tests] [zoo] [bench] [peer] [precision]
+#   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [peer] [precision]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
 # $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests.
@@ -70,6 +70,29 @@ if [[ $what == *" bench "* ]]; then
   b "$r50" --precision fp16 --batch 256 --no-transfers --duration 1 --dump-profile "/tmp/kiln-json/r50_fp16_b256_profile.json"
   b "$r50" --precision fp16 --batch 1 --no-transfers --duration 1 --dump-profile "/tmp/kiln-json/r50_fp16_b1_profile.json"
   grep -E "^resnet50|device memory|FAILED|error" "$OUT/bench.log"
+fi
+
+# The throughput rungs of ResNet-50 fp16 (bench/results/throughput.md): compute only, then with
+# copies through a Pipeline, float32 and uint8 input, pinned and pageable, ordered and unordered
+# compute; GPU samples through NVML on one of them.
+if [[ $what == *" throughput "* ]]; then
+  t() { echo "== kiln bench $*" >> "$OUT/throughput.log"; timeout 100 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" --precision fp16 --cuda-graph --duration 2 "$@" >> "$OUT/throughput.log" 2>&1 || echo "FAILED: $*" >> "$OUT/throughput.log"; }
+  t --batch 256 --no-transfers
+  t --batch 256 --input-format uint8-nhwc --no-transfers
+  t --batch 256 --pinned --streams 4
+  t --batch 256 --pinned --streams 4 --unordered-compute
+  t --batch 256 --pinned --streams 3
+  t --batch 256 --pinned --streams 6
+  t --batch 256 --streams 4
+  t --batch 256 --input-format uint8-nhwc --pinned --streams 4 --monitor --monitor-csv "$OUT/monitor_u8_b256.csv"
+  t --batch 256 --input-format uint8-nhwc --pinned --streams 2
+  t --batch 256 --input-format uint8-nhwc --streams 4
+  t --batch 16 --no-transfers
+  t --batch 16
+  t --batch 16 --streams 4
+  t --batch 16 --streams 4 --unordered-compute
+  t --batch 16 --streams 4 --gpus 0,0
+  grep -E "^resnet50|per request|hidden|GPU|memory used|utilization|clock|power|FAILED|error" "$OUT/throughput.log"
 fi
 
 if [[ $what == *" peer "* ]]; then

@@ -109,6 +109,11 @@ struct EngineOptions {
   // Run the graph optimizer (src/passes: constant folding, BatchNorm folding, epilogue
   // fusion...) before planning. Off gives the imported graph as is, e.g. to bisect a pass.
   bool optimize = true;
+  // Plan each run's memory with reuse: values whose lives do not overlap share bytes of the one
+  // arena, and a kernel may write its output over an input no later step reads. Off: every
+  // value keeps bytes of its own for the whole run, as a framework without a memory plan
+  // would hold them (kiln bench --ladder's rows before the memory plan). Results are the same.
+  bool reuse_memory = true;
 
   // The compute precision (see Precision); tf32 and fp16 need a CUDA engine.
   Precision precision = Precision::kFp32;

@@ -208,6 +208,7 @@ Result<std::unique_ptr<Plan>> CpuPlanCache::build_static(const std::vector<const
   o.max_tensor_bytes = e_.options.max_tensor_bytes;
   o.arena_alignment = kArenaAlignment;
   o.external_io = true;
+  o.reuse_memory = e_.options.reuse_memory;
   o.host_kernel = [this](const Node& node, size_t k) -> Result<std::unique_ptr<Kernel>> {
     auto made = e_.node_backend[k]->create_kernel(node);
     if (!made.is_ok()) return made.status().with_context(node.describe());

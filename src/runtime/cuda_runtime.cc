@@ -51,6 +51,7 @@ Result<std::shared_ptr<CudaEngineState>> make_cuda_engine_state(
   plan.precision = options.precision;
   plan.precision_overrides = options.precision_overrides;
   plan.max_tensor_bytes = options.max_tensor_bytes;
+  plan.reuse_memory = options.reuse_memory;
   CudaDeviceOptions& dev = st->plan_options.device;
   dev.conv_path = options.cudnn_conv_path;
   dev.space_to_depth = options.space_to_depth;

@@ -331,6 +331,7 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   o.space_to_depth = plan.options.space_to_depth;
   o.cuda_graph = opts.cuda_graph || plan.options.cuda_graph;
   o.optimize = plan.options.optimize;
+  o.reuse_memory = plan.options.reuse_memory;
   o.workspace_limit = plan.options.workspace_limit;
   o.shape_profiles = plan.options.shape_profiles;
   o.shape_ranges = plan.options.shape_ranges;

@@ -144,6 +144,8 @@ struct PlanOptions {
   // The graph inputs are read, and the outputs a kernel writes are written, where the caller
   // holds them (set_plan_io), not in the arena: host plans.
   bool external_io = false;
+  // EngineOptions::reuse_memory: off gives every value bytes of its own for the whole run.
+  bool reuse_memory = true;
 };
 
 // Lowers `graph` (nodes in `order`) for inputs of `input_descs` (dtype and shape, graph

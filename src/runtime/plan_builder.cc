@@ -522,7 +522,7 @@ Status Builder::build(const std::vector<const Node*>& order,
         if (other.buffer == b) other.buffer = -1;
       slot.external = true;
     }
-  return plan_memory(p_, o_.arena_alignment);
+  return plan_memory(p_, o_.arena_alignment, o_.reuse_memory);
 }
 
 }  // namespace

@@ -58,6 +58,7 @@ std::string options_text(const EngineOptions& o) {
     << "space_to_depth=" << space_to_depth_name(o.space_to_depth) << "\n"
     << "cuda_graph=" << (o.cuda_graph ? 1 : 0) << "\n"
     << "optimize=" << (o.optimize ? 1 : 0) << "\n"
+    << "reuse_memory=" << (o.reuse_memory ? 1 : 0) << "\n"
     << "workspace_limit=" << o.workspace_limit << "\n";
   // precision_override=<precision>:<node name> (the name last: it may hold ':' or '=')
   for (const auto& [node, p] : o.precision_overrides)
@@ -114,6 +115,8 @@ Status parse_options(const std::string& text, EngineOptions& o) {
         o.cuda_graph = v == "1";
       else if (k == "optimize")
         o.optimize = v == "1";
+      else if (k == "reuse_memory")
+        o.reuse_memory = v == "1";
       else if (k == "workspace_limit")
         o.workspace_limit = std::stoll(v);
       else if (k == "precision_override") {

@@ -10,7 +10,7 @@ namespace kiln {
 
 // Buffer lifetimes in step numbers: 0 is the input copy, step k is k + 1, the output copy
 // is steps.size() + 1.
-Status plan_memory(Plan& p, int64_t alignment) {
+Status plan_memory(Plan& p, int64_t alignment, bool reuse) {
   const int n_steps = static_cast<int>(p.steps.size());
   std::vector<int> last_read(p.buffers.size(), -1), first_write(p.buffers.size(), INT_MAX);
   auto touch = [&](int slot, int t, bool write) {
@@ -36,7 +36,7 @@ Status plan_memory(Plan& p, int64_t alignment) {
   // In place: redirect the output buffer to the input's when legal.
   std::vector<int> redirect(p.buffers.size());
   for (size_t b = 0; b < redirect.size(); ++b) redirect[b] = static_cast<int>(b);
-  for (int k = 0; k < n_steps; ++k) {
+  for (int k = 0; reuse && k < n_steps; ++k) {
     PlanStep& st = p.steps[k];
     if (st.kind != PlanStepKind::kKernel) continue;
     const int ip = st.kernel->inplace_input();
@@ -75,8 +75,8 @@ Status plan_memory(Plan& p, int64_t alignment) {
       const bool used = last_read[b] >= 0 && redirect[b] == static_cast<int>(b);
       BufferUse u;
       u.bytes = used ? p.buffers[b].bytes : 0;
-      u.first = used ? std::min(first_write[b], last_read[b]) : 0;
-      u.last = used ? last_read[b] : 0;
+      u.first = !used ? 0 : reuse ? std::min(first_write[b], last_read[b]) : 0;
+      u.last = !used ? 0 : reuse ? last_read[b] : n_steps + 1;
       uses.push_back(u);
       ids.push_back(b);
     }

@@ -151,3 +151,47 @@ TEST(PlanBuilder, HostDeviceConvertsLayoutsAndFloatDtypes) {
 
 }  // namespace
 }  // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+// EngineOptions::reuse_memory off (kiln bench --ladder's framework-like rows): every value
+// keeps bytes of its own, so the arena holds the sum of the values, not its reuse's peak;
+// the results do not change.
+TEST(PlanBuilder, WithoutMemoryReuseEveryValueKeepsItsOwnBytes) {
+  auto net = [] {
+    Net n;
+    Value* x = n.input("x", {2, 4, 12, 12});
+    Value* a = n.conv(x, 8, 3, {2, 8, 12, 12});
+    Value* b = n.conv(a, 8, 3, {2, 8, 12, 12});
+    Value* c = n.conv(b, 8, 3, {2, 8, 12, 12});
+    Value* d = n.conv(c, 8, 3, {2, 8, 12, 12});
+    n.g->outputs() = {n.pool(OpKind::GlobalAveragePool, d, {2, 8, 1, 1}, {})};
+    return std::move(n.g);
+  };
+  const Tensor x = random_tensor({2, 4, 12, 12}, 31);
+  std::vector<float> got[2];
+  int64_t arena[2] = {};
+  for (bool reuse : {true, false}) {
+    EngineOptions o;
+    o.backend = "reference";
+    o.threads = 1;
+    o.reuse_memory = reuse;
+    auto e = build_engine(net(), o);
+    ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+    auto ctx = (*e)->create_context();
+    auto r = ctx->run({{"x", x}});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    got[reuse] = r->begin()->second.to_floats();
+    auto m = ctx->device_memory();
+    ASSERT_TRUE(m.is_ok());
+    arena[reuse] = m->arena;
+  }
+  EXPECT_EQ(got[0], got[1]);
+  // Four conv outputs of 2·8·12·12 floats (9216 bytes each): with reuse two at a time suffice.
+  EXPECT_GE(arena[0], 4 * 9216) << "without reuse";
+  EXPECT_LT(arena[1], arena[0]) << "with reuse";
+}
+
+}  // namespace
+}  // namespace kiln::test

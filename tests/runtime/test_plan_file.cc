@@ -28,6 +28,7 @@ PlanFile sample() {
   p.options.max_tactics = 3;
   p.options.max_tensor_bytes = 12345678;
   p.options.input_format = InputFormat::kUint8Nhwc;
+  p.options.reuse_memory = false;
   p.options.input_mean = {0.5f, 0.25f, 0.125f};
   p.options.input_std = {0.2f};
   p.tactics = {{"conv|a", "7"}, {"gemm|b", "3 0.01"}};
@@ -62,6 +63,7 @@ TEST(PlanFile, RoundTrip) {
   EXPECT_EQ(back->options.max_tactics, 3);
   EXPECT_EQ(back->options.max_tensor_bytes, 12345678);
   EXPECT_EQ(back->options.input_format, InputFormat::kUint8Nhwc);
+  EXPECT_FALSE(back->options.reuse_memory);
   EXPECT_EQ(back->options.input_mean, p.options.input_mean);
   EXPECT_EQ(back->options.input_std, p.options.input_std);
   EXPECT_EQ(back->tactics, p.tactics);

@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <future>
+#include <set>
 
 #include "cli_common.h"
 #include "gpu_monitor.h"
@@ -107,7 +108,9 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
           n, up / n, wait / n, comp / n, down / n);
       // The wall time not spent computing bounds the copy time left exposed; with the compute
       // ordered (one at a time per GPU), the summed compute is the GPU's busy time.
-      const double gpus = static_cast<double>(std::max<size_t>(1, engines.size()));
+      std::set<int> distinct;
+      for (int k = 0; k < pipeline.contexts(); ++k) distinct.insert(pipeline.context_device(k));
+      const double gpus = static_cast<double>(std::max<size_t>(1, distinct.size()));
       const double exposed = std::max(0.0, total * 1e3 - comp / gpus);
       const double copies = (up + down) / gpus;
       if (copies > 0)

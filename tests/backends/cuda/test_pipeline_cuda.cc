@@ -71,7 +71,9 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
           ASSERT_TRUE(r.is_ok()) << r.status().to_string();
           const Tensor& w = want[(t * 7 + i) % kDistinct].at(out);
           ASSERT_EQ(r->at(out).shape(), w.shape());
-          ASSERT_LE(test::relative_l2(r->at(out), w), 1e-6) << "thread " << t << " request " << i;
+          // A second Engine times its own tactics: in fp16 it may pick other kernels.
+          const double tol = variant == 2 && p == Precision::kFp16 ? 5e-3 : 1e-6;
+          ASSERT_LE(test::relative_l2(r->at(out), w), tol) << "thread " << t << " request " << i;
         }
       const PipelineStats s = (*pipeline)->stats();
       EXPECT_EQ(s.completed, kThreads * kPerThread);
@@ -83,7 +85,8 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
       EXPECT_GT(s.compute_ms, 0);
       EXPECT_GT(s.download_ms, 0);
       EXPECT_GE(s.wait_ms, 0);
-      if (variant == 1) EXPECT_EQ(s.wait_ms, 0) << "no compute order, no wait";
+      // Without a compute order the two events around the (absent) wait are back to back.
+      if (variant == 1) EXPECT_LT(s.wait_ms / s.completed, 0.05) << "no compute order, no wait";
       // A bad request among good ones fails alone.
       auto bad = (*pipeline)->submit({{in, test::random_tensor({2, 3, 28, 28}, 9)}});
       auto good = (*pipeline)->submit(inputs[0]);

@@ -177,7 +177,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     b.ordered_compute = !o.unordered;
     b.warmup = o.warmup;
     b.duration = o.duration;
-    std::unique_ptr<GpuMonitor> monitor = open_monitor(o, g);
+    std::unique_ptr<GpuMonitor> monitor = open_monitor(o, first);
     b.monitor = monitor.get();
     const int rc = bench_streams(engines, o.model, g, b, feeds, batch);
     if (Status st = finish_monitor(monitor.get(), o); !st.is_ok()) return fail(st);
@@ -199,7 +199,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
 
   std::vector<double> lat_ms;
   DeviceFigures dev;
-  std::unique_ptr<GpuMonitor> monitor = open_monitor(o, g);
+  std::unique_ptr<GpuMonitor> monitor = open_monitor(o, first);
   if (monitor) monitor->start();
   start = now_seconds();
   if (o.no_transfers) {

@@ -72,6 +72,10 @@ class Pipeline {
   Status warm_up(const Outputs& inputs, int runs = 2);
   std::future<Result<Outputs>> submit(Outputs inputs);
   PipelineStats stats() const;
+  // The device memory of all its Contexts' current plans: their arenas, workspaces and pinned
+  // staging summed, each Engine's weights once. Call it with no request in flight (a Context's
+  // plan may be changing while it runs one).
+  Result<DeviceMemoryInfo> device_memory() const;
   int contexts() const;
 
   struct Impl;

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -150,6 +151,21 @@ std::future<Result<Outputs>> Pipeline::submit(Outputs inputs) {
 PipelineStats Pipeline::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->stats;
+}
+
+Result<DeviceMemoryInfo> Pipeline::device_memory() const {
+  DeviceMemoryInfo sum;
+  std::set<const Engine*> counted;
+  for (size_t k = 0; k < impl_->contexts.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(DeviceMemoryInfo m, impl_->contexts[k]->device_memory());
+    sum.arena += m.arena;
+    sum.arena_lower_bound += m.arena_lower_bound;
+    sum.workspace += m.workspace;
+    sum.pinned_host += m.pinned_host;
+    if (counted.insert(impl_->engines[k % impl_->engines.size()].get()).second)
+      sum.weights += m.weights;
+  }
+  return sum;
 }
 
 int Pipeline::contexts() const { return static_cast<int>(impl_->contexts.size()); }

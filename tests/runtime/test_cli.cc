@@ -328,6 +328,59 @@ TEST_F(Cli, BenchStreamsRunsAPipeline) {
       << r.out << r.err;
 }
 
+// --ladder: every row a real configuration, measured; the CPU skips the CUDA graph row; the
+// files hold the same rows. Options the rows set themselves are refused.
+TEST_F(Cli, BenchLadderMeasuresEveryRow) {
+  const std::string model = std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
+  const std::string prefix = path("ladder").string();
+  auto r = kiln("bench " + model + " --ladder --batch 4 --warmup 0 --duration 0.1 --rounds 2 " +
+                "--streams 2 --threads 2 --ladder-out " + prefix);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("round 2/2, row 6 (+ uint8 NHWC input)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped: CUDA graphs are for CUDA engines"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(slurp(fs::path(prefix + ".json")), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["batch"], 4);
+  EXPECT_EQ(j["rounds"], 2);
+  ASSERT_EQ(j["rows"].size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    const auto& row = j["rows"][i];
+    if (i == 3) {
+      EXPECT_EQ(row["ran"], false);
+      continue;
+    }
+    EXPECT_EQ(row["ran"], true) << row.dump();
+    EXPECT_EQ(row["round_images_per_s"].size(), 2u) << row.dump();
+    EXPECT_GT(row["images_per_s"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["kiln_mib"].get<double>(), 0) << row.dump();
+    EXPECT_LE(row["latency_ms"]["p50"].get<double>(), row["latency_ms"]["p99"].get<double>());
+    EXPECT_TRUE(row["used_mib"].is_null());  // no GPU
+  }
+  const std::string first = j["rows"][0]["config"], last = j["rows"][5]["config"];
+  EXPECT_NE(first.find("optimize=off reuse_memory=off one context"), std::string::npos) << first;
+  EXPECT_NE(last.find("pipeline contexts=2"), std::string::npos) << last;
+  EXPECT_NE(last.find("threads=1 input=uint8-nhwc"), std::string::npos) << last;
+  // Without the memory plan every value has bytes of its own: more than with it.
+  EXPECT_GT(j["rows"][1]["kiln_mib"].get<double>(), j["rows"][2]["kiln_mib"].get<double>());
+  EXPECT_NE(slurp(fs::path(prefix + ".md")).find("| 6 | + uint8 NHWC input |"), std::string::npos);
+  EXPECT_NE(slurp(fs::path(prefix + ".svg")).find("</svg>"), std::string::npos);
+  // A model whose input is not an image skips the uint8 row.
+  const std::string flat = path("flat.onnx").string();
+  ModelBuilder()
+      .input("x", {"batch", "5"})
+      .output("y", {"batch", "5"})
+      .node("Relu", {"x"}, {"y"})
+      .save(flat);
+  r = kiln("bench " + flat + " --ladder --batch 2 --warmup 0 --duration 0.05 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("skipped: the model's input is not one image tensor"), std::string::npos)
+      << r.out;
+  expect_error(kiln("bench " + flat + " --ladder --json x.json"), 2, "--ladder sets each row");
+  expect_error(kiln("bench " + flat + " --rounds 3"), 2, "need --ladder");
+  expect_error(kiln("bench " + flat + " --ladder --rounds 0"), 2, "--rounds");
+  expect_error(kiln("bench " + path("missing.onnx").string() + " --ladder"), 1, "row 1");
+}
+
 // --plan-steps: the plan as data on the CPU, one line per step with its operands; a plan file
 // is inspected only as the CUDA engine it holds.
 TEST_F(Cli, InspectPrintsThePlanSteps) {

@@ -20,6 +20,46 @@
 
 namespace kiln::cli {
 
+Status warm_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds, int streams,
+                     double warmup) {
+  // Every Context builds its plan (and, on CUDA, captures its graph on its second run), one
+  // after the other; then rounds of 4N requests until `warmup` seconds have passed.
+  const double w0 = now_seconds();
+  KILN_RETURN_IF_ERROR(pipeline.warm_up(feeds));
+  while (now_seconds() - w0 < warmup) {
+    std::vector<std::future<Result<Outputs>>> f;
+    for (int i = 0; i < 4 * streams; ++i) f.push_back(pipeline.submit(feeds));
+    for (auto& x : f) KILN_RETURN_IF_ERROR(x.get().status());
+  }
+  return Status::ok();
+}
+
+Result<PipelineTiming> time_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds,
+                                     size_t inflight, double duration, GpuMonitor* monitor) {
+  struct InFlight {
+    double submitted;
+    std::future<Result<Outputs>> result;
+  };
+  std::deque<InFlight> pending;
+  PipelineTiming t;
+  if (monitor) monitor->start();
+  const double start = now_seconds();
+  Status failed = Status::ok();
+  while (failed.is_ok() && (t.lat_ms.size() < 3 || now_seconds() - start < duration)) {
+    while (pending.size() < inflight) pending.push_back({now_seconds(), pipeline.submit(feeds)});
+    auto r = pending.front().result.get();
+    t.lat_ms.push_back((now_seconds() - pending.front().submitted) * 1e3);
+    pending.pop_front();
+    if (!r.is_ok()) failed = r.status();
+  }
+  t.wall_s = now_seconds() - start;
+  if (monitor) monitor->stop();
+  t.at_end = pipeline.stats();                   // the drained requests not yet counted
+  for (auto& p : pending) (void)p.result.get();  // drained, not counted
+  KILN_RETURN_IF_ERROR(failed);
+  return t;
+}
+
 int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
                   const std::string& model, const GlobalOptions& g, const StreamsBench& b,
                   const std::map<std::string, Tensor>& feeds, int64_t batch) {
@@ -36,42 +76,14 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
   if (!pipeline_or.is_ok()) return fail(pipeline_or.status());
   Pipeline& pipeline = **pipeline_or;
 
-  // Warm-up: every Context builds its plan (and, on CUDA, captures its graph on its second
-  // run), one after the other; then rounds of 4N requests until `warmup` seconds have passed.
-  const double w0 = now_seconds();
-  if (Status s = pipeline.warm_up(feeds); !s.is_ok()) return fail(s);
-  while (now_seconds() - w0 < warmup) {
-    std::vector<std::future<Result<Outputs>>> f;
-    for (int i = 0; i < 4 * streams; ++i) f.push_back(pipeline.submit(feeds));
-    for (auto& x : f) {
-      auto r = x.get();
-      if (!r.is_ok()) return fail(r.status());
-    }
-  }
+  if (Status st = warm_pipeline(pipeline, feeds, streams, warmup); !st.is_ok()) return fail(st);
   const PipelineStats warm = pipeline.stats();
 
-  struct InFlight {
-    double submitted;
-    std::future<Result<Outputs>> result;
-  };
-  std::deque<InFlight> pending;
-  std::vector<double> lat_ms;
-  if (b.monitor) b.monitor->start();
-  const double start = now_seconds();
-  Status failed = Status::ok();
-  while (failed.is_ok() && (lat_ms.size() < 3 || now_seconds() - start < duration)) {
-    while (pending.size() < inflight) pending.push_back({now_seconds(), pipeline.submit(feeds)});
-    auto r = pending.front().result.get();
-    lat_ms.push_back((now_seconds() - pending.front().submitted) * 1e3);
-    pending.pop_front();
-    if (!r.is_ok()) failed = r.status();
-  }
-  const double total = now_seconds() - start;
-  if (b.monitor) b.monitor->stop();
-  const PipelineStats timed = pipeline.stats();  // the drained requests not yet counted
-  for (auto& p : pending) (void)p.result.get();  // drained, not counted
-  if (!failed.is_ok()) return fail(failed);
-
+  auto timing = time_pipeline(pipeline, feeds, inflight, duration, b.monitor);
+  if (!timing.is_ok()) return fail(timing.status());
+  std::vector<double>& lat_ms = timing->lat_ms;
+  const double total = timing->wall_s;
+  const PipelineStats& timed = timing->at_end;
   std::sort(lat_ms.begin(), lat_ms.end());
   const double ips = static_cast<double>(batch) * lat_ms.size() / total;
   const std::string name = std::filesystem::path(model).filename().string();

@@ -127,7 +127,8 @@ Result<std::map<std::string, Precision>> parse_precision_overrides(
 }
 
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global,
-                                            const std::vector<std::string>& fp32_values) {
+                                            const std::vector<std::string>& fp32_values,
+                                            const std::function<void(EngineOptions&)>& adjust) {
   double t0 = now_seconds();
   EngineOptions options = engine_options(global);
   options.fp32_values = fp32_values;
@@ -136,6 +137,7 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
                         parse_precision_overrides(global.precision_overrides));
   KILN_ASSIGN_OR_RETURN(options.shape_ranges, parse_shape_ranges(global.shape_ranges));
   options.only_profile_shapes = global.only_shapes;
+  if (adjust) adjust(options);
   auto engine = Engine::load(path, options);
   if (engine.is_ok())
     for (const std::string& line : (*engine)->report().fp32_kept)

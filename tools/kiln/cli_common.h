@@ -16,6 +16,7 @@
 
 #include "kiln/engine.h"
 #include "kiln/fp16_range.h"
+#include "kiln/pipeline.h"
 
 namespace kiln::cli {
 
@@ -52,6 +53,7 @@ struct GlobalOptions {
   // --no-fp16-fallback: the fp16 range guard's findings only warn, instead of being kept in
   // fp32 (EngineOptions::fp32_values).
   bool no_fp16_fallback = false;
+  std::string command_line;  // the command as typed (argv joined), for reports
 };
 
 // A registered subcommand: its CLI11 app and what to run once parsing succeeded.
@@ -89,8 +91,10 @@ Result<std::map<std::string, Precision>> parse_precision_overrides(
 int resolved_threads(const GlobalOptions& global);
 // The engine --device, --precision, --shapes... ask for; `fp32_values` are the values kept in
 // fp32 (what fp16_guard returned). Notes what they kept, one "kiln: note:" line a node.
+// `adjust`, if given, changes the options last (kiln bench --ladder's rows).
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global,
-                                            const std::vector<std::string>& fp32_values = {});
+                                            const std::vector<std::string>& fp32_values = {},
+                                            const std::function<void(EngineOptions&)>& adjust = {});
 
 // "0.5" or "0.485,0.456,0.406" → floats; an error names `what`.
 Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what);
@@ -129,9 +133,38 @@ struct StreamsBench {
 int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
                   const std::string& model, const GlobalOptions& g, const StreamsBench& b,
                   const std::map<std::string, Tensor>& feeds, int64_t batch);
+// The Pipeline parts of --streams and --ladder (bench_streams.cc). warm_pipeline builds every
+// Context's plan, then keeps 4·streams requests going until `warmup` seconds have passed.
+// time_pipeline keeps `inflight` requests in flight until `duration` seconds (and 3 results)
+// have passed, with `monitor` (if any) sampling meanwhile; the requests still in flight then are
+// drained and not counted. The first failed request's error is returned.
+struct PipelineTiming {
+  double wall_s = 0;
+  std::vector<double> lat_ms;  // per request, submit to result, in completion order
+  PipelineStats at_end;        // the Pipeline's stats when the timed phase ended
+};
+Status warm_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds, int streams,
+                     double warmup);
+Result<PipelineTiming> time_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds,
+                                     size_t inflight, double duration, GpuMonitor* monitor);
 int bench_alternating(const Engine& e, const std::string& model, const GlobalOptions& g,
                       const std::vector<int64_t>& batches, const std::vector<std::string>& shapes,
                       double duration, uint32_t seed);
+
+// `kiln bench --ladder` (bench_ladder.cc): the optimization stages of `model`, one real
+// configuration a row, measured in this process; prints the table and, with `out`, writes
+// out.json, out.md and out.svg.
+struct LadderOptions {
+  int64_t batch = 0;  // 0: 1
+  std::vector<std::string> shapes;
+  uint32_t seed = 1;
+  double warmup = 1, duration = 3;  // per row and round
+  int rounds = 1;
+  int streams = 0;   // the Pipeline rows' contexts; 0: 4 on CUDA, the thread count on the CPU
+  int inflight = 0;  // 0: 2 per stream
+  std::string out;   // file prefix; "" writes none
+};
+int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderOptions& o);
 
 // The fp16 range guard (fp16_check.cc): runs `model` in float32 on the CPU on two random
 // inputs (shapes as random_inputs, the batch at most 2) and prints the values that leave fp16's

@@ -43,6 +43,9 @@ struct BenchOptions {
   bool pinned = false;             // --pinned: inputs in pinned host memory
   bool monitor = false;            // --monitor: NVML samples during the timed phase
   std::string monitor_csv;         // --monitor-csv
+  bool ladder = false;             // --ladder: the optimization stages, a row each
+  std::string ladder_out;          // --ladder-out PREFIX
+  int rounds = 1;                  // --rounds (--ladder)
 };
 
 // --monitor: samples the GPU through NVML during the timed phase. Where NVML cannot be opened
@@ -111,6 +114,27 @@ Status dump_profile(Context& ctx, const std::string& path, int iterations) {
 
 int run(const BenchOptions& o, const GlobalOptions& g) {
   if (o.warmup < 0 || o.duration < 0) return usage_error("--warmup/--duration must be >= 0");
+  if (!o.ladder && (!o.ladder_out.empty() || o.rounds != 1))
+    return usage_error("--ladder-out and --rounds need --ladder");
+  if (o.ladder) {
+    if (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty() ||
+        !o.gpus.empty() || o.pinned || o.unordered || o.monitor || !o.monitor_csv.empty())
+      return usage_error(
+          "--ladder sets each row's options itself: it takes --streams, --inflight, --rounds, "
+          "--ladder-out, --batch, --shape, --warmup and --duration, not --no-transfers, --json, "
+          "--dump-profile, --alternate, --gpus, --pinned, --unordered-compute or --monitor");
+    LadderOptions lo;
+    lo.batch = o.batch;
+    lo.shapes = o.shapes;
+    lo.seed = o.seed;
+    lo.warmup = o.warmup;
+    lo.duration = o.duration;
+    lo.rounds = o.rounds;
+    lo.streams = o.streams;
+    lo.inflight = o.inflight;
+    lo.out = o.ladder_out;
+    return bench_ladder(o.model, g, lo);
+  }
   if (o.no_transfers && g.device != "cuda")
     return usage_error("--no-transfers needs --device cuda");
   if (o.streams > 0 &&
@@ -362,6 +386,16 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
                 "during the timed phase (NVML, libnvidia-ml.so.1) and print min/median/max");
   app->add_option("--monitor-csv", o->monitor_csv,
                   "with --monitor (implied): also write the samples to this CSV file");
+  app->add_flag("--ladder", o->ladder,
+                "run the optimization stages on this model, a real configuration each: "
+                "framework-like fp32, the lowered precision with fused epilogues, + memory plan, "
+                "+ CUDA graph, + --streams N overlapped (default 4 on CUDA), + uint8 input; "
+                "prints images/s, p50/p99 latency, memory and the speed-up of each");
+  app->add_option("--ladder-out", o->ladder_out,
+                  "PREFIX: with --ladder, also write PREFIX.json, PREFIX.md and PREFIX.svg");
+  app->add_option("--rounds", o->rounds,
+                  "with --ladder: run every row this many times (images/s: the median round)")
+      ->check(CLI::Range(1, 50));
   app->add_option("--alternate", o->alternate,
                   "B1,B2,...: run these batch sizes alone, then in rotation on one context "
                   "(as a dynamic batcher would), and compare each one's median latency")

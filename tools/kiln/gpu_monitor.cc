@@ -38,6 +38,7 @@ using UtilizationFn = nvmlReturn_t(nvmlDevice_t, nvmlUtilization_t*);
 using ClockInfoFn = nvmlReturn_t(nvmlDevice_t, int type, unsigned* mhz);
 using PowerUsageFn = nvmlReturn_t(nvmlDevice_t, unsigned* milliwatts);
 using ErrorStringFn = const char*(nvmlReturn_t);
+using NameFn = nvmlReturn_t(nvmlDevice_t, char* name, unsigned length);
 
 // Looks `name` up; the first one missing is kept in `missing` so the error can name it.
 template <class Fn>
@@ -64,6 +65,7 @@ struct GpuMonitor::Nvml {
   ClockInfoFn* clock_info = nullptr;
   PowerUsageFn* power_usage = nullptr;
   ErrorStringFn* error_string = nullptr;
+  NameFn* name = nullptr;  // optional: name() is "" without it
 
   ~Nvml() {
     if (initialized) shutdown();
@@ -120,6 +122,7 @@ Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open(int index, int period_ms,
   bind(n->handle, "nvmlDeviceGetPowerUsage", n->power_usage, missing);
   bind(n->handle, "nvmlErrorString", n->error_string, missing);
   if (missing) return unsupported(library + " has no " + missing + " (driver too old?)");
+  n->name = reinterpret_cast<NameFn*>(dlsym(n->handle, "nvmlDeviceGetName"));
   if (nvmlReturn_t rc = n->init(); rc != kNvmlSuccess)
     return unsupported(library + ": nvmlInit_v2 failed: " + n->error(rc));
   n->initialized = true;
@@ -129,7 +132,11 @@ Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open(int index, int period_ms,
                       " (nvmlDeviceGetHandleByIndex_v2: " + n->error(rc) + ")";
     return rc == kNvmlErrorInvalidArgument ? invalid_argument(why) : internal_error(why);
   }
-  return std::unique_ptr<GpuMonitor>(new GpuMonitor(std::move(n), index, period_ms));
+  auto m = std::unique_ptr<GpuMonitor>(new GpuMonitor(std::move(n), index, period_ms));
+  char name[96] = {};
+  if (m->nvml_->name && m->nvml_->name(m->nvml_->device, name, sizeof name - 1) == kNvmlSuccess)
+    m->name_ = name;
+  return m;
 }
 
 GpuMonitor::GpuMonitor(std::unique_ptr<Nvml> nvml, int index, int period_ms)

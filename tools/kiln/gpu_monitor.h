@@ -59,6 +59,7 @@ class GpuMonitor {
   // sample of that field failed.
   std::string summary() const;
   Status write_csv(const std::string& path) const;
+  const std::string& name() const { return name_; }  // "NVIDIA H200"; "" when NVML has none
 
  private:
   struct Nvml;  // the library handle and the entry points used (gpu_monitor.cc)
@@ -68,6 +69,7 @@ class GpuMonitor {
 
   std::unique_ptr<Nvml> nvml_;
   int index_, period_ms_;
+  std::string name_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_requested_ = false;     // guarded by mu_

@@ -45,6 +45,8 @@ CLI::Option* add_enum(CLI::App& app, const std::string& flag, E& value, const st
 
 int run_main(int argc, char** argv) {
   GlobalOptions global;
+  for (int i = 0; i < argc; ++i)
+    global.command_line += (i ? " " : "") + std::string(i ? argv[i] : "kiln");
   CLI::App app{"kiln: an ONNX inference engine for vision models", "kiln"};
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
   app.fallthrough();

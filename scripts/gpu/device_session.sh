@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
-#   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [peer] [precision]
+#   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [stem] [ladder] [peer]
+#                                 [profile] [precision]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
 # $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests.
@@ -93,6 +94,35 @@ if [[ $what == *" throughput "* ]]; then
   t --batch 16 --streams 4 --unordered-compute
   t --batch 16 --streams 4 --gpus 0,0
   grep -E "^resnet50|per request|hidden|GPU|memory used|utilization|clock|power|FAILED|error" "$OUT/throughput.log"
+fi
+
+# uint8 against float32 input, compute only at b256: per-layer profiles (where the 0.5 ms goes)
+# and NVML samples (power and clocks without copies in flight).
+if [[ $what == *" stem "* ]]; then
+  for f in float32-nchw uint8-nhwc; do
+    timeout 120 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" \
+      --precision fp16 --cuda-graph --batch 256 --no-transfers --duration 3 --input-format $f \
+      --monitor --monitor-csv "$OUT/monitor_compute_$f.csv" \
+      --dump-profile "/tmp/kiln-json/r50_fp16_b256_${f}_profile.json" > "$OUT/stem_$f.log" 2>&1
+    head -30 "$OUT/stem_$f.log"
+  done
+fi
+
+# kiln bench --ladder for each of LADDER_MODELS (torchvision names; default ResNet-50,
+# MobileNet-V2, EfficientNet-B0) at LADDER_BATCH (64), with PyTorch rows (LADDER_PEER=0: none).
+# The table, JSON, markdown and SVG land in $OUT/ladder_<model>.*.
+if [[ $what == *" ladder "* ]]; then
+  for m in ${LADDER_MODELS:-resnet50 mobilenet_v2 efficientnet_b0}; do
+    [ -f "$models/$m.onnx" ] || python3 "$repo/scripts/models/export_torchvision.py" "$m" \
+      --out "$models/$m.onnx" >> "$OUT/export.log" 2>&1
+    peer=()
+    [ "${LADDER_PEER:-1}" = 1 ] && peer=(--peer-torch "$m" --peer-script "$repo/bench/ladder_torch.py")
+    timeout "${LADDER_TIMEOUT:-400}" kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache \
+      "$models/$m.onnx" --ladder --batch "${LADDER_BATCH:-64}" --rounds "${LADDER_ROUNDS:-2}" \
+      --warmup 1 --duration 2 "${peer[@]}" --ladder-out "$OUT/ladder_$m" > "$OUT/ladder_$m.log" 2>&1
+    echo "ladder $m exit $?"
+    grep -A14 "^ladder:" "$OUT/ladder_$m.log" || tail -5 "$OUT/ladder_$m.log"
+  done
 fi
 
 if [[ $what == *" peer "* ]]; then

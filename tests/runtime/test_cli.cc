@@ -352,7 +352,7 @@ TEST_F(Cli, BenchLadderMeasuresEveryRow) {
     EXPECT_EQ(row["ran"], true) << row.dump();
     EXPECT_EQ(row["round_images_per_s"].size(), 2u) << row.dump();
     EXPECT_GT(row["images_per_s"].get<double>(), 0) << row.dump();
-    EXPECT_GT(row["kiln_mib"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["own_mib"].get<double>(), 0) << row.dump();
     EXPECT_LE(row["latency_ms"]["p50"].get<double>(), row["latency_ms"]["p99"].get<double>());
     EXPECT_TRUE(row["used_mib"].is_null());  // no GPU
   }
@@ -361,7 +361,7 @@ TEST_F(Cli, BenchLadderMeasuresEveryRow) {
   EXPECT_NE(last.find("pipeline contexts=2"), std::string::npos) << last;
   EXPECT_NE(last.find("threads=1 input=uint8-nhwc"), std::string::npos) << last;
   // Without the memory plan every value has bytes of its own: more than with it.
-  EXPECT_GT(j["rows"][1]["kiln_mib"].get<double>(), j["rows"][2]["kiln_mib"].get<double>());
+  EXPECT_GT(j["rows"][1]["own_mib"].get<double>(), j["rows"][2]["own_mib"].get<double>());
   EXPECT_NE(slurp(fs::path(prefix + ".md")).find("| 6 | + uint8 NHWC input |"), std::string::npos);
   EXPECT_NE(slurp(fs::path(prefix + ".svg")).find("</svg>"), std::string::npos);
   // A model whose input is not an image skips the uint8 row.

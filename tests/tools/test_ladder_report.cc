@@ -35,12 +35,12 @@ LadderReport sample_report() {
   a.ips = 100;
   a.p50_ms = 160;
   a.p99_ms = 170;
-  a.kiln_mib = 3000;
+  a.own_mib = 3000;
   a.used_mib = 3600;
   LadderRow b = a;
   b.name = "fp16 | fused";
   b.ips = 250;
-  b.kiln_mib = 1200;
+  b.own_mib = 1200;
   b.used_mib = NAN;  // NVML gave nothing for this one
   LadderRow c;
   c.name = "+ CUDA graph";
@@ -51,7 +51,7 @@ LadderReport sample_report() {
   LadderRow e = a;
   e.name = "+ 4 streams";
   e.ips = 400;
-  e.kiln_mib = 2000;
+  e.own_mib = 2000;
   e.used_mib = 2500;
   r.rows = {a, b, c, d, e};
   return r;
@@ -131,7 +131,7 @@ TEST(LadderReport, SvgHasABarPerRowThatRanAndMemoryLines) {
   EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
   // Without any memory figure there is no second axis.
   LadderReport cpu = sample_report();
-  for (LadderRow& row : cpu.rows) row.kiln_mib = row.used_mib = NAN;
+  for (LadderRow& row : cpu.rows) row.own_mib = row.used_mib = NAN;
   const std::string plain = ladder_svg(cpu);
   EXPECT_EQ(plain.find("<circle "), std::string::npos);
   EXPECT_EQ(plain.find("device memory, MiB</text>"), std::string::npos);

@@ -11,11 +11,15 @@
 // own; images/s is the median round, latency percentiles pool the rounds. See ladder_report.h
 // for the output forms.
 #include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_common.h"
 #include "gpu_monitor.h"
@@ -77,7 +81,7 @@ std::vector<Rung> make_rungs(bool cuda, Precision lowered, int streams) {
 struct Measured {
   double ips = 0;
   std::vector<double> lat_ms;
-  double kiln_mib = NAN, used_mib = NAN;
+  double own_mib = NAN, used_mib = NAN;
   bool image_input = false;  // one input of rank 4: an 8-bit image format applies
 };
 
@@ -150,12 +154,89 @@ Result<Measured> measure(const std::string& model, const GlobalOptions& g, const
     KILN_ASSIGN_OR_RETURN(mem, pipeline->device_memory());
   }
   m.ips = static_cast<double>(batch) * static_cast<double>(m.lat_ms.size()) / wall;
-  m.kiln_mib = static_cast<double>(mem.arena + mem.workspace + mem.weights) / (1 << 20);
+  m.own_mib = static_cast<double>(mem.arena + mem.workspace + mem.weights) / (1 << 20);
   if (monitor) {
     const GpuSeries used = series(monitor->samples(), &GpuSample::mem_used_mib);
     if (used.max > 0) m.used_mib = used.max - baseline_mib;
   }
   return m;
+}
+
+// 'text' for /bin/sh, single quotes inside closed, escaped and reopened.
+std::string shell_quote(const std::string& text) {
+  std::string r = "'";
+  for (char c : text) r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+// bench/ladder_torch.py: --peer-script, else next to the binary (an install's share/kiln, or
+// the source tree above a build directory).
+Result<std::string> find_peer_script(const std::string& given) {
+  namespace fs = std::filesystem;
+  if (!given.empty()) {
+    if (!fs::is_regular_file(given))
+      return not_found("--peer-script '" + given + "': no such file");
+    return given;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (const char* rel : {"../share/kiln/ladder_torch.py", "../bench/ladder_torch.py",
+                            "../../bench/ladder_torch.py"})
+      if (fs::is_regular_file(exe.parent_path() / rel)) return (exe.parent_path() / rel).string();
+  return not_found(
+      "cannot find ladder_torch.py next to the kiln binary: give it with --peer-script");
+}
+
+// The PyTorch rows, from a python3 child run after kiln's rows (PyTorch's memory and kiln's
+// do not overlap). `used_now_mib` is the GPU's used memory just before, which the child's
+// used-memory figures are taken above. Errors say why no row came.
+Status add_torch_rows(LadderReport& report, const LadderOptions& o, double used_now_mib) {
+  for (char c : o.peer_torch)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
+      return invalid_argument("--peer-torch '" + o.peer_torch +
+                              "': expected a torchvision model name such as resnet50");
+  KILN_ASSIGN_OR_RETURN(std::string script, find_peer_script(o.peer_script));
+  const std::string json = (std::filesystem::temp_directory_path() /
+                            ("kiln_ladder_torch_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  char num[160];
+  std::snprintf(num, sizeof num,
+                " --batch %lld --warmup %g --duration %g --rounds %d --baseline-used-mib %.1f",
+                static_cast<long long>(report.batch), o.warmup, o.duration, o.rounds, used_now_mib);
+  const std::string cmd = "python3 " + shell_quote(script) + " --model " + o.peer_torch + num +
+                          " --json " + shell_quote(json) + " 1>&2";
+  std::fflush(stdout);
+  const int rc = std::system(cmd.c_str());
+  if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0) {
+    std::filesystem::remove(json);
+    return unsupported("--peer-torch: '" + cmd + "' failed (exit " +
+                       std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1) +
+                       "; its reason is above)");
+  }
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  f.close();
+  std::filesystem::remove(json);
+  if (j.is_discarded() || !j.contains("rows") || !j["rows"].is_array())
+    return internal_error("--peer-torch: " + script + " wrote no rows");
+  for (const nlohmann::json& r : j["rows"]) {
+    LadderRow row;
+    row.source = "pytorch";
+    row.name = r.value("name", std::string("PyTorch"));
+    row.config = r.value("config", std::string());
+    row.failed = r.value("failed", std::string());
+    if (row.failed.empty()) {
+      row.round_ips = r.value("round_ips", std::vector<double>{});
+      row.p50_ms = r.value("p50_ms", 0.0);
+      row.p99_ms = r.value("p99_ms", 0.0);
+      row.own_mib = r.value("own_mib", NAN);
+      row.used_mib = r.value("used_mib", NAN);
+      if (row.round_ips.empty()) row.failed = "no rounds measured";
+    }
+    report.rows.push_back(row);
+  }
+  return Status::ok();
 }
 
 std::string utc_date() {
@@ -174,6 +255,7 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
   if (o.warmup < 0 || o.duration <= 0)
     return usage_error("--ladder needs --warmup >= 0 and --duration > 0");
   const bool cuda = g.device == "cuda";
+  if (!o.peer_torch.empty() && !cuda) return usage_error("--peer-torch needs --device cuda");
   const int threads = resolved_threads(g);
   const Precision lowered =
       g.precision != Precision::kFp32 ? g.precision : (cuda ? Precision::kFp16 : Precision::kFp32);
@@ -244,7 +326,7 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
         report.rows[5].skipped = "the model's input is not one image tensor (N,C,H,W)";
       row.round_ips.push_back(m->ips);
       lat[i].insert(lat[i].end(), m->lat_ms.begin(), m->lat_ms.end());
-      if (std::isnan(row.kiln_mib) || m->kiln_mib > row.kiln_mib) row.kiln_mib = m->kiln_mib;
+      if (std::isnan(row.own_mib) || m->own_mib > row.own_mib) row.own_mib = m->own_mib;
       if (!std::isnan(m->used_mib) && (std::isnan(row.used_mib) || m->used_mib > row.used_mib))
         row.used_mib = m->used_mib;
       std::printf("round %d/%d, row %zu (%s): %.1f images/s\n", round + 1, o.rounds, i + 1,
@@ -257,12 +339,27 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
     LadderRow& row = report.rows[i];
     any_failed |= !row.failed.empty();
     if (!row.ran() || row.round_ips.empty()) continue;
-    std::vector<double> v = row.round_ips;
-    std::sort(v.begin(), v.end());
-    row.ips = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
     std::sort(lat[i].begin(), lat[i].end());
     row.p50_ms = percentile(lat[i], 50);
     row.p99_ms = percentile(lat[i], 99);
+  }
+  if (!o.peer_torch.empty()) {
+    double used_now = baseline_mib;
+    if (monitor) {
+      monitor->start();
+      monitor->stop();
+      const auto s = monitor->samples();
+      if (!s.empty() && !std::isnan(s[0].mem_used_mib)) used_now = s[0].mem_used_mib;
+    }
+    if (Status st = add_torch_rows(report, o, used_now); !st.is_ok())
+      std::fprintf(stderr, "kiln: note: %s; the ladder goes on without PyTorch rows\n",
+                   st.message().c_str());
+  }
+  for (LadderRow& row : report.rows) {
+    if (!row.ran() || row.round_ips.empty()) continue;
+    std::vector<double> v = row.round_ips;
+    std::sort(v.begin(), v.end());
+    row.ips = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
   }
   std::printf("%s", ladder_table(report).c_str());
   if (!o.out.empty()) {

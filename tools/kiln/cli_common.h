@@ -163,6 +163,9 @@ struct LadderOptions {
   int streams = 0;   // the Pipeline rows' contexts; 0: 4 on CUDA, the thread count on the CPU
   int inflight = 0;  // 0: 2 per stream
   std::string out;   // file prefix; "" writes none
+  // --peer-torch NAME: PyTorch rows of the torchvision model NAME from bench/ladder_torch.py
+  // (--peer-script, else found next to the kiln binary), run by python3 after kiln's rows.
+  std::string peer_torch, peer_script;
 };
 int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderOptions& o);
 

@@ -35,17 +35,18 @@ struct BenchOptions {
   uint32_t seed = 1;
   bool no_transfers = false;
   std::string dump_profile;
-  std::vector<int64_t> alternate;  // --alternate: batch sizes run in rotation
-  int streams = 0;                 // --streams: contexts of a Pipeline (0: one Context)
-  int inflight = 0;                // --inflight: requests in flight (0: 2 per stream)
-  bool unordered = false;          // --unordered-compute
-  std::vector<int> gpus;           // --gpus: one engine per entry
-  bool pinned = false;             // --pinned: inputs in pinned host memory
-  bool monitor = false;            // --monitor: NVML samples during the timed phase
-  std::string monitor_csv;         // --monitor-csv
-  bool ladder = false;             // --ladder: the optimization stages, a row each
-  std::string ladder_out;          // --ladder-out PREFIX
-  int rounds = 1;                  // --rounds (--ladder)
+  std::vector<int64_t> alternate;       // --alternate: batch sizes run in rotation
+  int streams = 0;                      // --streams: contexts of a Pipeline (0: one Context)
+  int inflight = 0;                     // --inflight: requests in flight (0: 2 per stream)
+  bool unordered = false;               // --unordered-compute
+  std::vector<int> gpus;                // --gpus: one engine per entry
+  bool pinned = false;                  // --pinned: inputs in pinned host memory
+  bool monitor = false;                 // --monitor: NVML samples during the timed phase
+  std::string monitor_csv;              // --monitor-csv
+  bool ladder = false;                  // --ladder: the optimization stages, a row each
+  std::string ladder_out;               // --ladder-out PREFIX
+  int rounds = 1;                       // --rounds (--ladder)
+  std::string peer_torch, peer_script;  // --peer-torch NAME, --peer-script PATH (--ladder)
 };
 
 // --monitor: samples the GPU through NVML during the timed phase. Where NVML cannot be opened
@@ -114,8 +115,9 @@ Status dump_profile(Context& ctx, const std::string& path, int iterations) {
 
 int run(const BenchOptions& o, const GlobalOptions& g) {
   if (o.warmup < 0 || o.duration < 0) return usage_error("--warmup/--duration must be >= 0");
-  if (!o.ladder && (!o.ladder_out.empty() || o.rounds != 1))
-    return usage_error("--ladder-out and --rounds need --ladder");
+  if (!o.ladder &&
+      (!o.ladder_out.empty() || o.rounds != 1 || !o.peer_torch.empty() || !o.peer_script.empty()))
+    return usage_error("--ladder-out, --rounds, --peer-torch and --peer-script need --ladder");
   if (o.ladder) {
     if (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty() ||
         !o.gpus.empty() || o.pinned || o.unordered || o.monitor || !o.monitor_csv.empty())
@@ -133,6 +135,8 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     lo.streams = o.streams;
     lo.inflight = o.inflight;
     lo.out = o.ladder_out;
+    lo.peer_torch = o.peer_torch;
+    lo.peer_script = o.peer_script;
     return bench_ladder(o.model, g, lo);
   }
   if (o.no_transfers && g.device != "cuda")
@@ -396,6 +400,12 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--rounds", o->rounds,
                   "with --ladder: run every row this many times (images/s: the median round)")
       ->check(CLI::Range(1, 50));
+  app->add_option("--peer-torch", o->peer_torch,
+                  "NAME: with --ladder on CUDA, add PyTorch eager fp32, eager fp16 and "
+                  "torch.compile fp16 rows of the torchvision model NAME (python3 with torch "
+                  "runs bench/ladder_torch.py after kiln's rows)");
+  app->add_option("--peer-script", o->peer_script,
+                  "with --peer-torch: the ladder_torch.py to run (default: found next to kiln)");
   app->add_option("--alternate", o->alternate,
                   "B1,B2,...: run these batch sizes alone, then in rotation on one context "
                   "(as a dynamic batcher would), and compare each one's median latency")

@@ -86,7 +86,7 @@ std::string ladder_table(const LadderReport& r) {
     << " s a row\n";
   char line[512];
   std::snprintf(line, sizeof line, "%2s  %-44s %11s %9s %9s %10s %10s %8s\n", "#", "configuration",
-                "images/s", "p50 ms", "p99 ms", "kiln MiB", "used MiB", "speed-up");
+                "images/s", "p50 ms", "p99 ms", "own MiB", "used MiB", "speed-up");
   o << line;
   for (size_t i = 0; i < r.rows.size(); ++i) {
     const LadderRow& row = r.rows[i];
@@ -97,8 +97,8 @@ std::string ladder_table(const LadderReport& r) {
     } else {
       std::snprintf(line, sizeof line, "%2zu  %-44s %11.1f %9.4g %9.4g %10s %10s %7.2fx\n", i + 1,
                     name.c_str(), row.ips, row.p50_ms, row.p99_ms,
-                    fmt_or_na("%.1f", row.kiln_mib).c_str(),
-                    fmt_or_na("%.1f", row.used_mib).c_str(), up[i]);
+                    fmt_or_na("%.1f", row.own_mib).c_str(), fmt_or_na("%.1f", row.used_mib).c_str(),
+                    up[i]);
     }
     o << line;
   }
@@ -114,7 +114,7 @@ std::string ladder_markdown(const LadderReport& r) {
   if (!r.command.empty()) o << "- command: `" << r.command << "`\n";
   if (!r.kiln_version.empty()) o << "- kiln " << r.kiln_version << "\n";
   if (!r.date.empty()) o << "- date: " << r.date << "\n";
-  o << "\n| # | configuration | images/s | p50 ms | p99 ms | kiln MiB | used MiB (NVML) | "
+  o << "\n| # | configuration | images/s | p50 ms | p99 ms | own MiB | used MiB (NVML) | "
        "speed-up | options |\n";
   o << "|---:|---|---:|---:|---:|---:|---:|---:|---|\n";
   for (size_t i = 0; i < r.rows.size(); ++i) {
@@ -125,13 +125,14 @@ std::string ladder_markdown(const LadderReport& r) {
       continue;
     }
     o << fmt("%.1f", row.ips) << " | " << fmt("%.4g", row.p50_ms) << " | "
-      << fmt("%.4g", row.p99_ms) << " | " << fmt_or_na("%.1f", row.kiln_mib) << " | "
+      << fmt("%.4g", row.p99_ms) << " | " << fmt_or_na("%.1f", row.own_mib) << " | "
       << fmt_or_na("%.1f", row.used_mib) << " | " << fmt("%.2f", up[i]) << "× | `"
       << md_cell(row.config) << "` |\n";
   }
-  o << "\nkiln MiB: the engine's device memory (activation arena, workspace, weights; on the CPU "
-       "the arena and weights). used MiB: the GPU's used memory above what it was before the "
-       "ladder started, the largest over the row's timed phases, as nvidia-smi shows it.\n";
+  o << "\nown MiB: the engine's own figure: kiln's device memory (activation arena, workspace, "
+       "weights; on the CPU the arena and weights), PyTorch's peak allocated memory. used MiB: "
+       "the GPU's used memory above what it was before the row's process started on it, as "
+       "nvidia-smi shows it (kiln: the largest over the row's timed phases).\n";
   return o.str();
 }
 
@@ -154,7 +155,7 @@ std::string ladder_json(const LadderReport& r) {
          {"round_images_per_s", row.round_ips},
          {"latency_ms",
           row.ran() ? nlohmann::json{{"p50", row.p50_ms}, {"p99", row.p99_ms}} : nlohmann::json()},
-         {"kiln_mib", num(row.kiln_mib)},
+         {"own_mib", num(row.own_mib)},
          {"used_mib", num(row.used_mib)},
          {"speedup", num(up[i])}});
   }
@@ -178,7 +179,7 @@ std::string ladder_svg(const LadderReport& r) {
   for (const LadderRow& row : r.rows) {
     if (!row.ran()) continue;
     max_ips = std::max(max_ips, row.ips);
-    if (!std::isnan(row.kiln_mib)) max_mib = std::max(max_mib, row.kiln_mib);
+    if (!std::isnan(row.own_mib)) max_mib = std::max(max_mib, row.own_mib);
     if (!std::isnan(row.used_mib)) max_mib = std::max(max_mib, row.used_mib);
   }
   const double ips_step = nice_step(max_ips > 0 ? max_ips / 5 : 1);
@@ -200,7 +201,8 @@ std::string ladder_svg(const LadderReport& r) {
     << "</text>\n";
   o << "<text x=\"" << W / 2
     << "\" y=\"40\" text-anchor=\"middle\" fill=\"#555\">bars: images/s (left axis); "
-       "lines: device memory MiB (right axis; solid kiln, dashed NVML used)</text>\n";
+       "lines: device memory MiB (right axis; solid: own figure, dashed: NVML used); grey bars: "
+       "PyTorch</text>\n";
   // Axes and grid.
   for (double v = 0; v <= ips_top * 1.0001; v += ips_step) {
     const double y = y_ips(v);
@@ -266,7 +268,7 @@ std::string ladder_svg(const LadderReport& r) {
         << "/>\n";
   };
   if (max_mib > 0) {
-    line_of(&LadderRow::kiln_mib, "");
+    line_of(&LadderRow::own_mib, "");
     line_of(&LadderRow::used_mib, " stroke-dasharray=\"5,4\"");
   }
   o << "</svg>\n";

@@ -22,7 +22,8 @@ struct LadderRow {
   std::vector<double> round_ips;  // images/s of each round
   double ips = 0;                 // the median of round_ips
   double p50_ms = 0, p99_ms = 0;  // per request (one batch), all rounds pooled
-  double kiln_mib = NAN;          // the engine's own figure: arena + workspace + weights
+  // The engine's own figure: kiln's arena + workspace + weights, PyTorch's peak allocated.
+  double own_mib = NAN;
   // The GPU's used memory above what it was before the ladder started, the largest over the
   // row's timed phases (NVML; what nvidia-smi shows for this process when nothing else runs
   // there). NaN without NVML and on the CPU.

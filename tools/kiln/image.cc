@@ -1,7 +1,5 @@
 #include "image.h"
 
-#include <turbojpeg.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -9,105 +7,30 @@
 #include <cstring>
 #include <memory>
 
-// stb's implementations live in this one translation unit; its code is not ours to lint.
+// stb_image_resize's implementation lives in this one translation unit (stb_image's, for PNG
+// decoding, in the library: src/image/decode.cc); its code is not ours to lint.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wall"
 #pragma GCC diagnostic ignored "-Wextra"
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #pragma GCC diagnostic ignored "-Wunused-function"
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_ONLY_PNG
-#define STBI_NO_STDIO
-#define STBI_FAILURE_USERMSG
-#include <stb_image.h>
 #define STB_IMAGE_RESIZE_IMPLEMENTATION
 #include <stb_image_resize.h>
 #pragma GCC diagnostic pop
 
 namespace kiln::cli {
 
-namespace {
-
-// Refuse absurd dimensions from a corrupt header before allocating for them.
-constexpr int64_t kMaxPixels = int64_t{1} << 28;
-
-bool is_jpeg(const std::string& b) {
-  return b.size() >= 3 && static_cast<unsigned char>(b[0]) == 0xFF &&
-         static_cast<unsigned char>(b[1]) == 0xD8 && static_cast<unsigned char>(b[2]) == 0xFF;
+bool looks_like_image(const std::string& bytes) {
+  return sniff_image(bytes) != ImageFormat::kUnknown;
 }
-
-bool is_png(const std::string& b) {
-  return b.size() >= 8 && b.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0;
-}
-
-// Whether the JPEG ends with its EOI marker (FF D9), trailing zero padding aside. A file cut
-// short does not; libjpeg only warns about it and fills the rest of the image with grey.
-bool ends_with_eoi(const std::string& b) {
-  size_t n = b.size();
-  while (n > 0 && b[n - 1] == '\0') --n;
-  return n >= 2 && static_cast<unsigned char>(b[n - 2]) == 0xFF &&
-         static_cast<unsigned char>(b[n - 1]) == 0xD9;
-}
-
-Result<Image> decode_jpeg(const std::string& bytes, const std::string& what) {
-  std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitDecompress(), tjDestroy);
-  if (!tj) return internal_error(what + ": cannot initialize the JPEG decoder");
-  auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
-  int w = 0, h = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj.get(), data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
-    return invalid_argument(what + ": bad JPEG: " + tjGetErrorStr2(tj.get()));
-  if (w <= 0 || h <= 0) return invalid_argument(what + ": bad JPEG: no image size in its header");
-  if (int64_t{w} * h > kMaxPixels)
-    return invalid_argument(what + ": JPEG of " + std::to_string(w) + "x" + std::to_string(h) +
-                            " pixels is not supported");
-  Image img;
-  img.width = w;
-  img.height = h;
-  img.channels = 3;
-  img.pixels.resize(static_cast<size_t>(w) * h * 3);
-  if (tjDecompress2(tj.get(), data, bytes.size(), img.pixels.data(), w, 0, h, TJPF_RGB, 0) != 0) {
-    // A warning alone (extraneous bytes before a marker, common and harmless) is accepted when
-    // the file is whole; a file without its end marker is truncated, its image part grey.
-    if (tjGetErrorCode(tj.get()) == TJERR_FATAL)
-      return invalid_argument(what + ": bad JPEG: " + tjGetErrorStr2(tj.get()));
-    if (!ends_with_eoi(bytes))
-      return invalid_argument(what + ": truncated JPEG (" + std::to_string(bytes.size()) +
-                              " bytes, no end-of-image marker): " + tjGetErrorStr2(tj.get()));
-  }
-  return img;
-}
-
-Result<Image> decode_png(const std::string& bytes, const std::string& what) {
-  auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-  int len = static_cast<int>(std::min<size_t>(bytes.size(), 0x7fffffff));
-  int w = 0, h = 0, n = 0;
-  if (!stbi_info_from_memory(data, len, &w, &h, &n))
-    return invalid_argument(what + ": bad PNG: " + stbi_failure_reason());
-  if (int64_t{w} * h > kMaxPixels)
-    return invalid_argument(what + ": PNG of " + std::to_string(w) + "x" + std::to_string(h) +
-                            " pixels is not supported");
-  // Asking stb for 3 channels converts gray and drops alpha (PNG alpha is not composited).
-  std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load_from_memory(data, len, &w, &h, &n, 3),
-                                               stbi_image_free);
-  if (!px) return invalid_argument(what + ": bad PNG: " + stbi_failure_reason());
-  Image img;
-  img.width = w;
-  img.height = h;
-  img.channels = 3;
-  img.pixels.assign(px.get(), px.get() + static_cast<size_t>(w) * h * 3);
-  return img;
-}
-
-}  // namespace
-
-bool looks_like_image(const std::string& bytes) { return is_jpeg(bytes) || is_png(bytes); }
 
 Status check_image_name(const std::string& path, const std::string& bytes) {
   std::string ext = path.substr(std::min(path.size(), path.find_last_of('.')));
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const bool says_png = ext == ".png", says_jpeg = ext == ".jpg" || ext == ".jpeg";
-  if ((says_png && !is_png(bytes)) || (says_jpeg && !is_jpeg(bytes))) {
+  const ImageFormat f = sniff_image(bytes);
+  if ((says_png && f != ImageFormat::kPng) || (says_jpeg && f != ImageFormat::kJpeg)) {
     std::string head;
     for (size_t i = 0; i < std::min<size_t>(bytes.size(), 8); ++i) {
       char hex[4];
@@ -120,12 +43,6 @@ Status check_image_name(const std::string& path, const std::string& bytes) {
         (bytes.empty() ? std::string(" (the file is empty)") : "; its first bytes are " + head));
   }
   return Status::ok();
-}
-
-Result<Image> decode_image(const std::string& bytes, const std::string& what) {
-  if (is_jpeg(bytes)) return decode_jpeg(bytes, what);
-  if (is_png(bytes)) return decode_png(bytes, what);
-  return invalid_argument(what + ": not a JPEG or PNG image");
 }
 
 Status default_normalization(int channels, const std::map<std::string, std::string>& metadata,
@@ -165,7 +82,7 @@ Result<Tensor> image_to_tensor(const Image& rgb, const Preprocess& p) {
   if (p.channels != 1 && p.channels != 3)
     return unsupported("image inputs need a model input of 1 or 3 channels, not " +
                        std::to_string(p.channels));
-  if (p.height <= 0 || p.width <= 0 || int64_t{p.height} * p.width > kMaxPixels)
+  if (p.height <= 0 || p.width <= 0 || int64_t{p.height} * p.width > (int64_t{1} << 28))
     return invalid_argument("bad image size " + std::to_string(p.height) + "x" +
                             std::to_string(p.width));
   for (const auto* v : {&p.mean, &p.std})

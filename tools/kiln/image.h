@@ -1,7 +1,7 @@
 // Image files → model input tensors, and top-k printing for classifiers.
 //
 // Preprocessing (what `kiln run` does with a JPEG/PNG input):
-//   decode (JPEG: libturbojpeg, PNG: stb_image) to 8-bit RGB;
+//   decode (kiln::decode_image: JPEG by libturbojpeg, PNG by stb_image) to 8-bit RGB;
 //   resize to H×W with a bilinear (triangle) filter, aspect ratio not kept;
 //   convert to the model's channels: RGB for 3, luminance 0.299R+0.587G+0.114B for 1;
 //   scale to [0,1], then (x - mean[c]) / std[c];
@@ -15,24 +15,19 @@
 #include <string>
 #include <vector>
 
+#include "kiln/images.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
 namespace kiln::cli {
 
-// 8-bit interleaved pixels.
-struct Image {
-  int width = 0, height = 0, channels = 0;
-  std::vector<uint8_t> pixels;
-};
+using kiln::Image;  // decoded by kiln::decode_image (kiln/images.h)
 
 // Whether `bytes` start like a JPEG or a PNG file.
 bool looks_like_image(const std::string& bytes);
 // An error when the file's extension (.png, .jpg, .jpeg) names an image format its bytes are
 // not, naming the format and the first bytes; ok for other names.
 Status check_image_name(const std::string& path, const std::string& bytes);
-// Decodes a JPEG or PNG to RGB.
-Result<Image> decode_image(const std::string& bytes, const std::string& what);
 
 struct Preprocess {
   int height = 224, width = 224;

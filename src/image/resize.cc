@@ -1,0 +1,83 @@
+// Bilinear resize of an RGB image into a batch slot, stretched or letterboxed (kiln/images.h).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kiln/images.h"
+
+namespace kiln {
+
+namespace {
+
+// Source index pair and weight of each destination coordinate, half-pixel centres: the
+// destination pixel d samples the source at (d + 0.5) · src / dst − 0.5, clamped to the image.
+struct Taps {
+  std::vector<int> i0, i1;
+  std::vector<float> w1;
+};
+
+Taps taps(int src, int dst) {
+  Taps t;
+  t.i0.resize(dst);
+  t.i1.resize(dst);
+  t.w1.resize(dst);
+  const double ratio = static_cast<double>(src) / dst;
+  for (int d = 0; d < dst; ++d) {
+    const double s = std::clamp((d + 0.5) * ratio - 0.5, 0.0, static_cast<double>(src - 1));
+    const int i = static_cast<int>(s);
+    t.i0[d] = i;
+    t.i1[d] = std::min(i + 1, src - 1);
+    t.w1[d] = static_cast<float>(s - i);
+  }
+  return t;
+}
+
+uint8_t to_u8(float v) { return static_cast<uint8_t>(std::clamp(v + 0.5f, 0.0f, 255.0f)); }
+
+}  // namespace
+
+ImagePlacement resize_into(const Image& im, ResizeMode mode, int H, int W, int C, uint8_t fill,
+                           uint8_t* out, int64_t stride) {
+  ImagePlacement p;
+  p.width = im.source_width > 0 ? im.source_width : im.width;
+  p.height = im.source_height > 0 ? im.source_height : im.height;
+  int dw = W, dh = H;
+  if (mode == ResizeMode::kLetterbox) {
+    const double s = std::min(static_cast<double>(W) / p.width, static_cast<double>(H) / p.height);
+    dw = std::clamp(static_cast<int>(std::lround(p.width * s)), 1, W);
+    dh = std::clamp(static_cast<int>(std::lround(p.height * s)), 1, H);
+    p.pad_x = (W - dw) / 2;
+    p.pad_y = (H - dh) / 2;
+    for (int y = 0; y < H; ++y) std::memset(out + y * stride, fill, static_cast<size_t>(W) * C);
+  }
+  p.scale_x = static_cast<double>(dw) / p.width;
+  p.scale_y = static_cast<double>(dh) / p.height;
+  const Taps tx = taps(im.width, dw), ty = taps(im.height, dh);
+  const int64_t src_stride = int64_t{im.width} * 3;
+  for (int y = 0; y < dh; ++y) {
+    const uint8_t* r0 = im.pixels.data() + ty.i0[y] * src_stride;
+    const uint8_t* r1 = im.pixels.data() + ty.i1[y] * src_stride;
+    const float fy = ty.w1[y];
+    uint8_t* o = out + (p.pad_y + y) * stride + int64_t{p.pad_x} * C;
+    for (int x = 0; x < dw; ++x) {
+      const int a = tx.i0[x] * 3, b = tx.i1[x] * 3;
+      const float fx = tx.w1[x];
+      float rgb[3];
+      for (int c = 0; c < 3; ++c) {
+        const float top = r0[a + c] + fx * (r0[b + c] - r0[a + c]);
+        const float bottom = r1[a + c] + fx * (r1[b + c] - r1[a + c]);
+        rgb[c] = top + fy * (bottom - top);
+      }
+      if (C == 3) {
+        o[3 * x] = to_u8(rgb[0]);
+        o[3 * x + 1] = to_u8(rgb[1]);
+        o[3 * x + 2] = to_u8(rgb[2]);
+      } else {
+        o[x] = to_u8(0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2]);
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace kiln

@@ -168,6 +168,46 @@ TEST_F(Cli, ImageRunPrintsTopKWithLabels) {
   EXPECT_FALSE(std::getline(lines, line)) << "only the top 2 are printed: " << line;
 }
 
+// kiln bench --images: end to end from a directory of images; a truncated JPEG is named once
+// and the bench goes on; other files are ignored; bad uses are refused.
+TEST_F(Cli, BenchImagesRunsEndToEndFromFiles) {
+  const fs::path dir = path("imgs");
+  fs::create_directories(dir);
+  for (int i = 0; i < 3; ++i) {
+    auto px = random_pixels(40 * 50 * 3, 10 + i);
+    ASSERT_TRUE(stbi_write_jpg((dir / ("a" + std::to_string(i) + ".jpg")).c_str(), 50, 40, 3,
+                               px.data(), 90));
+  }
+  const std::string whole = slurp(dir / "a0.jpg");
+  std::ofstream(dir / "cut.jpg", std::ios::binary) << whole.substr(0, whole.size() / 2);
+  std::ofstream(dir / "notes.txt") << "not an image";
+  const std::string model = identity_model(3, 6, 7);
+  for (const char* extra : {"", " --letterbox"}) {
+    auto r = kiln("bench " + model + " --images " + dir.string() +
+                  " --warmup 0 --duration 0.2 --threads 1 --decode-threads 2" + extra);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("4 image files"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(std::string(*extra ? "letterbox" : "resize") + " to 6x7x3 on 2 threads"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("1 of the 4 files failed to decode"), std::string::npos) << r.out;
+    const std::string named = "cut.jpg: image ";
+    const size_t at = r.err.find(named);
+    EXPECT_NE(at, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(named, at + 1), std::string::npos) << "named twice: " << r.err;
+    EXPECT_NE(r.err.find("truncated JPEG"), std::string::npos) << r.err;
+  }
+  expect_error(kiln("bench " + model + " --images " + dir.string() + " --batch 4"), 2,
+               "the model's batch is fixed at 1");
+  expect_error(kiln("bench " + model + " --letterbox"), 2, "need --images");
+  expect_error(kiln("bench " + model + " --images " + path("none").string()), 1, "not a directory");
+  fs::create_directories(path("empty"));
+  expect_error(kiln("bench " + model + " --images " + path("empty").string()), 1,
+               "no .jpg, .jpeg or .png file");
+  expect_error(kiln("bench " + model + " --images " + dir.string() + " --json x.json"), 2,
+               "--images runs decoding");
+}
+
 }  // namespace
 }  // namespace kiln::test
 

@@ -169,6 +169,19 @@ struct LadderOptions {
 };
 int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderOptions& o);
 
+// `kiln bench --images DIR` (bench_images.cc): end to end from DIR's JPEG and PNG files held
+// in memory: decoded in batches on `decode_threads` threads, run through a Pipeline of
+// `streams` contexts of the model built for uint8 NHWC input.
+struct ImagesBench {
+  std::string dir;
+  bool letterbox = false;
+  int decode_threads = 0;  // 0: one per core
+  int streams = 2, inflight = 0;
+  int64_t batch = 0;  // 0: 1
+  double warmup = 1, duration = 3;
+};
+int bench_images(const std::string& model, const GlobalOptions& g, const ImagesBench& b);
+
 // The fp16 range guard (fp16_check.cc): runs `model` in float32 on the CPU on two random
 // inputs (shapes as random_inputs, the batch at most 2) and prints the values that leave fp16's
 // range, to stdout when `always` (with a line when there are none), else as a warning on stderr.

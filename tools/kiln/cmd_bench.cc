@@ -47,6 +47,9 @@ struct BenchOptions {
   std::string ladder_out;               // --ladder-out PREFIX
   int rounds = 1;                       // --rounds (--ladder)
   std::string peer_torch, peer_script;  // --peer-torch NAME, --peer-script PATH (--ladder)
+  std::string images;                   // --images DIR: end to end from image files
+  bool letterbox = false;               // --letterbox (--images)
+  int decode_threads = 0;               // --decode-threads (--images)
 };
 
 // --monitor: samples the GPU through NVML during the timed phase. Where NVML cannot be opened
@@ -118,6 +121,26 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (!o.ladder &&
       (!o.ladder_out.empty() || o.rounds != 1 || !o.peer_torch.empty() || !o.peer_script.empty()))
     return usage_error("--ladder-out, --rounds, --peer-torch and --peer-script need --ladder");
+  if (o.images.empty() && (o.letterbox || o.decode_threads))
+    return usage_error("--letterbox and --decode-threads need --images");
+  if (!o.images.empty()) {
+    if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
+        !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor ||
+        !o.monitor_csv.empty() || !o.shapes.empty())
+      return usage_error(
+          "--images runs decoding and the model end to end: it takes --batch, --streams, "
+          "--inflight, --letterbox, --decode-threads, --warmup and --duration only");
+    ImagesBench ib;
+    ib.dir = o.images;
+    ib.letterbox = o.letterbox;
+    ib.decode_threads = o.decode_threads;
+    ib.streams = o.streams ? o.streams : 2;
+    ib.inflight = o.inflight;
+    ib.batch = o.batch;
+    ib.warmup = o.warmup;
+    ib.duration = o.duration;
+    return bench_images(o.model, g, ib);
+  }
   if (o.ladder) {
     if (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty() ||
         !o.gpus.empty() || o.pinned || o.unordered || o.monitor || !o.monitor_csv.empty())
@@ -406,6 +429,16 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
                   "runs bench/ladder_torch.py after kiln's rows)");
   app->add_option("--peer-script", o->peer_script,
                   "with --peer-torch: the ladder_torch.py to run (default: found next to kiln)");
+  app->add_option("--images", o->images,
+                  "DIR: end to end from DIR's .jpg/.jpeg/.png files (held in memory): decode and "
+                  "resize batches on threads into uint8 NHWC, run through a Pipeline of --streams "
+                  "contexts (default 2) with the decoding overlapping compute");
+  app->add_flag("--letterbox", o->letterbox,
+                "with --images: keep the aspect ratio, padding with 114 (detectors), instead "
+                "of stretching");
+  app->add_option("--decode-threads", o->decode_threads,
+                  "with --images: decoding threads (default: one per core)")
+      ->check(CLI::Range(1, 1024));
   app->add_option("--alternate", o->alternate,
                   "B1,B2,...: run these batch sizes alone, then in rotation on one context "
                   "(as a dynamic batcher would), and compare each one's median latency")

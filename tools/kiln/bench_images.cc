@@ -1,0 +1,175 @@
+// `kiln bench MODEL --images DIR`: end to end from image files held in memory. Every JPEG and
+// PNG of DIR is read once; then batches of them, in turn, are decoded and resized into 8-bit
+// NHWC pixels (kiln::ImageDecoder, on --decode-threads threads) and run through a Pipeline of
+// --streams contexts of an engine taking uint8 NHWC input (normalized in the graph), with the
+// decoding of the next batch overlapping the requests in flight. Prints images/s end to end,
+// the decode time per batch and its own images/s, and the images that failed to decode, each
+// named once (a failed image's slot runs as padding; the rest of its batch goes on).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <set>
+
+#include "cli_common.h"
+#include "kiln/images.h"
+
+namespace kiln::cli {
+
+namespace {
+
+// Every .jpg/.jpeg/.png file of `dir` (not recursing), sorted by name, with its bytes.
+Result<std::vector<std::pair<std::string, std::string>>> read_images(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return not_found("--images '" + dir + "': not a directory");
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string ext = entry.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (entry.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png"))
+      names.push_back(entry.path().string());
+  }
+  if (ec) return not_found("--images '" + dir + "': " + ec.message());
+  if (names.empty()) return not_found("--images '" + dir + "': no .jpg, .jpeg or .png file in it");
+  std::sort(names.begin(), names.end());
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const std::string& n : names) {
+    std::ifstream f(n, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (!f && !f.eof()) return not_found("--images: cannot read '" + n + "'");
+    files.emplace_back(n, std::move(bytes));
+  }
+  return files;
+}
+
+}  // namespace
+
+int bench_images(const std::string& model, const GlobalOptions& g, const ImagesBench& b) {
+  auto files_or = read_images(b.dir);
+  if (!files_or.is_ok()) return fail(files_or.status());
+  const auto& files = *files_or;
+  GlobalOptions gu = g;
+  gu.input_format = InputFormat::kUint8Nhwc;
+  auto engine_or = load_engine(model, gu);
+  if (!engine_or.is_ok()) return fail(engine_or.status());
+  std::shared_ptr<Engine> engine = *engine_or;
+  if (engine->inputs().size() != 1 || engine->inputs()[0].dims.size() != 4)
+    return usage_error("--images needs a model with one image input (N,C,H,W)");
+  const TensorInfo& in = engine->inputs()[0];  // uint8 [N, H, W, C]
+  if (in.dims[1] <= 0 || in.dims[2] <= 0 || in.dims[3] <= 0)
+    return usage_error("--images needs the model's image height, width and channels fixed; '" +
+                       in.name + "' is " + declared_shape(in));
+  const bool cuda = g.device == "cuda";
+  ImageBatchOptions io;
+  io.height = static_cast<int>(in.dims[1]);
+  io.width = static_cast<int>(in.dims[2]);
+  io.channels = static_cast<int>(in.dims[3]);
+  io.resize = b.letterbox ? ResizeMode::kLetterbox : ResizeMode::kStretch;
+  io.threads = b.decode_threads;
+  io.pinned = cuda;
+  auto decoder_or = ImageDecoder::create(io);
+  if (!decoder_or.is_ok()) return fail(decoder_or.status());
+  ImageDecoder& decoder = **decoder_or;
+
+  const int64_t batch = b.batch ? b.batch : (in.dims[0] > 0 ? in.dims[0] : 1);
+  if (in.dims[0] > 0 && batch != in.dims[0])
+    return usage_error("--batch " + std::to_string(batch) + ": the model's batch is fixed at " +
+                       std::to_string(in.dims[0]) + " ('" + in.name + "' is " + declared_shape(in) +
+                       ")");
+  size_t next = 0;  // the next file of the rotation
+  std::set<size_t> failed_files;
+  std::vector<double> decode_ms;
+  // The next batch of files, decoded; the files that failed are noted once each.
+  auto decode_next = [&]() -> Result<Tensor> {
+    std::vector<std::string_view> views;
+    std::vector<size_t> which;
+    for (int64_t i = 0; i < batch; ++i, next = (next + 1) % files.size()) {
+      views.push_back(files[next].second);
+      which.push_back(next);
+    }
+    const double t0 = now_seconds();
+    KILN_ASSIGN_OR_RETURN(ImageBatch decoded, decoder.decode(views));
+    decode_ms.push_back((now_seconds() - t0) * 1e3);
+    for (size_t i = 0; i < which.size(); ++i)
+      if (!decoded.status[i].is_ok() && failed_files.insert(which[i]).second)
+        std::fprintf(stderr, "kiln: warning: %s: %s; its slot runs as padding\n",
+                     files[which[i]].first.c_str(), decoded.status[i].message().c_str());
+    return std::move(decoded.pixels);
+  };
+
+  PipelineOptions po;
+  po.contexts = b.streams;
+  const size_t inflight = static_cast<size_t>(b.inflight ? b.inflight : 2 * b.streams);
+  po.max_queued = inflight;
+  auto pipeline_or = Pipeline::create(engine, po);
+  if (!pipeline_or.is_ok()) return fail(pipeline_or.status());
+  Pipeline& pipeline = **pipeline_or;
+  {
+    auto first = decode_next();
+    if (!first.is_ok()) return fail(first.status());
+    const std::map<std::string, Tensor> feeds{{in.name, std::move(*first)}};
+    if (Status st = warm_pipeline(pipeline, feeds, b.streams, b.warmup); !st.is_ok())
+      return fail(st);
+  }
+  decode_ms.clear();
+
+  struct InFlight {
+    double submitted;
+    std::future<Result<Outputs>> result;
+  };
+  std::deque<InFlight> pending;
+  std::vector<double> lat_ms;
+  const double start = now_seconds();
+  Status failed = Status::ok();
+  while (failed.is_ok() && (lat_ms.size() < 3 || now_seconds() - start < b.duration)) {
+    while (failed.is_ok() && pending.size() < inflight) {
+      const double t0 = now_seconds();
+      auto pixels = decode_next();
+      if (!pixels.is_ok()) {
+        failed = pixels.status();
+        break;
+      }
+      pending.push_back({t0, pipeline.submit({{in.name, std::move(*pixels)}})});
+    }
+    if (pending.empty()) break;
+    auto r = pending.front().result.get();
+    lat_ms.push_back((now_seconds() - pending.front().submitted) * 1e3);
+    pending.pop_front();
+    if (!r.is_ok()) failed = r.status();
+  }
+  const double total = now_seconds() - start;
+  for (auto& p : pending) (void)p.result.get();
+  if (!failed.is_ok()) return fail(failed);
+
+  std::sort(lat_ms.begin(), lat_ms.end());
+  std::vector<double> dec = decode_ms;
+  std::sort(dec.begin(), dec.end());
+  const double ips = static_cast<double>(batch) * lat_ms.size() / total;
+  const double dec_med = percentile(dec, 50);
+  const std::string name = std::filesystem::path(model).filename().string();
+  std::printf("%-24s %-6s %5s %-22s %6s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
+              "runs", "median ms", "p90 ms", "p99 ms", "images/s");
+  const std::string mode = "images, " + std::to_string(b.streams) + " streams";
+  std::printf("%-24s %-6s %5lld %-22s %6zu %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
+              g.device.c_str(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
+              percentile(lat_ms, 50), percentile(lat_ms, 90), percentile(lat_ms, 99), ips);
+  std::printf(
+      "%zu image files (%s); decode and %s to %dx%dx%d on %d threads: %.3f ms per batch "
+      "(median of %zu), %.1f images/s alone; latency from decode start to result\n",
+      files.size(), b.dir.c_str(), b.letterbox ? "letterbox" : "resize", io.height, io.width,
+      io.channels,
+      b.decode_threads ? b.decode_threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+      dec_med, dec.size(), dec_med > 0 ? batch * 1e3 / dec_med : 0.0);
+  if (!failed_files.empty())
+    std::printf("%zu of the %zu files failed to decode (named above)\n", failed_files.size(),
+                files.size());
+  return kExitOk;
+}
+
+}  // namespace kiln::cli

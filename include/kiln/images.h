@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/options.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
 
@@ -52,6 +53,13 @@ Result<Image> decode_image(std::string_view bytes, const std::string& what, int 
                            int min_height = 0, ResizeMode fit = ResizeMode::kStretch,
                            int64_t max_pixels = int64_t{1} << 28);
 
+// Who decodes JPEGs for a batch on a GPU (ImageBatchOptions::device kCuda).
+enum class JpegDecoder : uint8_t {
+  kAuto,          // nvJPEG where its library loads, else libjpeg-turbo
+  kNvjpeg,        // nvJPEG (libnvjpeg, opened at run time); an error where it does not load
+  kLibjpegTurbo,  // libjpeg-turbo on the threads, the pixels then copied to the GPU
+};
+
 struct ImageBatchOptions {
   int height = 224, width = 224;
   int channels = 3;  // 3: RGB; 1: luminance 0.299 R + 0.587 G + 0.114 B
@@ -59,6 +67,12 @@ struct ImageBatchOptions {
   uint8_t fill = 114;   // the padding of kLetterbox, and the slot of an image that failed
   int threads = 0;      // decoding threads (0: one per core)
   bool pinned = false;  // the batch in pinned host memory (pinned_tensor): copied to a GPU by DMA
+  // kCuda: the batch is made in the memory of GPU `device_index` (Tensor::on_gpu), resized
+  // there from JPEGs decoded per `jpeg` (and PNGs, or JPEGs nvJPEG cannot take, decoded on the
+  // threads and copied up); a CUDA engine on that GPU takes it without a host copy.
+  Device device = Device::kCpu;
+  int device_index = 0;
+  JpegDecoder jpeg = JpegDecoder::kAuto;
   int64_t max_image_bytes = int64_t{64} << 20;
   int64_t max_pixels = int64_t{1} << 28;  // of one decoded image, before it is resized
 };
@@ -90,6 +104,8 @@ class ImageDecoder {
   // memory); each image's own error is in ImageBatch::status. Call from one thread at a time.
   Result<ImageBatch> decode(const std::vector<std::string_view>& images);
   const ImageBatchOptions& options() const;
+  // Who decodes the JPEGs: "libjpeg-turbo", or "nvJPEG <version>" on a GPU.
+  std::string jpeg_decoder() const;
 
  private:
   struct Impl;

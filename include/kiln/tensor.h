@@ -64,6 +64,14 @@ class Tensor {
   // `release` when the last copy of it goes: memory from another allocator (pinned host
   // memory, see pinned_tensor in kiln/engine.h).
   static Tensor adopt(void* data, DataType dtype, Shape shape, void (*release)(void*));
+  // A tensor over GPU memory of GPU `gpu` (a device pointer), given to `release` when the last
+  // copy goes (null: the caller owns it and keeps it alive). A CUDA engine on that GPU takes it
+  // as an input without a host copy; its bytes must not be read on the host (data(), clone(),
+  // at_double... are for host tensors), and a CPU engine refuses it.
+  static Tensor on_gpu(void* data, DataType dtype, Shape shape, int gpu,
+                       void (*release)(void*) = nullptr);
+  // The GPU whose memory holds the bytes, or -1 for host memory.
+  int gpu() const { return gpu_; }
 
   bool defined() const { return dtype_ != DataType::kUndefined; }
   DataType dtype() const { return dtype_; }
@@ -97,6 +105,7 @@ class Tensor {
   DataType dtype_ = DataType::kUndefined;
   Shape shape_;
   std::shared_ptr<std::byte[]> buf_;
+  int gpu_ = -1;
 };
 
 }  // namespace kiln

@@ -102,6 +102,7 @@ Tensor Tensor::view_of(const Tensor& storage, size_t byte_offset, DataType dtype
   for (int64_t d : t.shape_) KILN_CHECK(d >= 0);
   KILN_CHECK(storage.buf_ && byte_offset + t.nbytes() <= storage.nbytes());
   t.buf_ = std::shared_ptr<std::byte[]>(storage.buf_, storage.buf_.get() + byte_offset);
+  t.gpu_ = storage.gpu_;
   return t;
 }
 
@@ -128,6 +129,14 @@ Tensor Tensor::adopt(void* data, DataType dtype, Shape shape, void (*release)(vo
   return t;
 }
 
+Tensor Tensor::on_gpu(void* data, DataType dtype, Shape shape, int gpu, void (*release)(void*)) {
+  KILN_CHECK(gpu >= 0);
+  Tensor t = release ? adopt(data, dtype, std::move(shape), release)
+                     : borrow(data, dtype, std::move(shape));
+  t.gpu_ = gpu;
+  return t;
+}
+
 Tensor Tensor::from_floats(Shape shape, const std::vector<float>& values) {
   Tensor t(DataType::kFloat32, std::move(shape));
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel());
@@ -151,6 +160,7 @@ Tensor Tensor::reshaped(Shape shape) const {
 
 Tensor Tensor::clone() const {
   if (!defined()) return {};
+  KILN_CHECK(gpu_ < 0 && "clone() of a GPU tensor");
   Tensor t(dtype_, shape_);
   if (nbytes()) std::memcpy(t.raw(), raw(), nbytes());
   return t;

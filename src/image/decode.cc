@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "image/image_internal.h"
 #include "kiln/images.h"
 
 // stb's implementations live in this one translation unit; its code is not ours to lint.
@@ -22,15 +23,6 @@
 namespace kiln {
 
 namespace {
-
-// Whether the JPEG ends with its EOI marker (FF D9), trailing zero padding aside. A file cut
-// short does not; libjpeg only warns about it and fills the rest of the image with grey.
-bool ends_with_eoi(std::string_view b) {
-  size_t n = b.size();
-  while (n > 0 && b[n - 1] == '\0') --n;
-  return n >= 2 && static_cast<unsigned char>(b[n - 2]) == 0xFF &&
-         static_cast<unsigned char>(b[n - 1]) == 0xD9;
-}
 
 std::string pixels_text(int64_t w, int64_t h) {
   return std::to_string(w) + "x" + std::to_string(h);
@@ -80,7 +72,7 @@ Result<Image> decode_jpeg(std::string_view bytes, const std::string& what, int m
     // the file is whole; a file without its end marker is truncated, its image part grey.
     if (tjGetErrorCode(tj.get()) == TJERR_FATAL)
       return invalid_argument(what + ": bad JPEG: " + tjGetErrorStr2(tj.get()));
-    if (!ends_with_eoi(bytes))
+    if (!jpeg_has_end_marker(bytes))
       return invalid_argument(what + ": truncated JPEG (" + std::to_string(bytes.size()) +
                               " bytes, no end-of-image marker): " + tjGetErrorStr2(tj.get()));
   }
@@ -109,6 +101,21 @@ Result<Image> decode_png(std::string_view bytes, const std::string& what, int64_
 }
 
 }  // namespace
+
+bool jpeg_has_end_marker(std::string_view b) {
+  size_t n = b.size();
+  while (n > 0 && b[n - 1] == '\0') --n;
+  return n >= 2 && static_cast<unsigned char>(b[n - 2]) == 0xFF &&
+         static_cast<unsigned char>(b[n - 1]) == 0xD9;
+}
+
+Result<Image> decode_for_batch(std::string_view bytes, size_t index, const ImageBatchOptions& o) {
+  const std::string what = "image " + std::to_string(index);
+  if (bytes.size() > static_cast<size_t>(o.max_image_bytes))
+    return invalid_argument(what + ": " + std::to_string(bytes.size()) + " bytes, more than the " +
+                            std::to_string(o.max_image_bytes) + " allowed");
+  return decode_image(bytes, what, o.width, o.height, o.resize, o.max_pixels);
+}
 
 ImageFormat sniff_image(std::string_view b) {
   if (b.size() >= 3 && static_cast<unsigned char>(b[0]) == 0xFF &&

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "core/thread_pool.h"
+#include "image/image_internal.h"
 #include "kiln/engine.h"
 #include "kiln/images.h"
 
@@ -11,8 +12,15 @@ namespace kiln {
 struct ImageDecoder::Impl {
   ImageBatchOptions options;
   ThreadPool pool;
+  std::unique_ptr<GpuImageDecoder> gpu;  // device kCuda
   explicit Impl(const ImageBatchOptions& o, int workers) : options(o), pool(workers) {}
 };
+
+#ifndef KILN_HAVE_CUDA
+Result<std::unique_ptr<GpuImageDecoder>> make_gpu_image_decoder(const ImageBatchOptions&) {
+  return unsupported("ImageDecoder: this kiln was built without CUDA: no GPU batches");
+}
+#endif
 
 int ImageBatch::failed() const {
   int n = 0;
@@ -32,10 +40,17 @@ Result<std::unique_ptr<ImageDecoder>> ImageDecoder::create(const ImageBatchOptio
                             std::to_string(o.threads));
   if (o.max_image_bytes < 1 || o.max_pixels < 1)
     return invalid_argument("ImageDecoder: max_image_bytes and max_pixels must be positive");
+  if (o.device == Device::kCuda && o.pinned)
+    return invalid_argument("ImageDecoder: a batch on the GPU is not in pinned host memory");
   const unsigned cores = std::thread::hardware_concurrency();
   const int threads = o.threads ? o.threads : static_cast<int>(cores ? cores : 1);
-  return std::unique_ptr<ImageDecoder>(
-      new ImageDecoder(std::make_unique<Impl>(o, threads - 1)));  // the caller decodes too
+  auto impl = std::make_unique<Impl>(o, threads - 1);  // the caller decodes too
+  if (o.device == Device::kCuda) KILN_ASSIGN_OR_RETURN(impl->gpu, make_gpu_image_decoder(o));
+  return std::unique_ptr<ImageDecoder>(new ImageDecoder(std::move(impl)));
+}
+
+std::string ImageDecoder::jpeg_decoder() const {
+  return impl_->gpu ? impl_->gpu->jpeg_decoder() : "libjpeg-turbo";
 }
 
 ImageDecoder::ImageDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -48,24 +63,22 @@ Result<ImageBatch> ImageDecoder::decode(const std::vector<std::string_view>& ima
   const int64_t n = static_cast<int64_t>(images.size());
   const Shape shape{n, o.height, o.width, o.channels};
   ImageBatch batch;
+  batch.status.assign(images.size(), Status::ok());
+  batch.placement.assign(images.size(), ImagePlacement{});
+  if (impl_->gpu) {
+    KILN_RETURN_IF_ERROR(impl_->gpu->decode(images, batch, impl_->pool));
+    return batch;
+  }
   if (o.pinned) {
     KILN_ASSIGN_OR_RETURN(batch.pixels, pinned_tensor(DataType::kUInt8, shape));
   } else {
     batch.pixels = Tensor(DataType::kUInt8, shape);
   }
-  batch.status.assign(images.size(), Status::ok());
-  batch.placement.assign(images.size(), ImagePlacement{});
   const int64_t row = int64_t{o.width} * o.channels, slot = row * o.height;
   uint8_t* base = batch.pixels.data<uint8_t>();
   auto one = [&](size_t i) {
     uint8_t* out = base + static_cast<int64_t>(i) * slot;
-    const std::string what = "image " + std::to_string(i);
-    Result<Image> im =
-        images[i].size() > static_cast<size_t>(o.max_image_bytes)
-            ? Result<Image>(invalid_argument(what + ": " + std::to_string(images[i].size()) +
-                                             " bytes, more than the " +
-                                             std::to_string(o.max_image_bytes) + " allowed"))
-            : decode_image(images[i], what, o.width, o.height, o.resize, o.max_pixels);
+    Result<Image> im = decode_for_batch(images[i], i, o);
     if (!im.is_ok()) {
       std::fill(out, out + slot, o.fill);
       batch.status[i] = im.status();

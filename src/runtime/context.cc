@@ -156,6 +156,14 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
       return invalid_argument("missing input '" + e.inputs[i].name +
                               "' (the model's inputs: " + names_of(e.inputs) + ")");
     KILN_RETURN_IF_ERROR(check_input(e.inputs[i], it->second));
+    const int gpu = it->second.gpu();
+    if (gpu >= 0 && e.options.device != Device::kCuda)
+      return invalid_argument("input '" + e.inputs[i].name + "' is in the memory of GPU " +
+                              std::to_string(gpu) + "; a CPU engine takes host tensors");
+    if (gpu >= 0 && gpu != e.options.device_index)
+      return invalid_argument("input '" + e.inputs[i].name + "' is in the memory of GPU " +
+                              std::to_string(gpu) + "; this engine runs on GPU " +
+                              std::to_string(e.options.device_index));
     in[i] = &it->second;
   }
   if (e.options.only_profile_shapes && !e.profiles.empty()) {

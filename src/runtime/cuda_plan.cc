@@ -107,8 +107,9 @@ Status CudaPlan::Impl::enqueue_copies_in(const std::vector<const void*>& direct)
   for (size_t i = 0; i < plan.input_slots.size(); ++i) {
     const int s = plan.input_slots[i];
     const void* src = i < direct.size() && direct[i] ? direct[i] : in_staging[i];
-    KILN_CUDA(cudaMemcpyAsync(plan.data(s), src, plan.slots[s].desc.nbytes(),
-                              cudaMemcpyHostToDevice, handles->stream));
+    // cudaMemcpyDefault: the source is pinned host memory or (a caller's) GPU memory.
+    KILN_CUDA(cudaMemcpyAsync(plan.data(s), src, plan.slots[s].desc.nbytes(), cudaMemcpyDefault,
+                              handles->stream));
   }
   return Status::ok();
 }
@@ -238,9 +239,12 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
       return internal_error("plan built for input shape " + shape_str(d.shape) + ", given " +
                             shape_str(inputs[i].shape()));
     if (!d.nbytes()) continue;
+    // GPU memory of this GPU (Tensor::on_gpu; Context::run refused other GPUs') is copied
+    // device to device, in place, as pinned memory is.
     cudaPointerAttributes attr{};
-    if (cudaPointerGetAttributes(&attr, inputs[i].raw()) == cudaSuccess &&
-        attr.type == cudaMemoryTypeHost) {
+    if (inputs[i].gpu() >= 0 ||
+        (cudaPointerGetAttributes(&attr, inputs[i].raw()) == cudaSuccess &&
+         attr.type == cudaMemoryTypeHost)) {
       p.direct[i] = inputs[i].raw();
       any_direct = true;
       continue;

@@ -252,12 +252,13 @@ std::string ladder_svg(const LadderReport& r) {
     for (size_t i = 0; i < r.rows.size(); ++i) {
       const LadderRow& row = r.rows[i];
       const double v = row.*field;
-      if (!row.ran() || std::isnan(v)) {
+      // A line joins the rows of one source (kiln's, then PyTorch's), never across.
+      if (!row.ran() || std::isnan(v) || (i > 0 && r.rows[i - 1].source != row.source)) {
         if (!points.empty())
           o << "<polyline points=\"" << points << "\" fill=\"none\" stroke=\"#b03a2e\"" << dash
             << "/>\n";
         points.clear();
-        continue;
+        if (!row.ran() || std::isnan(v)) continue;
       }
       points += fmt("%.1f", x_mid(i)) + "," + fmt("%.1f", y_mib(v)) + " ";
       o << "<circle cx=\"" << x_mid(i) << "\" cy=\"" << y_mib(v)

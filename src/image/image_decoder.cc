@@ -45,7 +45,9 @@ Result<std::unique_ptr<ImageDecoder>> ImageDecoder::create(const ImageBatchOptio
   const unsigned cores = std::thread::hardware_concurrency();
   const int threads = o.threads ? o.threads : static_cast<int>(cores ? cores : 1);
   auto impl = std::make_unique<Impl>(o, threads - 1);  // the caller decodes too
-  if (o.device == Device::kCuda) KILN_ASSIGN_OR_RETURN(impl->gpu, make_gpu_image_decoder(o));
+  if (o.device == Device::kCuda) {
+    KILN_ASSIGN_OR_RETURN(impl->gpu, make_gpu_image_decoder(o));
+  }
   return std::unique_ptr<ImageDecoder>(new ImageDecoder(std::move(impl)));
 }
 

@@ -19,6 +19,14 @@ bool jpeg_has_end_marker(std::string_view bytes);
 // scale its slot needs); errors name "image <index>".
 Result<Image> decode_for_batch(std::string_view bytes, size_t index, const ImageBatchOptions& o);
 
+// Where an image of src_w × src_h (its size in the file) goes in a height × width slot per
+// `mode`, as resize_into places it: the region of dw × dh pixels at the placement's padding.
+struct ImageRegion {
+  ImagePlacement placement;
+  int dw = 0, dh = 0;
+};
+ImageRegion place_image(int src_w, int src_h, ResizeMode mode, int height, int width);
+
 // A batch made on a GPU (ImageBatchOptions::device kCuda): backends/cuda/image.
 class GpuImageDecoder {
  public:

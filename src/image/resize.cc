@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "image/image_internal.h"
 #include "kiln/images.h"
 
 namespace kiln {
@@ -36,22 +37,34 @@ uint8_t to_u8(float v) { return static_cast<uint8_t>(std::clamp(v + 0.5f, 0.0f, 
 
 }  // namespace
 
+ImageRegion place_image(int src_w, int src_h, ResizeMode mode, int H, int W) {
+  ImageRegion r;
+  ImagePlacement& p = r.placement;
+  p.width = src_w;
+  p.height = src_h;
+  r.dw = W;
+  r.dh = H;
+  if (mode == ResizeMode::kLetterbox) {
+    const double s = std::min(static_cast<double>(W) / src_w, static_cast<double>(H) / src_h);
+    r.dw = std::clamp(static_cast<int>(std::lround(src_w * s)), 1, W);
+    r.dh = std::clamp(static_cast<int>(std::lround(src_h * s)), 1, H);
+    p.pad_x = (W - r.dw) / 2;
+    p.pad_y = (H - r.dh) / 2;
+  }
+  p.scale_x = static_cast<double>(r.dw) / src_w;
+  p.scale_y = static_cast<double>(r.dh) / src_h;
+  return r;
+}
+
 ImagePlacement resize_into(const Image& im, ResizeMode mode, int H, int W, int C, uint8_t fill,
                            uint8_t* out, int64_t stride) {
-  ImagePlacement p;
-  p.width = im.source_width > 0 ? im.source_width : im.width;
-  p.height = im.source_height > 0 ? im.source_height : im.height;
-  int dw = W, dh = H;
-  if (mode == ResizeMode::kLetterbox) {
-    const double s = std::min(static_cast<double>(W) / p.width, static_cast<double>(H) / p.height);
-    dw = std::clamp(static_cast<int>(std::lround(p.width * s)), 1, W);
-    dh = std::clamp(static_cast<int>(std::lround(p.height * s)), 1, H);
-    p.pad_x = (W - dw) / 2;
-    p.pad_y = (H - dh) / 2;
+  const ImageRegion region =
+      place_image(im.source_width > 0 ? im.source_width : im.width,
+                  im.source_height > 0 ? im.source_height : im.height, mode, H, W);
+  const ImagePlacement& p = region.placement;
+  const int dw = region.dw, dh = region.dh;
+  if (mode == ResizeMode::kLetterbox)
     for (int y = 0; y < H; ++y) std::memset(out + y * stride, fill, static_cast<size_t>(W) * C);
-  }
-  p.scale_x = static_cast<double>(dw) / p.width;
-  p.scale_y = static_cast<double>(dh) / p.height;
   const Taps tx = taps(im.width, dw), ty = taps(im.height, dh);
   const int64_t src_stride = int64_t{im.width} * 3;
   for (int y = 0; y < dh; ++y) {

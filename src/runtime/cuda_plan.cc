@@ -242,9 +242,8 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
     // GPU memory of this GPU (Tensor::on_gpu; Context::run refused other GPUs') is copied
     // device to device, in place, as pinned memory is.
     cudaPointerAttributes attr{};
-    if (inputs[i].gpu() >= 0 ||
-        (cudaPointerGetAttributes(&attr, inputs[i].raw()) == cudaSuccess &&
-         attr.type == cudaMemoryTypeHost)) {
+    if (inputs[i].gpu() >= 0 || (cudaPointerGetAttributes(&attr, inputs[i].raw()) == cudaSuccess &&
+                                 attr.type == cudaMemoryTypeHost)) {
       p.direct[i] = inputs[i].raw();
       any_direct = true;
       continue;

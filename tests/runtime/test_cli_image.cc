@@ -187,7 +187,8 @@ TEST_F(Cli, BenchImagesRunsEndToEndFromFiles) {
                   " --warmup 0 --duration 0.2 --threads 1 --decode-threads 2" + extra);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("4 image files"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find(std::string(*extra ? "letterbox" : "resize") + " to 6x7x3 on 2 threads"),
+    EXPECT_NE(r.out.find(std::string("decode (host, libjpeg-turbo) and ") +
+                         (*extra ? "letterbox" : "resize") + " to 6x7x3, 2 host threads"),
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("1 of the 4 files failed to decode"), std::string::npos) << r.out;
@@ -200,6 +201,8 @@ TEST_F(Cli, BenchImagesRunsEndToEndFromFiles) {
   expect_error(kiln("bench " + model + " --images " + dir.string() + " --batch 4"), 2,
                "the model's batch is fixed at 1");
   expect_error(kiln("bench " + model + " --letterbox"), 2, "need --images");
+  expect_error(kiln("bench " + model + " --images " + dir.string() + " --image-decoder gpu"), 2,
+               "--image-decoder gpu needs --device cuda");
   expect_error(kiln("bench " + model + " --images " + path("none").string()), 1, "not a directory");
   fs::create_directories(path("empty"));
   expect_error(kiln("bench " + model + " --images " + path("empty").string()), 1,

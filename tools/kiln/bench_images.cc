@@ -71,10 +71,19 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
   io.channels = static_cast<int>(in.dims[3]);
   io.resize = b.letterbox ? ResizeMode::kLetterbox : ResizeMode::kStretch;
   io.threads = b.decode_threads;
-  io.pinned = cuda;
+  const std::string decoder = b.decoder.empty() ? (cuda ? "gpu" : "host") : b.decoder;
+  if (decoder != "host" && !cuda)
+    return usage_error("--image-decoder " + decoder + " needs --device cuda");
+  if (decoder == "host") {
+    io.pinned = cuda;
+  } else {
+    io.device = Device::kCuda;
+    io.device_index = g.gpu;
+    io.jpeg = decoder == "nvjpeg" ? JpegDecoder::kNvjpeg : JpegDecoder::kAuto;
+  }
   auto decoder_or = ImageDecoder::create(io);
   if (!decoder_or.is_ok()) return fail(decoder_or.status());
-  ImageDecoder& decoder = **decoder_or;
+  ImageDecoder& images = **decoder_or;
 
   const int64_t batch = b.batch ? b.batch : (in.dims[0] > 0 ? in.dims[0] : 1);
   if (in.dims[0] > 0 && batch != in.dims[0])
@@ -93,7 +102,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
       which.push_back(next);
     }
     const double t0 = now_seconds();
-    KILN_ASSIGN_OR_RETURN(ImageBatch decoded, decoder.decode(views));
+    KILN_ASSIGN_OR_RETURN(ImageBatch decoded, images.decode(views));
     decode_ms.push_back((now_seconds() - t0) * 1e3);
     for (size_t i = 0; i < which.size(); ++i)
       if (!decoded.status[i].is_ok() && failed_files.insert(which[i]).second)
@@ -159,9 +168,10 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
               g.device.c_str(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
               percentile(lat_ms, 50), percentile(lat_ms, 90), percentile(lat_ms, 99), ips);
   std::printf(
-      "%zu image files (%s); decode and %s to %dx%dx%d on %d threads: %.3f ms per batch "
-      "(median of %zu), %.1f images/s alone; latency from decode start to result\n",
-      files.size(), b.dir.c_str(), b.letterbox ? "letterbox" : "resize", io.height, io.width,
+      "%zu image files (%s); decode (%s%s) and %s to %dx%dx%d, %d host threads: %.3f ms per "
+      "batch (median of %zu), %.1f images/s alone; latency from decode start to result\n",
+      files.size(), b.dir.c_str(), decoder == "host" ? "host, " : "gpu, ",
+      images.jpeg_decoder().c_str(), b.letterbox ? "letterbox" : "resize", io.height, io.width,
       io.channels,
       b.decode_threads ? b.decode_threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),

@@ -176,6 +176,9 @@ struct ImagesBench {
   std::string dir;
   bool letterbox = false;
   int decode_threads = 0;  // 0: one per core
+  // --image-decoder: "host" (decode and resize on the threads), "gpu" (batches made on the GPU:
+  // nvJPEG where it loads, else libjpeg-turbo, resized there) or "nvjpeg"; "": gpu on CUDA.
+  std::string decoder;
   int streams = 2, inflight = 0;
   int64_t batch = 0;  // 0: 1
   double warmup = 1, duration = 3;

@@ -50,6 +50,7 @@ struct BenchOptions {
   std::string images;                   // --images DIR: end to end from image files
   bool letterbox = false;               // --letterbox (--images)
   int decode_threads = 0;               // --decode-threads (--images)
+  std::string image_decoder;            // --image-decoder (--images)
 };
 
 // --monitor: samples the GPU through NVML during the timed phase. Where NVML cannot be opened
@@ -121,8 +122,8 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (!o.ladder &&
       (!o.ladder_out.empty() || o.rounds != 1 || !o.peer_torch.empty() || !o.peer_script.empty()))
     return usage_error("--ladder-out, --rounds, --peer-torch and --peer-script need --ladder");
-  if (o.images.empty() && (o.letterbox || o.decode_threads))
-    return usage_error("--letterbox and --decode-threads need --images");
+  if (o.images.empty() && (o.letterbox || o.decode_threads || !o.image_decoder.empty()))
+    return usage_error("--letterbox, --decode-threads and --image-decoder need --images");
   if (!o.images.empty()) {
     if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
         !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor ||
@@ -134,6 +135,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     ib.dir = o.images;
     ib.letterbox = o.letterbox;
     ib.decode_threads = o.decode_threads;
+    ib.decoder = o.image_decoder;
     ib.streams = o.streams ? o.streams : 2;
     ib.inflight = o.inflight;
     ib.batch = o.batch;
@@ -439,6 +441,11 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--decode-threads", o->decode_threads,
                   "with --images: decoding threads (default: one per core)")
       ->check(CLI::Range(1, 1024));
+  app->add_option("--image-decoder", o->image_decoder,
+                  "with --images: host (decode and resize on the threads), gpu (batches made on "
+                  "the GPU: nvJPEG where it loads, else libjpeg-turbo; the default on CUDA) or "
+                  "nvjpeg (an error without it)")
+      ->check(CLI::IsMember({"host", "gpu", "nvjpeg"}));
   app->add_option("--alternate", o->alternate,
                   "B1,B2,...: run these batch sizes alone, then in rotation on one context "
                   "(as a dynamic batcher would), and compare each one's median latency")

@@ -1,0 +1,276 @@
+// ImageDecoder's GPU batches (image/image_internal.h): JPEGs decoded by nvJPEG's batched
+// decoder into GPU scratch memory; PNGs, JPEGs nvJPEG is not given (truncated, unusual
+// components) or fails on, and every image when nvJPEG is missing, decoded on the host threads
+// and copied up; then one kernel resizes them all into the batch (resize_images.cu).
+#include <cuda_runtime.h>
+
+#include <mutex>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/image/nvjpeg.h"
+#include "backends/cuda/image/resize_images.h"
+#include "image/image_internal.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// GPU memory that grows to the largest request and is kept.
+struct DeviceBuffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  Status reserve(size_t n) {
+    if (n <= bytes) return Status::ok();
+    if (p) KILN_CUDA(cudaFree(p));
+    p = nullptr;
+    bytes = 0;
+    KILN_CUDA(cudaMalloc(&p, n));
+    bytes = n;
+    return Status::ok();
+  }
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+};
+
+// A batch's pixels are freed in stream order, after the work that read them (the caller's
+// runs finish before the tensor goes).
+void free_async(void* p) { cudaFreeAsync(p, cudaStreamPerThread); }
+
+class CudaImageDecoder final : public GpuImageDecoder {
+ public:
+  explicit CudaImageDecoder(const ImageBatchOptions& o) : o_(o) {}
+  ~CudaImageDecoder() override {
+    cudaSetDevice(o_.device_index);
+    if (nv_) {
+      if (batched_) nv_->state_destroy(batched_);
+      if (single_) nv_->state_destroy(single_);
+      if (handle_) nv_->destroy(handle_);
+    }
+    if (slots_host_) cudaFreeHost(slots_host_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  Status init() {
+    int count = 0;
+    KILN_CUDA(cudaGetDeviceCount(&count));
+    if (o_.device_index < 0 || o_.device_index >= count)
+      return invalid_argument("ImageDecoder: no GPU " + std::to_string(o_.device_index) +
+                              " (this machine has " + std::to_string(count) + ")");
+    KILN_CUDA(cudaSetDevice(o_.device_index));
+    KILN_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    if (o_.jpeg == JpegDecoder::kLibjpegTurbo) return Status::ok();
+    auto api = nvjpeg::load();
+    if (!api.is_ok()) {
+      if (o_.jpeg == JpegDecoder::kNvjpeg) return api.status().with_context("ImageDecoder");
+      return Status::ok();  // kAuto: libjpeg-turbo
+    }
+    const nvjpeg::Api* a = *api;
+    if (nvjpeg::Status_t s = a->create_simple(&handle_); s != 0)
+      return internal_error("ImageDecoder: nvjpegCreateSimple: " + nvjpeg::status_text(s));
+    nv_ = a;  // from here the destructor releases what was created
+    if (nvjpeg::Status_t s = a->state_create(handle_, &batched_); s != 0)
+      return internal_error("ImageDecoder: nvjpegJpegStateCreate: " + nvjpeg::status_text(s));
+    if (nvjpeg::Status_t s = a->state_create(handle_, &single_); s != 0)
+      return internal_error("ImageDecoder: nvjpegJpegStateCreate: " + nvjpeg::status_text(s));
+    return Status::ok();
+  }
+
+  std::string jpeg_decoder() const override {
+    return nv_ ? "nvJPEG " + nv_->version + " (" + nv_->library + ")"
+               : "libjpeg-turbo, resized on the GPU";
+  }
+
+  Status decode(const std::vector<std::string_view>& images, ImageBatch& batch,
+                ThreadPool& pool) override;
+
+ private:
+  // Whether nvJPEG is given image `bytes`; its size when it is.
+  bool for_nvjpeg(std::string_view bytes, int* w, int* h) const;
+
+  ImageBatchOptions o_;
+  const nvjpeg::Api* nv_ = nullptr;  // null: libjpeg-turbo for every image
+  nvjpeg::Handle handle_ = nullptr;
+  nvjpeg::JpegState batched_ = nullptr, single_ = nullptr;
+  int batched_size_ = 0;  // the batch nvjpegDecodeBatchedInitialize was last given
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer decoded_;  // nvJPEG's output, then the host-decoded images
+  DeviceBuffer slots_;
+  GpuImageSlot* slots_host_ = nullptr;  // pinned
+  size_t slots_cap_ = 0;
+};
+
+bool CudaImageDecoder::for_nvjpeg(std::string_view bytes, int* w, int* h) const {
+  if (!nv_ || sniff_image(bytes) != ImageFormat::kJpeg ||
+      bytes.size() > static_cast<size_t>(o_.max_image_bytes) || !jpeg_has_end_marker(bytes))
+    return false;
+  int components = 0;
+  nvjpeg::ChromaSubsampling css = nvjpeg::kCssUnknown;
+  int widths[nvjpeg::kMaxComponent] = {}, heights[nvjpeg::kMaxComponent] = {};
+  if (nv_->get_image_info(handle_, reinterpret_cast<const unsigned char*>(bytes.data()),
+                          bytes.size(), &components, &css, widths, heights) != 0)
+    return false;
+  if ((components != 1 && components != 3) || css == nvjpeg::kCssUnknown || widths[0] <= 0 ||
+      heights[0] <= 0 || int64_t{widths[0]} * heights[0] > o_.max_pixels)
+    return false;
+  *w = widths[0];
+  *h = heights[0];
+  return true;
+}
+
+Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, ImageBatch& batch,
+                                ThreadPool& pool) {
+  const int n = static_cast<int>(images.size());
+  const int H = o_.height, W = o_.width, C = o_.channels;
+  KILN_CUDA(cudaSetDevice(o_.device_index));
+  void* out = nullptr;
+  const size_t out_bytes = static_cast<size_t>(n) * H * W * C;
+  KILN_CUDA(cudaMallocAsync(&out, out_bytes, stream_));
+  batch.pixels = Tensor::on_gpu(out, DataType::kUInt8, {n, H, W, C}, o_.device_index, free_async);
+
+  // Which images nvJPEG decodes, and where each decoded image lies in the scratch memory.
+  struct Source {
+    bool gpu = false;
+    int w = 0, h = 0;
+    size_t offset = 0, pitch = 0;
+    Image host;  // decoded on the host
+  };
+  std::vector<Source> src(images.size());
+  std::vector<int> on_gpu, on_host;
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    Source& s = src[i];
+    s.gpu = for_nvjpeg(images[i], &s.w, &s.h);
+    if (!s.gpu) continue;
+    s.pitch = aligned(static_cast<size_t>(s.w) * 3);
+    s.offset = total;
+    total += s.pitch * s.h;
+    on_gpu.push_back(i);
+  }
+  KILN_RETURN_IF_ERROR(decoded_.reserve(std::max<size_t>(total, 1)));
+  auto* base = static_cast<unsigned char*>(decoded_.p);
+  auto image_of = [&](const Source& s) {
+    nvjpeg::Image im{};
+    im.channel[0] = base + s.offset;
+    im.pitch[0] = s.pitch;
+    return im;
+  };
+  if (!on_gpu.empty()) {
+    const int m = static_cast<int>(on_gpu.size());
+    std::vector<const unsigned char*> data(m);
+    std::vector<size_t> lengths(m);
+    std::vector<nvjpeg::Image> dst(m);
+    for (int k = 0; k < m; ++k) {
+      data[k] = reinterpret_cast<const unsigned char*>(images[on_gpu[k]].data());
+      lengths[k] = images[on_gpu[k]].size();
+      dst[k] = image_of(src[on_gpu[k]]);
+    }
+    nvjpeg::Status_t s = 0;
+    if (batched_size_ != m) {
+      s = nv_->batched_initialize(handle_, batched_, m, 1, nvjpeg::kOutputRgbi);
+      batched_size_ = s == 0 ? m : 0;
+    }
+    if (s == 0)
+      s = nv_->decode_batched(handle_, batched_, data.data(), lengths.data(), dst.data(), stream_);
+    if (s != 0) {
+      // One bad image fails the whole batched call: decode them one by one, and give those
+      // nvJPEG still refuses to the host decoder (whose error names what is wrong).
+      batched_size_ = 0;
+      for (int k = 0; k < m; ++k)
+        if (nv_->decode(handle_, single_, data[k], lengths[k], nvjpeg::kOutputRgbi, &dst[k],
+                        stream_) != 0)
+          src[on_gpu[k]].gpu = false;
+    }
+  }
+  for (int i = 0; i < n; ++i)
+    if (!src[i].gpu) on_host.push_back(i);
+
+  // The rest on the host threads, then copied up after nvJPEG's images.
+  auto host_one = [&](size_t k) {
+    const int i = on_host[k];
+    Result<Image> im = decode_for_batch(images[i], static_cast<size_t>(i), o_);
+    if (im.is_ok())
+      src[i].host = std::move(*im);
+    else
+      batch.status[i] = im.status();
+  };
+  pool.parallel_for(on_host.size(), host_one);
+  size_t host_total = 0;
+  for (int i : on_host)
+    if (batch.status[i].is_ok()) {
+      Source& s = src[i];
+      s.w = s.host.width;
+      s.h = s.host.height;
+      s.pitch = static_cast<size_t>(s.w) * 3;
+      s.offset = total + host_total;
+      host_total += aligned(s.pitch * s.h);
+    }
+  if (host_total) {
+    // Grown only when the nvJPEG part is done with the buffer (cudaFree waits for it).
+    if (total + host_total > decoded_.bytes) {
+      KILN_CUDA(cudaStreamSynchronize(stream_));
+      DeviceBuffer bigger;
+      KILN_RETURN_IF_ERROR(bigger.reserve(total + host_total));
+      KILN_CUDA(cudaMemcpyAsync(bigger.p, decoded_.p, total, cudaMemcpyDeviceToDevice, stream_));
+      KILN_CUDA(cudaStreamSynchronize(stream_));
+      std::swap(decoded_.p, bigger.p);
+      std::swap(decoded_.bytes, bigger.bytes);
+      base = static_cast<unsigned char*>(decoded_.p);
+    }
+    for (int i : on_host)
+      if (batch.status[i].is_ok())
+        KILN_CUDA(cudaMemcpyAsync(base + src[i].offset, src[i].host.pixels.data(),
+                                  src[i].host.pixels.size(), cudaMemcpyHostToDevice, stream_));
+  }
+
+  // The slot table, then one kernel for the batch.
+  if (slots_cap_ < images.size()) {
+    if (slots_host_) KILN_CUDA(cudaFreeHost(slots_host_));
+    slots_host_ = nullptr;
+    slots_cap_ = 0;
+    KILN_CUDA(cudaMallocHost(reinterpret_cast<void**>(&slots_host_),
+                             images.size() * sizeof(GpuImageSlot)));
+    slots_cap_ = images.size();
+  }
+  KILN_RETURN_IF_ERROR(slots_.reserve(images.size() * sizeof(GpuImageSlot)));
+  KILN_CUDA(cudaStreamSynchronize(stream_));  // the previous batch's table was read
+  for (int i = 0; i < n; ++i) {
+    GpuImageSlot& slot = slots_host_[i];
+    slot = GpuImageSlot{};
+    if (!batch.status[i].is_ok()) continue;
+    const Source& s = src[i];
+    // The size in the file: nvJPEG decodes at full size, the host at a DCT scale.
+    const int file_w = s.gpu ? s.w : s.host.source_width;
+    const int file_h = s.gpu ? s.h : s.host.source_height;
+    const ImageRegion r = place_image(file_w, file_h, o_.resize, H, W);
+    batch.placement[i] = r.placement;
+    slot.src = base + s.offset;
+    slot.pitch = static_cast<int64_t>(s.pitch);
+    slot.w = s.w;
+    slot.h = s.h;
+    slot.dw = r.dw;
+    slot.dh = r.dh;
+    slot.pad_x = r.placement.pad_x;
+    slot.pad_y = r.placement.pad_y;
+  }
+  auto* slots = static_cast<GpuImageSlot*>(slots_.p);
+  KILN_CUDA(cudaMemcpyAsync(slots, slots_host_, n * sizeof(GpuImageSlot), cudaMemcpyHostToDevice,
+                            stream_));
+  KILN_RETURN_IF_ERROR(
+      launch_resize_images(slots, n, static_cast<uint8_t*>(out), H, W, C, o_.fill, stream_));
+  KILN_CUDA(cudaStreamSynchronize(stream_));
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GpuImageDecoder>> make_gpu_image_decoder(const ImageBatchOptions& o) {
+  auto d = std::make_unique<CudaImageDecoder>(o);
+  KILN_RETURN_IF_ERROR(d->init());
+  return std::unique_ptr<GpuImageDecoder>(std::move(d));
+}
+
+}  // namespace kiln

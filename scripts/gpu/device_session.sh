@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
-#   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [stem] [ladder] [peer]
+#   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [stem] [images] [ladder] [peer]
 #                                 [profile] [precision]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
@@ -106,6 +106,21 @@ if [[ $what == *" stem "* ]]; then
       --dump-profile "/tmp/kiln-json/r50_fp16_b256_${f}_profile.json" > "$OUT/stem_$f.log" 2>&1
     head -30 "$OUT/stem_$f.log"
   done
+fi
+
+# End to end from JPEGs held in memory (the 500x375, ~70 KB): decode, resize, normalize,
+# infer, ResNet-50 fp16, batches made on the GPU (nvJPEG) against the host threads.
+if [[ $what == *" images "* ]]; then
+  jp=/tmp/kiln-jpegs
+  [ -d "$jp" ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count "${IMAGES_COUNT:-256}" > "$OUT/jpegs.log" 2>&1
+  cat "$OUT/jpegs.log"
+  im() { echo "== kiln bench $*" >> "$OUT/images.log"; timeout 120 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" --precision fp16 --cuda-graph --images "$jp" --duration 3 "$@" >> "$OUT/images.log" 2>&1 || echo "FAILED: $*" >> "$OUT/images.log"; }
+  im --batch 256 --streams 4 --image-decoder gpu
+  im --batch 256 --streams 4 --image-decoder host
+  im --batch 256 --streams 2 --image-decoder gpu
+  im --batch 64 --streams 4 --image-decoder gpu
+  im --batch 64 --streams 4 --image-decoder gpu --letterbox
+  grep -E "^resnet50|image files|FAILED|error|warning" "$OUT/images.log"
 fi
 
 # kiln bench --ladder for each of LADDER_MODELS (torchvision names; default ResNet-50,

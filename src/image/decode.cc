@@ -50,7 +50,8 @@ void scaled_size(int w, int h, int min_w, int min_h, ResizeMode fit, int* sw, in
 
 Result<Image> decode_jpeg(std::string_view bytes, const std::string& what, int min_w, int min_h,
                           ResizeMode fit, int64_t max_pixels) {
-  std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitDecompress(), tjDestroy);
+  // One decompressor per thread, made on its first JPEG (a batch's threads reuse theirs).
+  thread_local const std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitDecompress(), tjDestroy);
   if (!tj) return internal_error(what + ": cannot initialize the JPEG decoder");
   auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   int w = 0, h = 0, subsamp = 0, colorspace = 0;

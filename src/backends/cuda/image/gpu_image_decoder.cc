@@ -44,14 +44,16 @@ class CudaImageDecoder final : public GpuImageDecoder {
  public:
   explicit CudaImageDecoder(const ImageBatchOptions& o) : o_(o) {}
   ~CudaImageDecoder() override {
+    if (!stream_) return;  // init() stopped before choosing the (valid) GPU: nothing made
     cudaSetDevice(o_.device_index);
     if (nv_) {
       if (batched_) nv_->state_destroy(batched_);
       if (single_) nv_->state_destroy(single_);
+      if (hw_handle_) nv_->destroy(hw_handle_);
       if (handle_) nv_->destroy(handle_);
     }
     if (slots_host_) cudaFreeHost(slots_host_);
-    if (stream_) cudaStreamDestroy(stream_);
+    cudaStreamDestroy(stream_);
   }
 
   Status init() {
@@ -72,7 +74,12 @@ class CudaImageDecoder final : public GpuImageDecoder {
     if (nvjpeg::Status_t s = a->create_simple(&handle_); s != 0)
       return internal_error("ImageDecoder: nvjpegCreateSimple: " + nvjpeg::status_text(s));
     nv_ = a;  // from here the destructor releases what was created
-    if (nvjpeg::Status_t s = a->state_create(handle_, &batched_); s != 0)
+    // Batches go to the GPU's JPEG decode engines where it has them (A100, H100, H200...);
+    // else to the default backend, whose batched decode does the Huffman decoding on the
+    // calling thread. Single images (the fallback) always take the default backend.
+    if (a->create_ex(nvjpeg::kBackendHardware, nullptr, nullptr, 0, &hw_handle_) != 0)
+      hw_handle_ = nullptr;
+    if (nvjpeg::Status_t s = a->state_create(batch_handle(), &batched_); s != 0)
       return internal_error("ImageDecoder: nvjpegJpegStateCreate: " + nvjpeg::status_text(s));
     if (nvjpeg::Status_t s = a->state_create(handle_, &single_); s != 0)
       return internal_error("ImageDecoder: nvjpegJpegStateCreate: " + nvjpeg::status_text(s));
@@ -80,7 +87,8 @@ class CudaImageDecoder final : public GpuImageDecoder {
   }
 
   std::string jpeg_decoder() const override {
-    return nv_ ? "nvJPEG " + nv_->version + " (" + nv_->library + ")"
+    return nv_ ? "nvJPEG " + nv_->version + (hw_handle_ ? " hardware" : " hybrid") + " (" +
+                     nv_->library + ")"
                : "libjpeg-turbo, resized on the GPU";
   }
 
@@ -91,9 +99,12 @@ class CudaImageDecoder final : public GpuImageDecoder {
   // Whether nvJPEG is given image `bytes`; its size when it is.
   bool for_nvjpeg(std::string_view bytes, int* w, int* h) const;
 
+  nvjpeg::Handle batch_handle() const { return hw_handle_ ? hw_handle_ : handle_; }
+
   ImageBatchOptions o_;
-  const nvjpeg::Api* nv_ = nullptr;  // null: libjpeg-turbo for every image
-  nvjpeg::Handle handle_ = nullptr;
+  const nvjpeg::Api* nv_ = nullptr;     // null: libjpeg-turbo for every image
+  nvjpeg::Handle handle_ = nullptr;     // the default backend: image info, single images
+  nvjpeg::Handle hw_handle_ = nullptr;  // the hardware backend, where the GPU has one
   nvjpeg::JpegState batched_ = nullptr, single_ = nullptr;
   int batched_size_ = 0;  // the batch nvjpegDecodeBatchedInitialize was last given
   cudaStream_t stream_ = nullptr;
@@ -170,11 +181,12 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
     }
     nvjpeg::Status_t s = 0;
     if (batched_size_ != m) {
-      s = nv_->batched_initialize(handle_, batched_, m, 1, nvjpeg::kOutputRgbi);
+      s = nv_->batched_initialize(batch_handle(), batched_, m, 1, nvjpeg::kOutputRgbi);
       batched_size_ = s == 0 ? m : 0;
     }
     if (s == 0)
-      s = nv_->decode_batched(handle_, batched_, data.data(), lengths.data(), dst.data(), stream_);
+      s = nv_->decode_batched(batch_handle(), batched_, data.data(), lengths.data(), dst.data(),
+                              stream_);
     if (s != 0) {
       // One bad image fails the whole batched call: decode them one by one, and give those
       // nvJPEG still refuses to the host decoder (whose error names what is wrong).

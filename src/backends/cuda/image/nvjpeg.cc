@@ -38,6 +38,7 @@ Loaded open_library() {
   std::string missing;
   Api& a = l.api;
   bind(handle, "nvjpegCreateSimple", a.create_simple, missing);
+  bind(handle, "nvjpegCreateEx", a.create_ex, missing);
   bind(handle, "nvjpegDestroy", a.destroy, missing);
   bind(handle, "nvjpegJpegStateCreate", a.state_create, missing);
   bind(handle, "nvjpegJpegStateDestroy", a.state_destroy, missing);

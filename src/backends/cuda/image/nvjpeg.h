@@ -22,6 +22,7 @@ using ChromaSubsampling = int;  // nvjpegChromaSubsampling_t; NVJPEG_CSS_UNKNOWN
 constexpr int kMaxComponent = 4;
 constexpr int kOutputRgbi = 5;  // NVJPEG_OUTPUT_RGBI: one interleaved RGB plane
 constexpr ChromaSubsampling kCssUnknown = -1;
+constexpr int kBackendHardware = 3;  // NVJPEG_BACKEND_HARDWARE: the GPU's JPEG decode engines
 
 struct Image {  // nvjpegImage_t
   unsigned char* channel[kMaxComponent];
@@ -30,6 +31,8 @@ struct Image {  // nvjpegImage_t
 
 struct Api {
   Status_t (*create_simple)(Handle*) = nullptr;
+  // nvjpegCreateEx(backend, device allocator, pinned allocator, flags, handle).
+  Status_t (*create_ex)(int backend, void*, void*, unsigned flags, Handle*) = nullptr;
   Status_t (*destroy)(Handle) = nullptr;
   Status_t (*state_create)(Handle, JpegState*) = nullptr;
   Status_t (*state_destroy)(JpegState) = nullptr;

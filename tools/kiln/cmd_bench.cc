@@ -130,7 +130,8 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
         !o.monitor_csv.empty() || !o.shapes.empty())
       return usage_error(
           "--images runs decoding and the model end to end: it takes --batch, --streams, "
-          "--inflight, --letterbox, --decode-threads, --warmup and --duration only");
+          "--inflight, --letterbox, --decode-threads, --image-decoder, --warmup and --duration "
+          "only");
     ImagesBench ib;
     ib.dir = o.images;
     ib.letterbox = o.letterbox;

@@ -182,13 +182,14 @@ TEST_F(Cli, BenchImagesRunsEndToEndFromFiles) {
   std::ofstream(dir / "cut.jpg", std::ios::binary) << whole.substr(0, whole.size() / 2);
   std::ofstream(dir / "notes.txt") << "not an image";
   const std::string model = identity_model(3, 6, 7);
-  for (const char* extra : {"", " --letterbox"}) {
+  for (const char* extra : {"", " --letterbox --decoders 2"}) {
     auto r = kiln("bench " + model + " --images " + dir.string() +
                   " --warmup 0 --duration 0.2 --threads 1 --decode-threads 2" + extra);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("4 image files"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(std::string("decode (host, libjpeg-turbo) and ") +
-                         (*extra ? "letterbox" : "resize") + " to 6x7x3, 2 host threads"),
+                         (*extra ? "letterbox" : "resize") + " to 6x7x3, 2 host threads, " +
+                         (*extra ? "2" : "1") + " decoders"),
               std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("1 of the 4 files failed to decode"), std::string::npos) << r.out;
@@ -201,6 +202,7 @@ TEST_F(Cli, BenchImagesRunsEndToEndFromFiles) {
   expect_error(kiln("bench " + model + " --images " + dir.string() + " --batch 4"), 2,
                "the model's batch is fixed at 1");
   expect_error(kiln("bench " + model + " --letterbox"), 2, "need --images");
+  expect_error(kiln("bench " + model + " --decoders 2"), 2, "need --images");
   expect_error(kiln("bench " + model + " --images " + dir.string() + " --image-decoder gpu"), 2,
                "--image-decoder gpu needs --device cuda");
   expect_error(kiln("bench " + model + " --images " + path("none").string()), 1, "not a directory");

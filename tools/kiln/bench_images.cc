@@ -8,11 +8,14 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "cli_common.h"
 #include "kiln/images.h"
@@ -47,6 +50,101 @@ Result<std::vector<std::pair<std::string, std::string>>> read_images(const std::
   return files;
 }
 
+// Batches decoded ahead on `decoders.size()` threads, each with an ImageDecoder of its own
+// (on the GPU: its own nvJPEG state and stream), taking the files in turn, window after
+// window; at most two a thread wait decoded. A file that fails is warned of once.
+class DecodeFeed {
+ public:
+  struct Batch {
+    double started = 0;  // when its decoding began
+    Result<Tensor> pixels = Tensor();
+  };
+
+  DecodeFeed(const std::vector<std::pair<std::string, std::string>>& files, int64_t batch,
+             std::vector<std::unique_ptr<ImageDecoder>> decoders)
+      : files_(files), batch_(batch), decoders_(std::move(decoders)) {
+    for (size_t k = 0; k < decoders_.size(); ++k) threads_.emplace_back([this, k] { work(k); });
+  }
+  ~DecodeFeed() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    room_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  Batch next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ready_cv_.wait(lock, [&] { return !ready_.empty(); });
+    Batch b = std::move(ready_.front());
+    ready_.pop_front();
+    room_.notify_one();
+    return b;
+  }
+  std::vector<double> decode_ms() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return decode_ms_;
+  }
+  void clear_times() {
+    std::lock_guard<std::mutex> lock(mu_);
+    decode_ms_.clear();
+  }
+  size_t failed_files() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failed_.size();
+  }
+
+ private:
+  void work(size_t k) {
+    for (;;) {
+      size_t first = 0;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        room_.wait(lock, [&] { return stop_ || ready_.size() < 2 * decoders_.size(); });
+        if (stop_) return;
+        first = next_;
+        next_ = (next_ + static_cast<size_t>(batch_)) % files_.size();
+      }
+      std::vector<std::string_view> views;
+      std::vector<size_t> which;
+      for (int64_t i = 0; i < batch_; ++i) {
+        which.push_back((first + static_cast<size_t>(i)) % files_.size());
+        views.push_back(files_[which.back()].second);
+      }
+      Batch b;
+      b.started = now_seconds();
+      Result<ImageBatch> decoded = decoders_[k]->decode(views);
+      const double ms = (now_seconds() - b.started) * 1e3;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (decoded.is_ok()) {
+        decode_ms_.push_back(ms);
+        for (size_t i = 0; i < which.size(); ++i)
+          if (!decoded->status[i].is_ok() && failed_.insert(which[i]).second)
+            std::fprintf(stderr, "kiln: warning: %s: %s; its slot runs as padding\n",
+                         files_[which[i]].first.c_str(), decoded->status[i].message().c_str());
+        b.pixels = std::move(decoded->pixels);
+      } else {
+        b.pixels = decoded.status();
+      }
+      ready_.push_back(std::move(b));
+      ready_cv_.notify_one();
+    }
+  }
+
+  const std::vector<std::pair<std::string, std::string>>& files_;
+  const int64_t batch_;
+  std::vector<std::unique_ptr<ImageDecoder>> decoders_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable room_, ready_cv_;
+  std::deque<Batch> ready_;  // guarded by mu_, as the rest below
+  bool stop_ = false;
+  size_t next_ = 0;
+  std::vector<double> decode_ms_;
+  std::set<size_t> failed_;
+};
+
 }  // namespace
 
 int bench_images(const std::string& model, const GlobalOptions& g, const ImagesBench& b) {
@@ -74,42 +172,30 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
   const std::string decoder = b.decoder.empty() ? (cuda ? "gpu" : "host") : b.decoder;
   if (decoder != "host" && !cuda)
     return usage_error("--image-decoder " + decoder + " needs --device cuda");
-  if (decoder == "host") {
-    io.pinned = cuda;
-  } else {
+  // The host's batches stay pageable: a pinned one would be allocated per batch (and
+  // cudaFreeHost synchronizes the GPU); the engine stages them on its copy threads.
+  if (decoder != "host") {
     io.device = Device::kCuda;
     io.device_index = g.gpu;
     io.jpeg = decoder == "nvjpeg" ? JpegDecoder::kNvjpeg : JpegDecoder::kAuto;
   }
-  auto decoder_or = ImageDecoder::create(io);
-  if (!decoder_or.is_ok()) return fail(decoder_or.status());
-  ImageDecoder& images = **decoder_or;
-
+  const int decoders = std::max(1, b.decoders);
+  // The host threads are shared out among the decoders.
+  if (io.device == Device::kCpu && b.decode_threads)
+    io.threads = std::max(1, b.decode_threads / decoders);
+  std::vector<std::unique_ptr<ImageDecoder>> made;
+  for (int k = 0; k < decoders; ++k) {
+    auto d = ImageDecoder::create(io);
+    if (!d.is_ok()) return fail(d.status());
+    made.push_back(std::move(d).value());
+  }
+  const std::string jpeg_decoder = made[0]->jpeg_decoder();
   const int64_t batch = b.batch ? b.batch : (in.dims[0] > 0 ? in.dims[0] : 1);
   if (in.dims[0] > 0 && batch != in.dims[0])
     return usage_error("--batch " + std::to_string(batch) + ": the model's batch is fixed at " +
                        std::to_string(in.dims[0]) + " ('" + in.name + "' is " + declared_shape(in) +
                        ")");
-  size_t next = 0;  // the next file of the rotation
-  std::set<size_t> failed_files;
-  std::vector<double> decode_ms;
-  // The next batch of files, decoded; the files that failed are noted once each.
-  auto decode_next = [&]() -> Result<Tensor> {
-    std::vector<std::string_view> views;
-    std::vector<size_t> which;
-    for (int64_t i = 0; i < batch; ++i, next = (next + 1) % files.size()) {
-      views.push_back(files[next].second);
-      which.push_back(next);
-    }
-    const double t0 = now_seconds();
-    KILN_ASSIGN_OR_RETURN(ImageBatch decoded, images.decode(views));
-    decode_ms.push_back((now_seconds() - t0) * 1e3);
-    for (size_t i = 0; i < which.size(); ++i)
-      if (!decoded.status[i].is_ok() && failed_files.insert(which[i]).second)
-        std::fprintf(stderr, "kiln: warning: %s: %s; its slot runs as padding\n",
-                     files[which[i]].first.c_str(), decoded.status[i].message().c_str());
-    return std::move(decoded.pixels);
-  };
+  DecodeFeed feed(files, batch, std::move(made));
 
   PipelineOptions po;
   po.contexts = b.streams;
@@ -119,13 +205,13 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
   if (!pipeline_or.is_ok()) return fail(pipeline_or.status());
   Pipeline& pipeline = **pipeline_or;
   {
-    auto first = decode_next();
-    if (!first.is_ok()) return fail(first.status());
-    const std::map<std::string, Tensor> feeds{{in.name, std::move(*first)}};
+    DecodeFeed::Batch first = feed.next();
+    if (!first.pixels.is_ok()) return fail(first.pixels.status());
+    const std::map<std::string, Tensor> feeds{{in.name, std::move(*first.pixels)}};
     if (Status st = warm_pipeline(pipeline, feeds, b.streams, b.warmup); !st.is_ok())
       return fail(st);
   }
-  decode_ms.clear();
+  feed.clear_times();
 
   struct InFlight {
     double submitted;
@@ -137,13 +223,12 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
   Status failed = Status::ok();
   while (failed.is_ok() && (lat_ms.size() < 3 || now_seconds() - start < b.duration)) {
     while (failed.is_ok() && pending.size() < inflight) {
-      const double t0 = now_seconds();
-      auto pixels = decode_next();
-      if (!pixels.is_ok()) {
-        failed = pixels.status();
+      DecodeFeed::Batch next = feed.next();
+      if (!next.pixels.is_ok()) {
+        failed = next.pixels.status();
         break;
       }
-      pending.push_back({t0, pipeline.submit({{in.name, std::move(*pixels)}})});
+      pending.push_back({next.started, pipeline.submit({{in.name, std::move(*next.pixels)}})});
     }
     if (pending.empty()) break;
     auto r = pending.front().result.get();
@@ -156,7 +241,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
   if (!failed.is_ok()) return fail(failed);
 
   std::sort(lat_ms.begin(), lat_ms.end());
-  std::vector<double> dec = decode_ms;
+  std::vector<double> dec = feed.decode_ms();
   std::sort(dec.begin(), dec.end());
   const double ips = static_cast<double>(batch) * lat_ms.size() / total;
   const double dec_med = percentile(dec, 50);
@@ -168,17 +253,16 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
               g.device.c_str(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
               percentile(lat_ms, 50), percentile(lat_ms, 90), percentile(lat_ms, 99), ips);
   std::printf(
-      "%zu image files (%s); decode (%s%s) and %s to %dx%dx%d, %d host threads: %.3f ms per "
-      "batch (median of %zu), %.1f images/s alone; latency from decode start to result\n",
-      files.size(), b.dir.c_str(), decoder == "host" ? "host, " : "gpu, ",
-      images.jpeg_decoder().c_str(), b.letterbox ? "letterbox" : "resize", io.height, io.width,
-      io.channels,
+      "%zu image files (%s); decode (%s%s) and %s to %dx%dx%d, %d host threads, %d decoders: "
+      "%.3f ms per batch (median of %zu), %.1f images/s alone; latency from decode start to "
+      "result\n",
+      files.size(), b.dir.c_str(), decoder == "host" ? "host, " : "gpu, ", jpeg_decoder.c_str(),
+      b.letterbox ? "letterbox" : "resize", io.height, io.width, io.channels,
       b.decode_threads ? b.decode_threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
-      dec_med, dec.size(), dec_med > 0 ? batch * 1e3 / dec_med : 0.0);
-  if (!failed_files.empty())
-    std::printf("%zu of the %zu files failed to decode (named above)\n", failed_files.size(),
-                files.size());
+      decoders, dec_med, dec.size(), dec_med > 0 ? decoders * batch * 1e3 / dec_med : 0.0);
+  if (const size_t bad = feed.failed_files())
+    std::printf("%zu of the %zu files failed to decode (named above)\n", bad, files.size());
   return kExitOk;
 }
 

@@ -179,6 +179,7 @@ struct ImagesBench {
   // --image-decoder: "host" (decode and resize on the threads), "gpu" (batches made on the GPU:
   // nvJPEG where it loads, else libjpeg-turbo, resized there) or "nvjpeg"; "": gpu on CUDA.
   std::string decoder;
+  int decoders = 1;  // threads decoding batches ahead, each with a decoder of its own
   int streams = 2, inflight = 0;
   int64_t batch = 0;  // 0: 1
   double warmup = 1, duration = 3;

@@ -51,6 +51,7 @@ struct BenchOptions {
   bool letterbox = false;               // --letterbox (--images)
   int decode_threads = 0;               // --decode-threads (--images)
   std::string image_decoder;            // --image-decoder (--images)
+  int decoders = 0;                     // --decoders (--images)
 };
 
 // --monitor: samples the GPU through NVML during the timed phase. Where NVML cannot be opened
@@ -122,8 +123,10 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (!o.ladder &&
       (!o.ladder_out.empty() || o.rounds != 1 || !o.peer_torch.empty() || !o.peer_script.empty()))
     return usage_error("--ladder-out, --rounds, --peer-torch and --peer-script need --ladder");
-  if (o.images.empty() && (o.letterbox || o.decode_threads || !o.image_decoder.empty()))
-    return usage_error("--letterbox, --decode-threads and --image-decoder need --images");
+  if (o.images.empty() &&
+      (o.letterbox || o.decode_threads || !o.image_decoder.empty() || o.decoders))
+    return usage_error(
+        "--letterbox, --decode-threads, --image-decoder and --decoders need --images");
   if (!o.images.empty()) {
     if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
         !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor ||
@@ -137,6 +140,7 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
     ib.letterbox = o.letterbox;
     ib.decode_threads = o.decode_threads;
     ib.decoder = o.image_decoder;
+    ib.decoders = o.decoders ? o.decoders : 1;
     ib.streams = o.streams ? o.streams : 2;
     ib.inflight = o.inflight;
     ib.batch = o.batch;
@@ -447,6 +451,10 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
                   "the GPU: nvJPEG where it loads, else libjpeg-turbo; the default on CUDA) or "
                   "nvjpeg (an error without it)")
       ->check(CLI::IsMember({"host", "gpu", "nvjpeg"}));
+  app->add_option("--decoders", o->decoders,
+                  "with --images: K threads decode batches ahead, each with a decoder of its own "
+                  "(on the GPU its own nvJPEG state and stream; default 1)")
+      ->check(CLI::Range(1, 16));
   app->add_option("--alternate", o->alternate,
                   "B1,B2,...: run these batch sizes alone, then in rotation on one context "
                   "(as a dynamic batcher would), and compare each one's median latency")

@@ -115,11 +115,12 @@ if [[ $what == *" images "* ]]; then
   [ -d "$jp" ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count "${IMAGES_COUNT:-256}" > "$OUT/jpegs.log" 2>&1
   cat "$OUT/jpegs.log"
   im() { echo "== kiln bench $*" >> "$OUT/images.log"; timeout 120 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" --precision fp16 --cuda-graph --images "$jp" --duration 3 "$@" >> "$OUT/images.log" 2>&1 || echo "FAILED: $*" >> "$OUT/images.log"; }
-  im --batch 256 --streams 4 --image-decoder gpu
-  im --batch 256 --streams 4 --image-decoder host
   im --batch 256 --streams 2 --image-decoder gpu
-  im --batch 64 --streams 4 --image-decoder gpu
-  im --batch 64 --streams 4 --image-decoder gpu --letterbox
+  im --batch 256 --streams 2 --image-decoder gpu --decoders 2
+  im --batch 256 --streams 4 --image-decoder gpu --decoders 3
+  im --batch 256 --streams 4 --image-decoder host --decoders 2
+  im --batch 64 --streams 4 --image-decoder gpu --decoders 2
+  im --batch 64 --streams 4 --image-decoder gpu --decoders 2 --letterbox
   grep -E "^resnet50|image files|FAILED|error|warning" "$OUT/images.log"
 fi
 

@@ -33,6 +33,9 @@ struct Rung {
   std::string name, skipped;
   Precision precision = Precision::kFp32;
   bool optimize = true, reuse_memory = true, cuda_graph = false;
+  // Per-layer kernel timing; off in row 1, which takes the libraries' heuristic choices as a
+  // framework does by default (PyTorch's cudnn.benchmark is off unless set).
+  bool time_tactics = true;
   int streams = 0;  // 0: one Context run synchronously; else a Pipeline of this many
   bool uint8 = false;
 };
@@ -42,7 +45,7 @@ std::string on_off(bool b) { return b ? "on" : "off"; }
 std::string config_of(const Rung& r, bool cuda, int threads, int inflight) {
   std::string c = std::string("precision=") + precision_name(r.precision) +
                   " optimize=" + on_off(r.optimize) + " reuse_memory=" + on_off(r.reuse_memory);
-  if (cuda) c += " cuda_graph=" + on_off(r.cuda_graph);
+  if (cuda) c += " cuda_graph=" + on_off(r.cuda_graph) + " time_tactics=" + on_off(r.time_tactics);
   c += r.streams ? " pipeline contexts=" + std::to_string(r.streams) +
                        " inflight=" + std::to_string(inflight) + (cuda ? " pinned input" : "")
                  : std::string(" one context, synchronous");
@@ -55,8 +58,9 @@ std::string config_of(const Rung& r, bool cuda, int threads, int inflight) {
 std::vector<Rung> make_rungs(bool cuda, Precision lowered, int streams) {
   std::vector<Rung> r(6);
   r[0].name = "framework-like: fp32, unfused, a buffer per tensor";
-  r[0].optimize = r[0].reuse_memory = false;
+  r[0].optimize = r[0].reuse_memory = r[0].time_tactics = false;
   r[1] = r[0];
+  r[1].time_tactics = true;
   r[1].precision = lowered;
   r[1].optimize = true;
   r[1].name = std::string(precision_name(lowered)) + ", fused epilogues";
@@ -112,6 +116,7 @@ Result<Measured> measure(const std::string& model, const GlobalOptions& g, const
                     e.optimize = r.optimize;
                     e.reuse_memory = r.reuse_memory;
                     e.cuda_graph = r.cuda_graph;
+                    if (!r.time_tactics) e.time_tactics = false;
                     e.input_format = r.uint8 ? InputFormat::kUint8Nhwc : InputFormat::kFloat32Nchw;
                     if (r.streams && !cuda) e.threads = std::max(1, threads / r.streams);
                   }));

@@ -64,9 +64,11 @@ struct ImageBatchOptions {
   int height = 224, width = 224;
   int channels = 3;  // 3: RGB; 1: luminance 0.299 R + 0.587 G + 0.114 B
   ResizeMode resize = ResizeMode::kStretch;
-  uint8_t fill = 114;   // the padding of kLetterbox, and the slot of an image that failed
-  int threads = 0;      // decoding threads (0: one per core)
-  bool pinned = false;  // the batch in pinned host memory (pinned_tensor): copied to a GPU by DMA
+  uint8_t fill = 114;  // the padding of kLetterbox, and the slot of an image that failed
+  int threads = 0;     // decoding threads (0: one per core)
+  // The batch in pinned host memory (pinned_tensor), copied to a GPU by DMA. The decoder keeps
+  // its pinned batches and reuses each once every copy of the batch made from it is gone.
+  bool pinned = false;
   // kCuda: the batch is made in the memory of GPU `device_index` (Tensor::on_gpu), resized
   // there from JPEGs decoded per `jpeg` (and PNGs, or JPEGs nvJPEG cannot take, decoded on the
   // threads and copied up); a CUDA engine on that GPU takes it without a host copy.

@@ -72,6 +72,9 @@ class Tensor {
                        void (*release)(void*) = nullptr);
   // The GPU whose memory holds the bytes, or -1 for host memory.
   int gpu() const { return gpu_; }
+  // How many tensors share this one's buffer, views included (0 for an empty tensor): 1 when
+  // this is the only one, so that its owner may reuse the bytes.
+  long use_count() const { return buf_.use_count(); }
 
   bool defined() const { return dtype_ != DataType::kUndefined; }
   DataType dtype() const { return dtype_; }

@@ -13,7 +13,20 @@ struct ImageDecoder::Impl {
   ImageBatchOptions options;
   ThreadPool pool;
   std::unique_ptr<GpuImageDecoder> gpu;  // device kCuda
+  // Pinned batches (options.pinned), reused once every batch made from them is gone: pinning
+  // memory costs far more than decoding into it, and freeing it synchronizes the GPU.
+  std::vector<Tensor> pinned_batches;
   explicit Impl(const ImageBatchOptions& o, int workers) : options(o), pool(workers) {}
+
+  Result<Tensor> batch_tensor(const Shape& shape) {
+    if (!options.pinned) return Tensor(DataType::kUInt8, shape);
+    for (const Tensor& t : pinned_batches)
+      if (t.shape() == shape && t.use_count() == 1) return t;
+    KILN_ASSIGN_OR_RETURN(Tensor t, pinned_tensor(DataType::kUInt8, shape));
+    constexpr size_t kKept = 16;  // beyond this many in use at once, batches are not kept
+    if (pinned_batches.size() < kKept) pinned_batches.push_back(t);
+    return t;
+  }
 };
 
 #ifndef KILN_HAVE_CUDA
@@ -71,11 +84,7 @@ Result<ImageBatch> ImageDecoder::decode(const std::vector<std::string_view>& ima
     KILN_RETURN_IF_ERROR(impl_->gpu->decode(images, batch, impl_->pool));
     return batch;
   }
-  if (o.pinned) {
-    KILN_ASSIGN_OR_RETURN(batch.pixels, pinned_tensor(DataType::kUInt8, shape));
-  } else {
-    batch.pixels = Tensor(DataType::kUInt8, shape);
-  }
+  KILN_ASSIGN_OR_RETURN(batch.pixels, impl_->batch_tensor(shape));
   const int64_t row = int64_t{o.width} * o.channels, slot = row * o.height;
   uint8_t* base = batch.pixels.data<uint8_t>();
   auto one = [&](size_t i) {

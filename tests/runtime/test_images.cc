@@ -182,6 +182,39 @@ TEST(Images, ACorruptImageFailsAloneInItsBatch) {
   }
 }
 
+// Pinned batches are reused once the batch made from one is dropped, never while it is held.
+TEST(Images, PinnedBatchesAreReusedOnlyWhenDropped) {
+  ImageBatchOptions o;
+  o.height = 8;
+  o.width = 8;
+  o.threads = 1;
+  o.pinned = true;
+  auto dec = ImageDecoder::create(o);
+  ASSERT_TRUE(dec.is_ok());
+  const std::string jpeg = jpeg_of(pattern(20, 10, 11));
+  auto first = (*dec)->decode({jpeg, jpeg});
+  ASSERT_TRUE(first.is_ok());
+  const void* held = first->pixels.raw();
+  auto second = (*dec)->decode({jpeg, jpeg});
+  ASSERT_TRUE(second.is_ok());
+  EXPECT_NE(second->pixels.raw(), held);  // the first is still held
+  const std::vector<uint8_t> want(first->pixels.data<uint8_t>(),
+                                  first->pixels.data<uint8_t>() + first->pixels.nbytes());
+  const void* dropped = second->pixels.raw();
+  second = ImageBatch{};  // the second batch dropped
+  auto third = (*dec)->decode({jpeg, jpeg});
+  ASSERT_TRUE(third.is_ok());
+  EXPECT_EQ(third->pixels.raw(), dropped);
+  EXPECT_EQ(std::vector<uint8_t>(third->pixels.data<uint8_t>(),
+                                 third->pixels.data<uint8_t>() + third->pixels.nbytes()),
+            want);
+  // Another shape takes a buffer of its own.
+  auto one = (*dec)->decode({jpeg});
+  ASSERT_TRUE(one.is_ok());
+  EXPECT_NE(one->pixels.raw(), held);
+  EXPECT_NE(one->pixels.raw(), dropped);
+}
+
 TEST(Images, BadOptionsAndOversizedImagesAreRefused) {
   for (auto change : std::vector<void (*)(ImageBatchOptions&)>{
            [](ImageBatchOptions& o) { o.channels = 2; }, [](ImageBatchOptions& o) { o.height = 0; },

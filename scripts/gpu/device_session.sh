@@ -133,7 +133,7 @@ if [[ $what == *" ladder "* ]]; then
       --out "$models/$m.onnx" >> "$OUT/export.log" 2>&1
     peer=()
     [ "${LADDER_PEER:-1}" = 1 ] && peer=(--peer-torch "$m" --peer-script "$repo/bench/ladder_torch.py")
-    timeout "${LADDER_TIMEOUT:-400}" kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache \
+    timeout "${LADDER_TIMEOUT:-300}" kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache \
       "$models/$m.onnx" --ladder --batch "${LADDER_BATCH:-64}" --rounds "${LADDER_ROUNDS:-2}" \
       --warmup 1 --duration 2 "${peer[@]}" --ladder-out "$OUT/ladder_$m" > "$OUT/ladder_$m.log" 2>&1
     echo "ladder $m exit $?"

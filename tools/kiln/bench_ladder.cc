@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -123,16 +122,8 @@ Result<Measured> measure(const std::string& model, const GlobalOptions& g, const
   Measured m;
   m.image_input = engine->inputs().size() == 1 && engine->inputs()[0].dims.size() == 4;
   KILN_ASSIGN_OR_RETURN(auto feeds, random_inputs(*engine, o.batch, o.shapes, o.seed));
-  if (cuda && r.streams) {
-    for (auto& [name, t] : feeds) {
-      KILN_ASSIGN_OR_RETURN(Tensor pinned, pinned_tensor(t.dtype(), t.shape()));
-      if (t.nbytes()) std::memcpy(pinned.raw(), t.raw(), t.nbytes());
-      t = std::move(pinned);
-    }
-  }
-  int64_t batch = 1;
-  if (!engine->inputs().empty() && !feeds.at(engine->inputs()[0].name).shape().empty())
-    batch = feeds.at(engine->inputs()[0].name).shape()[0];
+  if (cuda && r.streams) KILN_RETURN_IF_ERROR(pin_inputs(feeds));
+  const int64_t batch = images_per_run(*engine, feeds);
   double wall = 0;
   DeviceMemoryInfo mem;
   if (r.streams == 0) {
@@ -159,7 +150,7 @@ Result<Measured> measure(const std::string& model, const GlobalOptions& g, const
     KILN_ASSIGN_OR_RETURN(mem, pipeline->device_memory());
   }
   m.ips = static_cast<double>(batch) * static_cast<double>(m.lat_ms.size()) / wall;
-  m.own_mib = static_cast<double>(mem.arena + mem.workspace + mem.weights) / (1 << 20);
+  m.own_mib = static_cast<double>(mem.device_total()) / (1 << 20);
   if (monitor) {
     const GpuSeries used = series(monitor->samples(), &GpuSample::mem_used_mib);
     if (used.max > 0) m.used_mib = used.max - baseline_mib;

@@ -113,6 +113,12 @@ double now_seconds();  // steady clock
 Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t batch,
                                                     const std::vector<std::string>& shapes,
                                                     uint32_t seed);
+// Moves each input into pinned host memory (pinned_tensor), which a CUDA engine copies to the
+// GPU in place.
+Status pin_inputs(std::map<std::string, Tensor>& inputs);
+// Images per run: the leading dimension of the engine's first input in `inputs` (1 when it
+// has none).
+int64_t images_per_run(const Engine& e, const std::map<std::string, Tensor>& inputs);
 
 // `kiln bench --alternate B1,B2,...` (bench_alternate.cc): the batch sizes alone, then in
 // rotation on one Context; prints each batch's median latency both ways and the plan builds and

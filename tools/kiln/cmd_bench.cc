@@ -201,18 +201,10 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
                : fail(feeds_or.status());
   if (o.pinned) {
     // The inputs in pinned host memory: a CUDA engine copies them to the GPU in place.
-    for (auto& [name, t] : *feeds_or) {
-      auto pinned = pinned_tensor(t.dtype(), t.shape());
-      if (!pinned.is_ok()) return fail(pinned.status());
-      if (t.nbytes()) std::memcpy(pinned->raw(), t.raw(), t.nbytes());
-      t = std::move(*pinned);
-    }
+    if (Status st = pin_inputs(*feeds_or); !st.is_ok()) return fail(st);
   }
   const std::map<std::string, Tensor>& feeds = *feeds_or;
-  // Images per run: the first input's leading dimension.
-  int64_t batch = 1;
-  if (!e.inputs().empty() && !feeds.at(e.inputs()[0].name).shape().empty())
-    batch = feeds.at(e.inputs()[0].name).shape()[0];
+  const int64_t batch = images_per_run(e, feeds);
   const bool cuda = g.device == "cuda";
   if (o.streams > 0) {
     // One engine per GPU listed (an entry repeated shares its GPU's engine), in list order.

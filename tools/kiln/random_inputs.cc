@@ -1,4 +1,5 @@
 // Random inputs of the right shapes for `kiln bench` and `kiln build`.
+#include <cstring>
 #include <random>
 
 #include "cli_common.h"
@@ -103,6 +104,21 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
     feeds[info.name] = t;
   }
   return feeds;
+}
+
+Status pin_inputs(std::map<std::string, Tensor>& inputs) {
+  for (auto& [name, t] : inputs) {
+    KILN_ASSIGN_OR_RETURN(Tensor pinned, pinned_tensor(t.dtype(), t.shape()));
+    if (t.nbytes()) std::memcpy(pinned.raw(), t.raw(), t.nbytes());
+    t = std::move(pinned);
+  }
+  return Status::ok();
+}
+
+int64_t images_per_run(const Engine& e, const std::map<std::string, Tensor>& inputs) {
+  if (e.inputs().empty()) return 1;
+  auto it = inputs.find(e.inputs()[0].name);
+  return it == inputs.end() || it->second.shape().empty() ? 1 : it->second.shape()[0];
 }
 
 }  // namespace kiln::cli

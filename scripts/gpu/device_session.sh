@@ -115,13 +115,16 @@ if [[ $what == *" images "* ]]; then
   [ -d "$jp" ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count "${IMAGES_COUNT:-256}" > "$OUT/jpegs.log" 2>&1
   cat "$OUT/jpegs.log"
   im() { echo "== kiln bench $*" >> "$OUT/images.log"; timeout 120 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" --precision fp16 --cuda-graph --images "$jp" --duration 3 "$@" >> "$OUT/images.log" 2>&1 || echo "FAILED: $*" >> "$OUT/images.log"; }
-  im --batch 256 --streams 2 --image-decoder gpu
-  im --batch 256 --streams 2 --image-decoder gpu --decoders 2
+  # decoder threads against batch size: nvJPEG's host-side parsing of one batch overlaps
+  # another's decoding only with two decoders or more
+  for d in 1 2 3 4; do im --batch 64 --streams 4 --image-decoder gpu --decoders $d; done
+  for d in 2 3; do im --batch 128 --streams 4 --image-decoder gpu --decoders $d; done
   im --batch 256 --streams 4 --image-decoder gpu --decoders 3
+  im --batch 64 --streams 4 --image-decoder gpu --decoders 3 --letterbox
   im --batch 256 --streams 4 --image-decoder host --decoders 2
-  im --batch 64 --streams 4 --image-decoder gpu --decoders 2
-  im --batch 64 --streams 4 --image-decoder gpu --decoders 2 --letterbox
-  grep -E "^resnet50|image files|FAILED|error|warning" "$OUT/images.log"
+  im --batch 64 --streams 4 --image-decoder host --decoders 4 --decode-threads 4
+  timeout 60 python3 "$repo/bench/torch_decode.py" "$jp" --batch 64 256 > "$OUT/torch_decode.log" 2>&1
+  grep -E "^resnet50|image files|FAILED|error|warning" "$OUT/images.log"; cat "$OUT/torch_decode.log"
 fi
 
 # kiln bench --ladder for each of LADDER_MODELS (torchvision names; default ResNet-50,

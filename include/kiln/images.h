@@ -55,7 +55,10 @@ Result<Image> decode_image(std::string_view bytes, const std::string& what, int 
 
 // Who decodes JPEGs for a batch on a GPU (ImageBatchOptions::device kCuda).
 enum class JpegDecoder : uint8_t {
-  kAuto,          // nvJPEG where its library loads, else libjpeg-turbo
+  // nvJPEG where its library loads and it measures faster than libjpeg-turbo on the threads:
+  // the first batch holding JPEGs is decoded both ways (twice each), the faster kept for the
+  // decoder's life; jpeg_decoder() then says which and the times. Else libjpeg-turbo.
+  kAuto,
   kNvjpeg,        // nvJPEG (libnvjpeg, opened at run time); an error where it does not load
   kLibjpegTurbo,  // libjpeg-turbo on the threads, the pixels then copied to the GPU
 };
@@ -106,7 +109,8 @@ class ImageDecoder {
   // memory); each image's own error is in ImageBatch::status. Call from one thread at a time.
   Result<ImageBatch> decode(const std::vector<std::string_view>& images);
   const ImageBatchOptions& options() const;
-  // Who decodes the JPEGs: "libjpeg-turbo", or "nvJPEG <version>" on a GPU.
+  // Who decodes the JPEGs: "libjpeg-turbo", or "nvJPEG <version>..." on a GPU (with kAuto,
+  // what the first batch's measurement chose, once made).
   std::string jpeg_decoder() const;
 
  private:

@@ -189,7 +189,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
     if (!d.is_ok()) return fail(d.status());
     made.push_back(std::move(d).value());
   }
-  const std::string jpeg_decoder = made[0]->jpeg_decoder();
+  const ImageDecoder* first_decoder = made[0].get();  // its choice is made on its first batch
   const int64_t batch = b.batch ? b.batch : (in.dims[0] > 0 ? in.dims[0] : 1);
   if (in.dims[0] > 0 && batch != in.dims[0])
     return usage_error("--batch " + std::to_string(batch) + ": the model's batch is fixed at " +
@@ -245,6 +245,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
   std::sort(dec.begin(), dec.end());
   const double ips = static_cast<double>(batch) * lat_ms.size() / total;
   const double dec_med = percentile(dec, 50);
+  const std::string jpeg_decoder = first_decoder->jpeg_decoder();
   const std::string name = std::filesystem::path(model).filename().string();
   std::printf("%-24s %-6s %5s %-22s %6s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
               "runs", "median ms", "p90 ms", "p99 ms", "images/s");

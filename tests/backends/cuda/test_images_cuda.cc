@@ -119,12 +119,13 @@ TEST(CudaImages, GpuBatchesMatchTheHostDecoderAndACorruptImageFailsAlone) {
       o.jpeg = jpeg;
       auto gpu = ImageDecoder::create(o);
       ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
-      const bool nv = (*gpu)->jpeg_decoder().rfind("nvJPEG", 0) == 0;
-      SCOPED_TRACE((*gpu)->jpeg_decoder() +
-                   (mode == ResizeMode::kStretch ? ", stretch" : ", letterbox"));
+      SCOPED_TRACE(mode == ResizeMode::kStretch ? "stretch" : "letterbox");
       for (int round = 0; round < 2; ++round) {  // the second reuses the scratch memory
         auto got = (*gpu)->decode(batch);
         ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+        // kAuto: decided by measuring on this first batch (nvJPEG or the host threads)
+        const bool nv = (*gpu)->jpeg_decoder().rfind("nvJPEG", 0) == 0;
+        SCOPED_TRACE((*gpu)->jpeg_decoder());
         EXPECT_EQ(got->pixels.gpu(), 0);
         EXPECT_EQ(got->pixels.shape(), (Shape{6, 48, 40, 3}));
         const std::vector<uint8_t> px = to_host(got->pixels);
@@ -165,6 +166,42 @@ TEST(CudaImages, GpuBatchesMatchTheHostDecoderAndACorruptImageFailsAlone) {
       }
     }
   }
+}
+
+// JpegDecoder::kAuto with nvJPEG present decodes the first batch holding JPEGs both ways and
+// keeps the faster, saying which and by how much; a batch without JPEGs decides nothing.
+TEST(CudaImages, AutoKeepsWhicheverDecoderMeasuresFaster) {
+  const std::string png = png_of(pattern(64, 80, 2), 64, 80);
+  const std::string jpg = jpeg_of(pattern(320, 240, 5), 320, 240);
+  ImageBatchOptions o;
+  o.height = 32;
+  o.width = 32;
+  o.threads = 2;
+  o.device = Device::kCuda;
+  auto gpu = ImageDecoder::create(o);
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  if ((*gpu)->jpeg_decoder().rfind("nvJPEG", 0) != 0)
+    GTEST_SKIP() << "nvJPEG not loaded: " << (*gpu)->jpeg_decoder();
+  auto pngs = (*gpu)->decode({png, png});
+  ASSERT_TRUE(pngs.is_ok());
+  EXPECT_NE((*gpu)->jpeg_decoder().find("whichever measures faster"), std::string::npos)
+      << (*gpu)->jpeg_decoder();
+  const std::vector<std::string_view> jpegs(16, jpg);
+  auto first = (*gpu)->decode(jpegs);
+  ASSERT_TRUE(first.is_ok());
+  const std::string chosen = (*gpu)->jpeg_decoder();
+  std::printf("[ info ] kAuto chose: %s\n", chosen.c_str());
+  EXPECT_NE(chosen.find("measured faster than"), std::string::npos) << chosen;
+  EXPECT_NE(chosen.find("for 16 JPEGs"), std::string::npos) << chosen;
+  EXPECT_EQ(first->failed(), 0);
+  // the batch measured and the next, decoded the chosen way only, hold the same images
+  auto second = (*gpu)->decode(jpegs);
+  ASSERT_TRUE(second.is_ok());
+  EXPECT_EQ((*gpu)->jpeg_decoder(), chosen);
+  const std::vector<uint8_t> a = to_host(first->pixels), b = to_host(second->pixels);
+  EXPECT_EQ(a, b);
+  for (size_t i = 1; i < 16; ++i)  // every slot the same image
+    EXPECT_TRUE(std::equal(a.begin(), a.begin() + 32 * 32 * 3, a.begin() + i * 32 * 32 * 3));
 }
 
 // nvJPEG's decode itself against libjpeg-turbo's: full-size images into slots of their own size

@@ -1,9 +1,13 @@
 // ImageDecoder's GPU batches (image/image_internal.h): JPEGs decoded by nvJPEG's batched
 // decoder into GPU scratch memory; PNGs, JPEGs nvJPEG is not given (truncated, unusual
-// components) or fails on, and every image when nvJPEG is missing, decoded on the host threads
-// and copied up; then one kernel resizes them all into the batch (resize_images.cu).
+// components) or fails on, and every image when nvJPEG is missing or measures slower than the
+// host threads, decoded on the host threads and copied up; then one kernel resizes them all
+// into the batch (resize_images.cu).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <mutex>
 
 #include "backends/cuda/cuda_common.h"
@@ -40,6 +44,10 @@ struct DeviceBuffer {
 // runs finish before the tensor goes).
 void free_async(void* p) { cudaFreeAsync(p, cudaStreamPerThread); }
 
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 class CudaImageDecoder final : public GpuImageDecoder {
  public:
   explicit CudaImageDecoder(const ImageBatchOptions& o) : o_(o) {}
@@ -71,6 +79,7 @@ class CudaImageDecoder final : public GpuImageDecoder {
       return Status::ok();  // kAuto: libjpeg-turbo
     }
     const nvjpeg::Api* a = *api;
+    choice_ = o_.jpeg == JpegDecoder::kNvjpeg ? Choice::kNvjpeg : Choice::kMeasure;
     if (nvjpeg::Status_t s = a->create_simple(&handle_); s != 0)
       return internal_error("ImageDecoder: nvjpegCreateSimple: " + nvjpeg::status_text(s));
     nv_ = a;  // from here the destructor releases what was created
@@ -87,15 +96,30 @@ class CudaImageDecoder final : public GpuImageDecoder {
   }
 
   std::string jpeg_decoder() const override {
-    return nv_ ? "nvJPEG " + nv_->version + (hw_handle_ ? " hardware" : " hybrid") + " (" +
-                     nv_->library + ")"
-               : "libjpeg-turbo, resized on the GPU";
+    const std::string nv = nv_ ? "nvJPEG " + nv_->version + (hw_handle_ ? " hardware" : " hybrid") +
+                                     " (" + nv_->library + ")"
+                               : "";
+    const std::string host = "libjpeg-turbo, resized on the GPU";
+    std::lock_guard<std::mutex> lock(described_mutex_);
+    switch (choice_) {
+      case Choice::kNvjpeg: return nv + measured_;
+      case Choice::kHost: return host + measured_;
+      case Choice::kMeasure: break;
+    }
+    return nv + " or " + host + ", whichever measures faster on the first batch of JPEGs";
   }
 
+  // kAuto with nvJPEG loaded: the first batch holding JPEGs is decoded both ways, and the
+  // faster is kept for the decoder's life.
   Status decode(const std::vector<std::string_view>& images, ImageBatch& batch,
                 ThreadPool& pool) override;
 
  private:
+  enum class Choice : uint8_t { kHost, kNvjpeg, kMeasure };
+  // One batch with nvJPEG for the JPEGs it takes, or every image on the host threads.
+  Status decode_with(const std::vector<std::string_view>& images, ImageBatch& batch,
+                     ThreadPool& pool, bool nvjpeg);
+
   // Whether nvJPEG is given image `bytes`; its size when it is.
   bool for_nvjpeg(std::string_view bytes, int* w, int* h) const;
 
@@ -108,7 +132,13 @@ class CudaImageDecoder final : public GpuImageDecoder {
   nvjpeg::JpegState batched_ = nullptr, single_ = nullptr;
   int batched_size_ = 0;  // the batch nvjpegDecodeBatchedInitialize was last given
   cudaStream_t stream_ = nullptr;
-  DeviceBuffer decoded_;  // nvJPEG's output, then the host-decoded images
+  // Written under described_mutex_ (jpeg_decoder() reads it from any thread); decode() is
+  // called from one thread at a time.
+  Choice choice_ = Choice::kHost;  // kHost until init() loads nvJPEG
+  mutable std::mutex described_mutex_;
+  std::string measured_;       // what the measurement found, for jpeg_decoder()
+  DeviceBuffer decoded_;       // nvJPEG's output
+  DeviceBuffer host_decoded_;  // the images decoded on the host threads, copied up
   DeviceBuffer slots_;
   GpuImageSlot* slots_host_ = nullptr;  // pinned
   size_t slots_cap_ = 0;
@@ -134,15 +164,48 @@ bool CudaImageDecoder::for_nvjpeg(std::string_view bytes, int* w, int* h) const 
 
 Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, ImageBatch& batch,
                                 ThreadPool& pool) {
+  KILN_CUDA(cudaSetDevice(o_.device_index));
+  if (choice_ != Choice::kMeasure)
+    return decode_with(images, batch, pool, choice_ == Choice::kNvjpeg);
+  int jpegs = 0, w = 0, h = 0;
+  for (std::string_view im : images) jpegs += for_nvjpeg(im, &w, &h) ? 1 : 0;
+  if (jpegs == 0) return decode_with(images, batch, pool, false);  // nothing to measure yet
+
+  // Each way twice, the first of each paying its one-time costs (nvJPEG's state, buffers, the
+  // threads' decompressors); the batch the faster way made is the one returned.
+  ImageBatch by_nv[2] = {batch, batch}, by_host[2] = {batch, batch};
+  double nv_s = 1e30, host_s = 1e30;
+  for (int round = 0; round < 2; ++round) {
+    double t = now_s();
+    KILN_RETURN_IF_ERROR(decode_with(images, by_nv[round], pool, true));
+    nv_s = std::min(nv_s, now_s() - t);
+    t = now_s();
+    KILN_RETURN_IF_ERROR(decode_with(images, by_host[round], pool, false));
+    host_s = std::min(host_s, now_s() - t);
+  }
+  const bool nv = nv_s <= host_s;
+  batch = std::move(nv ? by_nv[1] : by_host[1]);
+  char why[160];
+  std::snprintf(why, sizeof why, ", measured faster than %s: %.3g against %.3g ms for %d JPEGs",
+                nv ? "libjpeg-turbo" : "nvJPEG", 1e3 * (nv ? nv_s : host_s),
+                1e3 * (nv ? host_s : nv_s), jpegs);
+  std::lock_guard<std::mutex> lock(described_mutex_);
+  measured_ = why;
+  choice_ = nv ? Choice::kNvjpeg : Choice::kHost;
+  return Status::ok();
+}
+
+Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images, ImageBatch& batch,
+                                     ThreadPool& pool, bool nvjpeg) {
   const int n = static_cast<int>(images.size());
   const int H = o_.height, W = o_.width, C = o_.channels;
-  KILN_CUDA(cudaSetDevice(o_.device_index));
   void* out = nullptr;
   const size_t out_bytes = static_cast<size_t>(n) * H * W * C;
   KILN_CUDA(cudaMallocAsync(&out, out_bytes, stream_));
   batch.pixels = Tensor::on_gpu(out, DataType::kUInt8, {n, H, W, C}, o_.device_index, free_async);
 
-  // Which images nvJPEG decodes, and where each decoded image lies in the scratch memory.
+  // Which images nvJPEG decodes, and where each decoded image lies in the scratch memory:
+  // nvJPEG's output in decoded_, the host-decoded images in host_decoded_.
   struct Source {
     bool gpu = false;
     int w = 0, h = 0;
@@ -152,7 +215,7 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
   std::vector<Source> src(images.size());
   std::vector<int> on_gpu, on_host;
   size_t total = 0;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < n && nvjpeg; ++i) {
     Source& s = src[i];
     s.gpu = for_nvjpeg(images[i], &s.w, &s.h);
     if (!s.gpu) continue;
@@ -163,21 +226,18 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
   }
   KILN_RETURN_IF_ERROR(decoded_.reserve(std::max<size_t>(total, 1)));
   auto* base = static_cast<unsigned char*>(decoded_.p);
-  auto image_of = [&](const Source& s) {
-    nvjpeg::Image im{};
-    im.channel[0] = base + s.offset;
-    im.pitch[0] = s.pitch;
-    return im;
-  };
   if (!on_gpu.empty()) {
     const int m = static_cast<int>(on_gpu.size());
     std::vector<const unsigned char*> data(m);
     std::vector<size_t> lengths(m);
     std::vector<nvjpeg::Image> dst(m);
     for (int k = 0; k < m; ++k) {
+      const Source& s = src[on_gpu[k]];
       data[k] = reinterpret_cast<const unsigned char*>(images[on_gpu[k]].data());
       lengths[k] = images[on_gpu[k]].size();
-      dst[k] = image_of(src[on_gpu[k]]);
+      dst[k] = nvjpeg::Image{};
+      dst[k].channel[0] = base + s.offset;
+      dst[k].pitch[0] = s.pitch;
     }
     nvjpeg::Status_t s = 0;
     if (batched_size_ != m) {
@@ -200,7 +260,7 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
   for (int i = 0; i < n; ++i)
     if (!src[i].gpu) on_host.push_back(i);
 
-  // The rest on the host threads, then copied up after nvJPEG's images.
+  // The rest on the host threads, then copied up.
   auto host_one = [&](size_t k) {
     const int i = on_host[k];
     Result<Image> im = decode_for_batch(images[i], static_cast<size_t>(i), o_);
@@ -217,26 +277,18 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
       s.w = s.host.width;
       s.h = s.host.height;
       s.pitch = static_cast<size_t>(s.w) * 3;
-      s.offset = total + host_total;
+      s.offset = host_total;
       host_total += aligned(s.pitch * s.h);
     }
-  if (host_total) {
-    // Grown only when the nvJPEG part is done with the buffer (cudaFree waits for it).
-    if (total + host_total > decoded_.bytes) {
-      KILN_CUDA(cudaStreamSynchronize(stream_));
-      DeviceBuffer bigger;
-      KILN_RETURN_IF_ERROR(bigger.reserve(total + host_total));
-      KILN_CUDA(cudaMemcpyAsync(bigger.p, decoded_.p, total, cudaMemcpyDeviceToDevice, stream_));
-      KILN_CUDA(cudaStreamSynchronize(stream_));
-      std::swap(decoded_.p, bigger.p);
-      std::swap(decoded_.bytes, bigger.bytes);
-      base = static_cast<unsigned char*>(decoded_.p);
-    }
-    for (int i : on_host)
-      if (batch.status[i].is_ok())
-        KILN_CUDA(cudaMemcpyAsync(base + src[i].offset, src[i].host.pixels.data(),
-                                  src[i].host.pixels.size(), cudaMemcpyHostToDevice, stream_));
-  }
+  // The previous batch's copies out of host_decoded_ and its slot table are done (every
+  // decode ends synchronized, but one that failed midway may not have).
+  KILN_CUDA(cudaStreamSynchronize(stream_));
+  KILN_RETURN_IF_ERROR(host_decoded_.reserve(std::max<size_t>(host_total, 1)));
+  auto* host_base = static_cast<unsigned char*>(host_decoded_.p);
+  for (int i : on_host)
+    if (batch.status[i].is_ok())
+      KILN_CUDA(cudaMemcpyAsync(host_base + src[i].offset, src[i].host.pixels.data(),
+                                src[i].host.pixels.size(), cudaMemcpyHostToDevice, stream_));
 
   // The slot table, then one kernel for the batch.
   if (slots_cap_ < images.size()) {
@@ -248,7 +300,6 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
     slots_cap_ = images.size();
   }
   KILN_RETURN_IF_ERROR(slots_.reserve(images.size() * sizeof(GpuImageSlot)));
-  KILN_CUDA(cudaStreamSynchronize(stream_));  // the previous batch's table was read
   for (int i = 0; i < n; ++i) {
     GpuImageSlot& slot = slots_host_[i];
     slot = GpuImageSlot{};
@@ -259,7 +310,7 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
     const int file_h = s.gpu ? s.h : s.host.source_height;
     const ImageRegion r = place_image(file_w, file_h, o_.resize, H, W);
     batch.placement[i] = r.placement;
-    slot.src = base + s.offset;
+    slot.src = (s.gpu ? base : host_base) + s.offset;
     slot.pitch = static_cast<int64_t>(s.pitch);
     slot.w = s.w;
     slot.h = s.h;

@@ -55,9 +55,11 @@ Result<Image> decode_image(std::string_view bytes, const std::string& what, int 
 
 // Who decodes JPEGs for a batch on a GPU (ImageBatchOptions::device kCuda).
 enum class JpegDecoder : uint8_t {
-  // nvJPEG where its library loads and it measures faster than libjpeg-turbo on the threads:
-  // the first batch holding JPEGs is decoded both ways (twice each), the faster kept for the
-  // decoder's life; jpeg_decoder() then says which and the times. Else libjpeg-turbo.
+  // nvJPEG where its library loads, and libjpeg-turbo on the threads at the same time: the
+  // first batch holding JPEGs is decoded each way alone (twice each) to time them; from then
+  // on each batch's JPEGs are split between the two in proportion to the speeds each part
+  // keeps measuring (all to one where the other is far slower). jpeg_decoder() says the split.
+  // Without nvJPEG, libjpeg-turbo.
   kAuto,
   kNvjpeg,        // nvJPEG (libnvjpeg, opened at run time); an error where it does not load
   kLibjpegTurbo,  // libjpeg-turbo on the threads, the pixels then copied to the GPU
@@ -110,7 +112,7 @@ class ImageDecoder {
   Result<ImageBatch> decode(const std::vector<std::string_view>& images);
   const ImageBatchOptions& options() const;
   // Who decodes the JPEGs: "libjpeg-turbo", or "nvJPEG <version>..." on a GPU (with kAuto,
-  // what the first batch's measurement chose, once made).
+  // the split of the JPEGs between nvJPEG and the threads, and the speeds measured).
   std::string jpeg_decoder() const;
 
  private:

@@ -436,12 +436,14 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
                 "with --images: keep the aspect ratio, padding with 114 (detectors), instead "
                 "of stretching");
   app->add_option("--decode-threads", o->decode_threads,
-                  "with --images: decoding threads (default: one per core)")
+                  "with --images: decoding threads, shared out among the --decoders (default: one "
+                  "per core)")
       ->check(CLI::Range(1, 1024));
   app->add_option("--image-decoder", o->image_decoder,
                   "with --images: host (decode and resize on the threads), gpu (batches made on "
-                  "the GPU: nvJPEG where it loads, else libjpeg-turbo; the default on CUDA) or "
-                  "nvjpeg (an error without it)")
+                  "the GPU, the default on CUDA: JPEGs split between nvJPEG where it loads and "
+                  "libjpeg-turbo on the threads by their measured speeds) or nvjpeg (nvJPEG "
+                  "alone; an error without it)")
       ->check(CLI::IsMember({"host", "gpu", "nvjpeg"}));
   app->add_option("--decoders", o->decoders,
                   "with --images: K threads decode batches ahead, each with a decoder of its own "

@@ -48,6 +48,14 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// One image of a batch: whether nvJPEG decodes it, and where its decoded pixels lie.
+struct Source {
+  bool gpu = false;
+  int w = 0, h = 0;
+  size_t offset = 0, pitch = 0;
+  Image host;  // decoded on the host
+};
+
 class CudaImageDecoder final : public GpuImageDecoder {
  public:
   explicit CudaImageDecoder(const ImageBatchOptions& o) : o_(o) {}
@@ -102,23 +110,45 @@ class CudaImageDecoder final : public GpuImageDecoder {
     const std::string host = "libjpeg-turbo, resized on the GPU";
     std::lock_guard<std::mutex> lock(described_mutex_);
     switch (choice_) {
-      case Choice::kNvjpeg: return nv + measured_;
-      case Choice::kHost: return host + measured_;
+      case Choice::kNvjpeg: return nv;
+      case Choice::kHost: return host;
+      case Choice::kSplit: {
+        char now[200];
+        std::snprintf(now, sizeof now,
+                      " and libjpeg-turbo on the threads, JPEGs split by their measured speeds "
+                      "(%.0f and %.0f images/s): %.0f%% to the threads",
+                      nv_rate_, host_rate_, 100 * host_share_locked());
+        return nv + now + measured_;
+      }
       case Choice::kMeasure: break;
     }
-    return nv + " or " + host + ", whichever measures faster on the first batch of JPEGs";
+    return nv +
+           " with libjpeg-turbo on the threads, JPEGs split by the speeds measured on the "
+           "first batch of JPEGs";
   }
 
-  // kAuto with nvJPEG loaded: the first batch holding JPEGs is decoded both ways, and the
-  // faster is kept for the decoder's life.
+  // kAuto with nvJPEG loaded: the first batch holding JPEGs is decoded each way, alone; from
+  // then on every batch's JPEGs are split between nvJPEG and the host threads, which work at
+  // once, in proportion to the speeds each part keeps measuring.
   Status decode(const std::vector<std::string_view>& images, ImageBatch& batch,
                 ThreadPool& pool) override;
 
  private:
-  enum class Choice : uint8_t { kHost, kNvjpeg, kMeasure };
-  // One batch with nvJPEG for the JPEGs it takes, or every image on the host threads.
+  enum class Choice : uint8_t { kHost, kNvjpeg, kMeasure, kSplit };
+  struct Parts {  // what each part of a batch decoded, and when it was done
+    int nv_images = 0, host_images = 0;
+    double nv_s = 0, host_s = 0;
+  };
+  // One batch: nvJPEG for the JPEGs it takes (with `nvjpeg`) but the last `host_share` of them,
+  // the rest on the host threads, both parts at once.
   Status decode_with(const std::vector<std::string_view>& images, ImageBatch& batch,
-                     ThreadPool& pool, bool nvjpeg);
+                     ThreadPool& pool, bool nvjpeg, double host_share, Parts* parts);
+  // nvJPEG's part, on a pool thread, ended when the GPU is done; images it refuses go to
+  // `refused`.
+  Status decode_on_nvjpeg(const std::vector<std::string_view>& images,
+                          const std::vector<int>& on_gpu, std::vector<Source>& src,
+                          unsigned char* base, std::vector<int>& refused);
+  double host_share_locked() const { return host_rate_ / (host_rate_ + nv_rate_); }
 
   // Whether nvJPEG is given image `bytes`; its size when it is.
   bool for_nvjpeg(std::string_view bytes, int* w, int* h) const;
@@ -136,9 +166,10 @@ class CudaImageDecoder final : public GpuImageDecoder {
   // called from one thread at a time.
   Choice choice_ = Choice::kHost;  // kHost until init() loads nvJPEG
   mutable std::mutex described_mutex_;
-  std::string measured_;       // what the measurement found, for jpeg_decoder()
-  DeviceBuffer decoded_;       // nvJPEG's output
-  DeviceBuffer host_decoded_;  // the images decoded on the host threads, copied up
+  std::string measured_;                // what the first measurement found, for jpeg_decoder()
+  double nv_rate_ = 1, host_rate_ = 0;  // images/s, measured (kSplit)
+  DeviceBuffer decoded_;                // nvJPEG's output
+  DeviceBuffer host_decoded_;           // the images decoded on the host threads, copied up
   DeviceBuffer slots_;
   GpuImageSlot* slots_host_ = nullptr;  // pinned
   size_t slots_cap_ = 0;
@@ -165,11 +196,29 @@ bool CudaImageDecoder::for_nvjpeg(std::string_view bytes, int* w, int* h) const 
 Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, ImageBatch& batch,
                                 ThreadPool& pool) {
   KILN_CUDA(cudaSetDevice(o_.device_index));
-  if (choice_ != Choice::kMeasure)
-    return decode_with(images, batch, pool, choice_ == Choice::kNvjpeg);
+  switch (choice_) {
+    case Choice::kHost: return decode_with(images, batch, pool, false, 0, nullptr);
+    case Choice::kNvjpeg: return decode_with(images, batch, pool, true, 0, nullptr);
+    case Choice::kSplit: {
+      double share = 0;
+      {
+        std::lock_guard<std::mutex> lock(described_mutex_);
+        share = host_share_locked();
+      }
+      Parts p;
+      KILN_RETURN_IF_ERROR(decode_with(images, batch, pool, true, share, &p));
+      // Each part's speed, smoothed; a part given nothing keeps its last figure.
+      std::lock_guard<std::mutex> lock(described_mutex_);
+      if (p.nv_images && p.nv_s > 0) nv_rate_ = 0.75 * nv_rate_ + 0.25 * p.nv_images / p.nv_s;
+      if (p.host_images && p.host_s > 0)
+        host_rate_ = 0.75 * host_rate_ + 0.25 * p.host_images / p.host_s;
+      return Status::ok();
+    }
+    case Choice::kMeasure: break;
+  }
   int jpegs = 0, w = 0, h = 0;
   for (std::string_view im : images) jpegs += for_nvjpeg(im, &w, &h) ? 1 : 0;
-  if (jpegs == 0) return decode_with(images, batch, pool, false);  // nothing to measure yet
+  if (jpegs == 0) return decode_with(images, batch, pool, false, 0, nullptr);  // nothing to time
 
   // Each way twice, the first of each paying its one-time costs (nvJPEG's state, buffers, the
   // threads' decompressors); the batch the faster way made is the one returned.
@@ -177,26 +226,67 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
   double nv_s = 1e30, host_s = 1e30;
   for (int round = 0; round < 2; ++round) {
     double t = now_s();
-    KILN_RETURN_IF_ERROR(decode_with(images, by_nv[round], pool, true));
+    KILN_RETURN_IF_ERROR(decode_with(images, by_nv[round], pool, true, 0, nullptr));
     nv_s = std::min(nv_s, now_s() - t);
     t = now_s();
-    KILN_RETURN_IF_ERROR(decode_with(images, by_host[round], pool, false));
+    KILN_RETURN_IF_ERROR(decode_with(images, by_host[round], pool, false, 0, nullptr));
     host_s = std::min(host_s, now_s() - t);
   }
-  const bool nv = nv_s <= host_s;
-  batch = std::move(nv ? by_nv[1] : by_host[1]);
-  char why[160];
-  std::snprintf(why, sizeof why, ", measured faster than %s: %.3g against %.3g ms for %d JPEGs",
-                nv ? "libjpeg-turbo" : "nvJPEG", 1e3 * (nv ? nv_s : host_s),
-                1e3 * (nv ? host_s : nv_s), jpegs);
+  batch = std::move(nv_s <= host_s ? by_nv[1] : by_host[1]);
+  char first[160];
+  std::snprintf(first, sizeof first,
+                "; first batch, each alone: nvJPEG %.3g ms, libjpeg-turbo %.3g ms for %d JPEGs",
+                1e3 * nv_s, 1e3 * host_s, jpegs);
   std::lock_guard<std::mutex> lock(described_mutex_);
-  measured_ = why;
-  choice_ = nv ? Choice::kNvjpeg : Choice::kHost;
+  measured_ = first;
+  nv_rate_ = jpegs / nv_s;
+  host_rate_ = jpegs / host_s;
+  choice_ = Choice::kSplit;
+  return Status::ok();
+}
+
+Status CudaImageDecoder::decode_on_nvjpeg(const std::vector<std::string_view>& images,
+                                          const std::vector<int>& on_gpu, std::vector<Source>& src,
+                                          unsigned char* base, std::vector<int>& refused) {
+  KILN_CUDA(cudaSetDevice(o_.device_index));  // a pool thread
+  const int m = static_cast<int>(on_gpu.size());
+  std::vector<const unsigned char*> data(m);
+  std::vector<size_t> lengths(m);
+  std::vector<nvjpeg::Image> dst(m);
+  for (int k = 0; k < m; ++k) {
+    const Source& s = src[on_gpu[k]];
+    data[k] = reinterpret_cast<const unsigned char*>(images[on_gpu[k]].data());
+    lengths[k] = images[on_gpu[k]].size();
+    dst[k] = nvjpeg::Image{};
+    dst[k].channel[0] = base + s.offset;
+    dst[k].pitch[0] = s.pitch;
+  }
+  nvjpeg::Status_t s = 0;
+  if (batched_size_ != m) {
+    s = nv_->batched_initialize(batch_handle(), batched_, m, 1, nvjpeg::kOutputRgbi);
+    batched_size_ = s == 0 ? m : 0;
+  }
+  if (s == 0)
+    s = nv_->decode_batched(batch_handle(), batched_, data.data(), lengths.data(), dst.data(),
+                            stream_);
+  if (s != 0) {
+    // One bad image fails the whole batched call: decode them one by one, and give those
+    // nvJPEG still refuses to the host decoder (whose error names what is wrong).
+    batched_size_ = 0;
+    for (int k = 0; k < m; ++k)
+      if (nv_->decode(handle_, single_, data[k], lengths[k], nvjpeg::kOutputRgbi, &dst[k],
+                      stream_) != 0) {
+        src[on_gpu[k]].gpu = false;
+        refused.push_back(on_gpu[k]);
+      }
+  }
+  KILN_CUDA(cudaStreamSynchronize(stream_));  // the part's time includes the GPU's
   return Status::ok();
 }
 
 Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images, ImageBatch& batch,
-                                     ThreadPool& pool, bool nvjpeg) {
+                                     ThreadPool& pool, bool nvjpeg, double host_share,
+                                     Parts* parts) {
   const int n = static_cast<int>(images.size());
   const int H = o_.height, W = o_.width, C = o_.channels;
   void* out = nullptr;
@@ -204,72 +294,62 @@ Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images
   KILN_CUDA(cudaMallocAsync(&out, out_bytes, stream_));
   batch.pixels = Tensor::on_gpu(out, DataType::kUInt8, {n, H, W, C}, o_.device_index, free_async);
 
-  // Which images nvJPEG decodes, and where each decoded image lies in the scratch memory:
-  // nvJPEG's output in decoded_, the host-decoded images in host_decoded_.
-  struct Source {
-    bool gpu = false;
-    int w = 0, h = 0;
-    size_t offset = 0, pitch = 0;
-    Image host;  // decoded on the host
-  };
+  // Which images nvJPEG decodes, and where: nvJPEG's output in decoded_, the host-decoded
+  // images in host_decoded_.
   std::vector<Source> src(images.size());
-  std::vector<int> on_gpu, on_host;
+  std::vector<int> jpegs, on_gpu, on_host;
+  for (int i = 0; i < n && nvjpeg; ++i)
+    if (for_nvjpeg(images[i], &src[i].w, &src[i].h)) jpegs.push_back(i);
+  const size_t to_host =
+      std::min(jpegs.size(), static_cast<size_t>(std::lround(jpegs.size() * host_share)));
   size_t total = 0;
-  for (int i = 0; i < n && nvjpeg; ++i) {
-    Source& s = src[i];
-    s.gpu = for_nvjpeg(images[i], &s.w, &s.h);
-    if (!s.gpu) continue;
+  for (size_t k = 0; k + to_host < jpegs.size(); ++k) {
+    Source& s = src[jpegs[k]];
+    s.gpu = true;
     s.pitch = aligned(static_cast<size_t>(s.w) * 3);
     s.offset = total;
     total += s.pitch * s.h;
-    on_gpu.push_back(i);
-  }
-  KILN_RETURN_IF_ERROR(decoded_.reserve(std::max<size_t>(total, 1)));
-  auto* base = static_cast<unsigned char*>(decoded_.p);
-  if (!on_gpu.empty()) {
-    const int m = static_cast<int>(on_gpu.size());
-    std::vector<const unsigned char*> data(m);
-    std::vector<size_t> lengths(m);
-    std::vector<nvjpeg::Image> dst(m);
-    for (int k = 0; k < m; ++k) {
-      const Source& s = src[on_gpu[k]];
-      data[k] = reinterpret_cast<const unsigned char*>(images[on_gpu[k]].data());
-      lengths[k] = images[on_gpu[k]].size();
-      dst[k] = nvjpeg::Image{};
-      dst[k].channel[0] = base + s.offset;
-      dst[k].pitch[0] = s.pitch;
-    }
-    nvjpeg::Status_t s = 0;
-    if (batched_size_ != m) {
-      s = nv_->batched_initialize(batch_handle(), batched_, m, 1, nvjpeg::kOutputRgbi);
-      batched_size_ = s == 0 ? m : 0;
-    }
-    if (s == 0)
-      s = nv_->decode_batched(batch_handle(), batched_, data.data(), lengths.data(), dst.data(),
-                              stream_);
-    if (s != 0) {
-      // One bad image fails the whole batched call: decode them one by one, and give those
-      // nvJPEG still refuses to the host decoder (whose error names what is wrong).
-      batched_size_ = 0;
-      for (int k = 0; k < m; ++k)
-        if (nv_->decode(handle_, single_, data[k], lengths[k], nvjpeg::kOutputRgbi, &dst[k],
-                        stream_) != 0)
-          src[on_gpu[k]].gpu = false;
-    }
+    on_gpu.push_back(jpegs[k]);
   }
   for (int i = 0; i < n; ++i)
     if (!src[i].gpu) on_host.push_back(i);
+  KILN_RETURN_IF_ERROR(decoded_.reserve(std::max<size_t>(total, 1)));
+  auto* base = static_cast<unsigned char*>(decoded_.p);
 
-  // The rest on the host threads, then copied up.
-  auto host_one = [&](size_t k) {
-    const int i = on_host[k];
+  // nvJPEG's part (task 0, while there is one) and the host's images (the other tasks) at once.
+  auto host_image = [&](int i) {
     Result<Image> im = decode_for_batch(images[i], static_cast<size_t>(i), o_);
     if (im.is_ok())
       src[i].host = std::move(*im);
     else
       batch.status[i] = im.status();
   };
-  pool.parallel_for(on_host.size(), host_one);
+  const size_t nv_tasks = on_gpu.empty() ? 0 : 1;
+  std::vector<int> refused;
+  Status nv_status = Status::ok();
+  std::vector<double> ends(on_host.size() + nv_tasks);
+  const double start = now_s();
+  auto task = [&](size_t k) {
+    if (k < nv_tasks)
+      nv_status = decode_on_nvjpeg(images, on_gpu, src, base, refused);
+    else
+      host_image(on_host[k - nv_tasks]);
+    ends[k] = now_s();
+  };
+  pool.parallel_for(ends.size(), task);
+  KILN_RETURN_IF_ERROR(nv_status);
+  if (parts) {
+    parts->nv_images = static_cast<int>(on_gpu.size() - refused.size());
+    parts->nv_s = nv_tasks ? ends[0] - start : 0;
+    parts->host_images = static_cast<int>(on_host.size());
+    parts->host_s =
+        on_host.empty() ? 0 : *std::max_element(ends.begin() + nv_tasks, ends.end()) - start;
+  }
+  // Images nvJPEG refused after all (rare): the host's decoder names what is wrong.
+  auto refused_one = [&](size_t k) { host_image(refused[k]); };
+  pool.parallel_for(refused.size(), refused_one);
+  on_host.insert(on_host.end(), refused.begin(), refused.end());
+
   size_t host_total = 0;
   for (int i : on_host)
     if (batch.status[i].is_ok()) {

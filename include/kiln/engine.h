@@ -76,6 +76,30 @@ class Engine {
 // GPU, an ordinary tensor; kResourceExhausted where the memory cannot be pinned.
 Result<Tensor> pinned_tensor(DataType dtype, Shape shape);
 
+// Host memory the caller owns, page-locked for as long as this registration lives
+// (cudaHostRegister): a tensor over it (Tensor::borrow) is then copied to the GPU in place, by
+// DMA, as a pinned_tensor is. Move-only; the memory must outlive it. Where kiln has no CUDA or
+// the machine no GPU, nothing is pinned (pinned() is false) and tensors over the memory run as
+// any other. Errors: a null pointer or no bytes, memory already registered, or memory that
+// cannot be pinned.
+class HostMemoryRegistration {
+ public:
+  HostMemoryRegistration() = default;
+  HostMemoryRegistration(HostMemoryRegistration&& o) noexcept;
+  HostMemoryRegistration& operator=(HostMemoryRegistration&& o) noexcept;
+  HostMemoryRegistration(const HostMemoryRegistration&) = delete;
+  HostMemoryRegistration& operator=(const HostMemoryRegistration&) = delete;
+  ~HostMemoryRegistration();
+  bool pinned() const { return data_ != nullptr; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  friend Result<HostMemoryRegistration> register_host_memory(void* data, size_t bytes);
+  void* data_ = nullptr;  // registered memory, or null
+  size_t bytes_ = 0;
+};
+Result<HostMemoryRegistration> register_host_memory(void* data, size_t bytes);
+
 // Whether `path` is a plan file Engine::save_plan wrote (Engine::load takes either).
 bool is_plan_file(const std::string& path);
 

@@ -179,5 +179,34 @@ TEST(PinnedTensor, IsATensorEveryEngineTakes) {
   EXPECT_FALSE(pinned_tensor(DataType::kFloat32, {2, -1}).is_ok());
 }
 
+// register_host_memory: the caller's memory, registered (pinned where there is a GPU); a tensor
+// over it runs as any other; nothing to register is refused by name.
+TEST(HostMemoryRegistration, LeavesTheCallersMemoryRunnableAndRefusesNothing) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  const Tensor x = random_tensor({2, 3, 12, 12}, 5);
+  std::vector<float> mine(x.numel());
+  std::memcpy(mine.data(), x.raw(), x.nbytes());
+  {
+    auto reg = register_host_memory(mine.data(), x.nbytes());
+    ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
+    EXPECT_EQ(reg->bytes(), x.nbytes());
+    HostMemoryRegistration moved = std::move(*reg);
+    EXPECT_FALSE(reg->pinned());
+    auto ctx = engine->create_context();
+    auto a = ctx->run({{"x", x}});
+    auto b = ctx->run({{"x", Tensor::borrow(mine.data(), x.dtype(), x.shape())}});
+    ASSERT_TRUE(a.is_ok() && b.is_ok());
+    const std::string out = engine->outputs()[0].name;
+    EXPECT_EQ(a->at(out).to_floats(), b->at(out).to_floats());
+  }
+  auto null = register_host_memory(nullptr, 16);
+  ASSERT_FALSE(null.is_ok());
+  EXPECT_NE(null.status().message().find("a null pointer"), std::string::npos);
+  auto none = register_host_memory(mine.data(), 0);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("no bytes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -3,6 +3,7 @@
 // Context of its own (the same kernels: the tactics the first Context timed are cached for the
 // others), none lost; a bad request fails alone. With the compute ordered across the streams
 // and not, and with the Contexts spread over two Engines on GPU 0 (what --gpus 0,0 builds).
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -132,6 +133,57 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
       EXPECT_LE(test::relative_l2(again->at(out), want_other->at(out)), 1e-6);
     }
   }
+}
+
+// Memory the caller registers (register_host_memory) is pinned where it lies: CUDA reports it
+// as host memory it knows of, a tensor over it gives the pageable input's result (copied in
+// place), a second registration of it is refused by name, and once the registration goes the
+// memory is pageable again and still runs (through staging).
+TEST(CudaHostMemoryRegistration, PinsTheCallersMemoryInPlace) {
+  const std::string path = fashion_model();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.cuda_graph = true;
+  auto engine = Engine::load(path, o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const std::string in = (*engine)->inputs()[0].name, out = (*engine)->outputs()[0].name;
+  const Tensor x = test::random_tensor({8, 1, 28, 28}, 79);
+  std::vector<float> mine(x.numel());
+  std::memcpy(mine.data(), x.raw(), x.nbytes());
+  const Tensor over = Tensor::borrow(mine.data(), x.dtype(), x.shape());
+  auto ctx = (*engine)->create_context();
+  auto want = ctx->run({{in, x}});
+  ASSERT_TRUE(want.is_ok());
+  {
+    auto reg = register_host_memory(mine.data(), x.nbytes());
+    ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
+    EXPECT_TRUE(reg->pinned());
+    cudaPointerAttributes attr{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attr, mine.data()), cudaSuccess);
+    EXPECT_EQ(attr.type, cudaMemoryTypeHost);
+    auto twice = register_host_memory(mine.data(), x.nbytes());
+    ASSERT_FALSE(twice.is_ok());
+    EXPECT_NE(twice.status().message().find("already registered"), std::string::npos)
+        << twice.status().to_string();
+    for (int round = 0; round < 3; ++round) {
+      mine[round] += 1.0f;  // the caller refills its buffer between runs
+      Tensor changed = x.clone();
+      changed.data<float>()[round] += 1.0f;
+      auto expect = ctx->run({{in, changed}});
+      auto got = ctx->run({{in, over}});
+      ASSERT_TRUE(got.is_ok() && expect.is_ok()) << got.status().to_string();
+      EXPECT_LE(test::relative_l2(got->at(out), expect->at(out)), 1e-6) << "round " << round;
+      mine[round] -= 1.0f;
+    }
+  }
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, mine.data()) == cudaSuccess)
+    EXPECT_NE(attr.type, cudaMemoryTypeHost) << "unregistered when the registration went";
+  cudaGetLastError();
+  auto again = ctx->run({{in, over}});
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_LE(test::relative_l2(again->at(out), want->at(out)), 1e-6);
 }
 
 }  // namespace

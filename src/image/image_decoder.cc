@@ -1,5 +1,7 @@
 // ImageDecoder (kiln/images.h): a batch of encoded images decoded and resized on a thread pool,
 // each image into its own slot of one uint8 NHWC tensor.
+#include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "core/thread_pool.h"
@@ -34,6 +36,20 @@ Result<std::unique_ptr<GpuImageDecoder>> make_gpu_image_decoder(const ImageBatch
   return unsupported("ImageDecoder: this kiln was built without CUDA: no GPU batches");
 }
 #endif
+
+int jpegs_for_threads(int m, double nv_per_s, double host_image_s, int threads) {
+  if (m <= 0 || threads <= 0 || !(nv_per_s > 0) || !(host_image_s > 0)) return 0;
+  int best = 0;
+  double best_s = m / nv_per_s;
+  for (int h = 1; h <= m; ++h) {
+    const double s = std::max((m - h) / nv_per_s, std::ceil(double(h) / threads) * host_image_s);
+    if (s < best_s) {
+      best_s = s;
+      best = h;
+    }
+  }
+  return best;
+}
 
 int ImageBatch::failed() const {
   int n = 0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 
+#include "image/image_internal.h"
 #include "kiln/images.h"
 
 namespace kiln {
@@ -243,6 +244,25 @@ TEST(Images, BadOptionsAndOversizedImagesAreRefused) {
       << r->status[0].message();
   EXPECT_NE(r->status[1].message().find("100x60 pixels is larger than the 5000"), std::string::npos)
       << r->status[1].message();
+}
+
+// The split of a batch's JPEGs between nvJPEG and the host threads: the fewest host images
+// that end both parts soonest, in whole images per thread.
+TEST(Images, JpegsSplitSoBothPartsEndSoonest) {
+  // nvJPEG 64 in 3.2 ms; 3 ms an image on 15 threads: 4 to the threads end both at 3 ms.
+  EXPECT_EQ(jpegs_for_threads(64, 20000, 0.003, 15), 4);
+  // One host image outlasts nvJPEG's whole batch: none.
+  EXPECT_EQ(jpegs_for_threads(64, 20000, 0.005, 15), 0);
+  // nvJPEG far slower: everything to the threads.
+  EXPECT_EQ(jpegs_for_threads(8, 100, 0.001, 4), 8);
+  // Even speeds, 1 ms an image on 2 threads, nvJPEG 1000 images/s: 12 images end in 4 ms with
+  // 4 to nvJPEG and 8 (4 rounds of 2) to the threads.
+  EXPECT_EQ(jpegs_for_threads(12, 1000, 0.001, 2), 8);
+  // Nothing measured, nothing to split or no thread: none.
+  EXPECT_EQ(jpegs_for_threads(64, 20000, 1e30, 15), 0);
+  EXPECT_EQ(jpegs_for_threads(64, 0, 0.001, 15), 0);
+  EXPECT_EQ(jpegs_for_threads(0, 20000, 0.001, 15), 0);
+  EXPECT_EQ(jpegs_for_threads(64, 20000, 0.001, 0), 0);
 }
 
 }  // namespace

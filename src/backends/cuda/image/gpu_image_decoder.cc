@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -113,11 +114,12 @@ class CudaImageDecoder final : public GpuImageDecoder {
       case Choice::kNvjpeg: return nv;
       case Choice::kHost: return host;
       case Choice::kSplit: {
-        char now[200];
+        char now[240];
         std::snprintf(now, sizeof now,
                       " and libjpeg-turbo on the threads, JPEGs split by their measured speeds "
-                      "(%.0f and %.0f images/s): %.0f%% to the threads",
-                      nv_rate_, host_rate_, 100 * host_share_locked());
+                      "(nvJPEG %.0f images/s; libjpeg-turbo %.2f ms an image, %d threads): "
+                      "%.0f%% to the threads",
+                      nv_rate_, 1e3 * host_image_s_, host_threads_, 100 * last_host_fraction_);
         return nv + now + measured_;
       }
       case Choice::kMeasure: break;
@@ -135,20 +137,20 @@ class CudaImageDecoder final : public GpuImageDecoder {
 
  private:
   enum class Choice : uint8_t { kHost, kNvjpeg, kMeasure, kSplit };
-  struct Parts {  // what each part of a batch decoded, and when it was done
+  struct Parts {  // what each part of a batch decoded, and how long it took
     int nv_images = 0, host_images = 0;
-    double nv_s = 0, host_s = 0;
+    double nv_s = 0;          // nvJPEG's part, until its GPU work ended
+    double host_image_s = 0;  // one host image's decode and resize, on average
   };
-  // One batch: nvJPEG for the JPEGs it takes (with `nvjpeg`) but the last `host_share` of them,
-  // the rest on the host threads, both parts at once.
+  // One batch: nvJPEG for the JPEGs it takes (with `nvjpeg`; with `split`, all but those
+  // jpegs_for_threads gives the threads), the rest on the host threads, both parts at once.
   Status decode_with(const std::vector<std::string_view>& images, ImageBatch& batch,
-                     ThreadPool& pool, bool nvjpeg, double host_share, Parts* parts);
+                     ThreadPool& pool, bool nvjpeg, bool split, Parts* parts);
   // nvJPEG's part, on a pool thread, ended when the GPU is done; images it refuses go to
   // `refused`.
   Status decode_on_nvjpeg(const std::vector<std::string_view>& images,
                           const std::vector<int>& on_gpu, std::vector<Source>& src,
                           unsigned char* base, std::vector<int>& refused);
-  double host_share_locked() const { return host_rate_ / (host_rate_ + nv_rate_); }
 
   // Whether nvJPEG is given image `bytes`; its size when it is.
   bool for_nvjpeg(std::string_view bytes, int* w, int* h) const;
@@ -166,10 +168,13 @@ class CudaImageDecoder final : public GpuImageDecoder {
   // called from one thread at a time.
   Choice choice_ = Choice::kHost;  // kHost until init() loads nvJPEG
   mutable std::mutex described_mutex_;
-  std::string measured_;                // what the first measurement found, for jpeg_decoder()
-  double nv_rate_ = 1, host_rate_ = 0;  // images/s, measured (kSplit)
-  DeviceBuffer decoded_;                // nvJPEG's output
-  DeviceBuffer host_decoded_;           // the images decoded on the host threads, copied up
+  std::string measured_;  // what the first measurement found, for jpeg_decoder()
+  // kSplit's measurements: nvJPEG's images/s, one image's time on a host thread.
+  double nv_rate_ = 1, host_image_s_ = 1e30;
+  int host_threads_ = 1;           // the threads beside nvJPEG's
+  double last_host_fraction_ = 0;  // of the last batch's JPEGs, to the threads
+  DeviceBuffer decoded_;           // nvJPEG's output
+  DeviceBuffer host_decoded_;      // the images decoded on the host threads, copied up
   DeviceBuffer slots_;
   GpuImageSlot* slots_host_ = nullptr;  // pinned
   size_t slots_cap_ = 0;
@@ -197,39 +202,34 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
                                 ThreadPool& pool) {
   KILN_CUDA(cudaSetDevice(o_.device_index));
   switch (choice_) {
-    case Choice::kHost: return decode_with(images, batch, pool, false, 0, nullptr);
-    case Choice::kNvjpeg: return decode_with(images, batch, pool, true, 0, nullptr);
+    case Choice::kHost: return decode_with(images, batch, pool, false, false, nullptr);
+    case Choice::kNvjpeg: return decode_with(images, batch, pool, true, false, nullptr);
     case Choice::kSplit: {
-      double share = 0;
-      {
-        std::lock_guard<std::mutex> lock(described_mutex_);
-        share = host_share_locked();
-      }
       Parts p;
-      KILN_RETURN_IF_ERROR(decode_with(images, batch, pool, true, share, &p));
+      KILN_RETURN_IF_ERROR(decode_with(images, batch, pool, true, true, &p));
       // Each part's speed, smoothed; a part given nothing keeps its last figure.
       std::lock_guard<std::mutex> lock(described_mutex_);
       if (p.nv_images && p.nv_s > 0) nv_rate_ = 0.75 * nv_rate_ + 0.25 * p.nv_images / p.nv_s;
-      if (p.host_images && p.host_s > 0)
-        host_rate_ = 0.75 * host_rate_ + 0.25 * p.host_images / p.host_s;
+      if (p.host_images) host_image_s_ = 0.75 * host_image_s_ + 0.25 * p.host_image_s;
       return Status::ok();
     }
     case Choice::kMeasure: break;
   }
   int jpegs = 0, w = 0, h = 0;
   for (std::string_view im : images) jpegs += for_nvjpeg(im, &w, &h) ? 1 : 0;
-  if (jpegs == 0) return decode_with(images, batch, pool, false, 0, nullptr);  // nothing to time
+  if (jpegs == 0) return decode_with(images, batch, pool, false, false, nullptr);  // none to time
 
   // Each way twice, the first of each paying its one-time costs (nvJPEG's state, buffers, the
   // threads' decompressors); the batch the faster way made is the one returned.
   ImageBatch by_nv[2] = {batch, batch}, by_host[2] = {batch, batch};
   double nv_s = 1e30, host_s = 1e30;
+  Parts host_parts;
   for (int round = 0; round < 2; ++round) {
     double t = now_s();
-    KILN_RETURN_IF_ERROR(decode_with(images, by_nv[round], pool, true, 0, nullptr));
+    KILN_RETURN_IF_ERROR(decode_with(images, by_nv[round], pool, true, false, nullptr));
     nv_s = std::min(nv_s, now_s() - t);
     t = now_s();
-    KILN_RETURN_IF_ERROR(decode_with(images, by_host[round], pool, false, 0, nullptr));
+    KILN_RETURN_IF_ERROR(decode_with(images, by_host[round], pool, false, false, &host_parts));
     host_s = std::min(host_s, now_s() - t);
   }
   batch = std::move(nv_s <= host_s ? by_nv[1] : by_host[1]);
@@ -240,7 +240,7 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
   std::lock_guard<std::mutex> lock(described_mutex_);
   measured_ = first;
   nv_rate_ = jpegs / nv_s;
-  host_rate_ = jpegs / host_s;
+  host_image_s_ = host_parts.host_image_s;  // the second round's
   choice_ = Choice::kSplit;
   return Status::ok();
 }
@@ -285,8 +285,7 @@ Status CudaImageDecoder::decode_on_nvjpeg(const std::vector<std::string_view>& i
 }
 
 Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images, ImageBatch& batch,
-                                     ThreadPool& pool, bool nvjpeg, double host_share,
-                                     Parts* parts) {
+                                     ThreadPool& pool, bool nvjpeg, bool split, Parts* parts) {
   const int n = static_cast<int>(images.size());
   const int H = o_.height, W = o_.width, C = o_.channels;
   void* out = nullptr;
@@ -300,8 +299,16 @@ Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images
   std::vector<int> jpegs, on_gpu, on_host;
   for (int i = 0; i < n && nvjpeg; ++i)
     if (for_nvjpeg(images[i], &src[i].w, &src[i].h)) jpegs.push_back(i);
-  const size_t to_host =
-      std::min(jpegs.size(), static_cast<size_t>(std::lround(jpegs.size() * host_share)));
+  size_t to_host = 0;
+  if (split && !jpegs.empty() && pool.workers() > 0) {
+    // The threads beside the one waiting on nvJPEG (the pool's workers and the caller; with
+    // no worker the caller would run both parts in turn: nothing to split).
+    std::lock_guard<std::mutex> lock(described_mutex_);
+    host_threads_ = std::max(1, pool.workers());
+    to_host = static_cast<size_t>(
+        jpegs_for_threads(static_cast<int>(jpegs.size()), nv_rate_, host_image_s_, host_threads_));
+    last_host_fraction_ = static_cast<double>(to_host) / jpegs.size();
+  }
   size_t total = 0;
   for (size_t k = 0; k + to_host < jpegs.size(); ++k) {
     Source& s = src[jpegs[k]];
@@ -327,23 +334,24 @@ Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images
   const size_t nv_tasks = on_gpu.empty() ? 0 : 1;
   std::vector<int> refused;
   Status nv_status = Status::ok();
-  std::vector<double> ends(on_host.size() + nv_tasks);
-  const double start = now_s();
+  std::vector<double> took(on_host.size() + nv_tasks);
   auto task = [&](size_t k) {
+    const double t = now_s();
     if (k < nv_tasks)
       nv_status = decode_on_nvjpeg(images, on_gpu, src, base, refused);
     else
       host_image(on_host[k - nv_tasks]);
-    ends[k] = now_s();
+    took[k] = now_s() - t;
   };
-  pool.parallel_for(ends.size(), task);
+  pool.parallel_for(took.size(), task);
   KILN_RETURN_IF_ERROR(nv_status);
   if (parts) {
     parts->nv_images = static_cast<int>(on_gpu.size() - refused.size());
-    parts->nv_s = nv_tasks ? ends[0] - start : 0;
+    parts->nv_s = nv_tasks ? took[0] : 0;
     parts->host_images = static_cast<int>(on_host.size());
-    parts->host_s =
-        on_host.empty() ? 0 : *std::max_element(ends.begin() + nv_tasks, ends.end()) - start;
+    double sum = 0;
+    for (size_t k = nv_tasks; k < took.size(); ++k) sum += took[k];
+    parts->host_image_s = on_host.empty() ? 0 : sum / static_cast<double>(on_host.size());
   }
   // Images nvJPEG refused after all (rare): the host's decoder names what is wrong.
   auto refused_one = [&](size_t k) { host_image(refused[k]); };

@@ -10,6 +10,7 @@
 #pragma GCC diagnostic pop
 // clang-format on
 
+#include "kiln/tensor_io.h"
 #include "runtime/cli_test_util.h"
 
 #ifdef KILN_CLI_PATH
@@ -170,6 +171,58 @@ TEST_F(Cli, ImageRunPrintsTopKWithLabels) {
 
 // kiln bench --images: end to end from a directory of images; a truncated JPEG is named once
 // and the bench goes on; other files are ignored; bad uses are refused.
+// 8-bit input normalized by the engine with the mean and std given on the command line, in
+// raw pixel units (--input-scale 255) or [0, 1] ones; refused where they mean nothing.
+TEST_F(Cli, InputMeanStdAndScaleNormalizeEightBitInput) {
+  const int h = 4, w = 5;
+  const std::string model = identity_model(3, h, w);
+  Tensor x(DataType::kUInt8, {1, h, w, 3});
+  const auto px = random_pixels(h * w * 3, 21);
+  std::copy(px.begin(), px.end(), x.data<uint8_t>());
+  ASSERT_TRUE(write_npy(path("x.npy").string(), x).is_ok());
+  Tensor want(DataType::kFloat32, {1, 3, h, w});
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < h * w; ++i)
+      want.data<float>()[c * h * w + i] = (px[3 * i + c] - 127.5f) / 63.75f;
+  auto r =
+      kiln("run " + model + " --input-format uint8-nhwc --input-mean 127.5 --input-std 63.75 " +
+           "--input-scale 255 -i " + path("x.npy").string() + " -o " + path("o").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_close(read_output("o/out.npy"), want, 1e-4);
+  r = kiln("run " + model + " --input-format uint8-nhwc --input-mean 0.5 --input-std 0.25 -i " +
+           path("x.npy").string() + " -o " + path("p").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_close(read_output("p/out.npy"), want, 1e-4);  // the same in [0, 1] units
+  expect_error(kiln("run " + model + " --input-mean 0.5 -i " + path("x.npy").string()), 2,
+               "--input-mean, --input-std and --input-scale are for 8-bit or jpeg input");
+  expect_error(kiln("run " + model + " --input-format uint8-nhwc --input-std 1,0,1 -i x"), 2,
+               "every value must be nonzero");
+  expect_error(kiln("run " + model + " --input-format uint8-nhwc --input-scale -1 -i x"), 2,
+               "--input-scale must be a positive number");
+  expect_error(kiln("run " + model + " --input-format uint8-nhwc --input-mean 1,2 -i " +
+                    path("x.npy").string()),
+               1, "3 channels, but 2 values of mean were given");
+  expect_error(kiln("run " + model + " --input-format jpeg -i " + path("x.npy").string()), 2,
+               "--input-format jpeg is kiln bench's");
+}
+
+// --input-format jpeg without --images: synthetic photo-like JPEGs, decoded end to end.
+TEST_F(Cli, BenchJpegInputRunsOnSyntheticPhotos) {
+  const std::string model = identity_model(3, 6, 7);
+  auto r = kiln("bench " + model +
+                " --input-format jpeg --warmup 0 --duration 0.2 --threads 1 --decode-threads 2");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string said = "128 image files (synthetic photo-like 500x375 JPEGs, quality 90, mean ";
+  const size_t at = r.out.find(said);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double kb = std::stod(r.out.substr(at + said.size()));
+  EXPECT_GT(kb, 30) << r.out;  // photo-like: ~60 KB, as make_jpegs.py's
+  EXPECT_LT(kb, 120) << r.out;
+  EXPECT_EQ(r.out.find("failed to decode"), std::string::npos) << r.out;
+  expect_error(kiln("bench " + model + " --input-format uint8-nhwc --images " + path("").string()),
+               2, "--images decodes into the engine's uint8-nhwc input");
+}
+
 TEST_F(Cli, BenchImagesRunsEndToEndFromFiles) {
   const fs::path dir = path("imgs");
   fs::create_directories(dir);
@@ -210,7 +263,7 @@ TEST_F(Cli, BenchImagesRunsEndToEndFromFiles) {
   expect_error(kiln("bench " + model + " --images " + path("empty").string()), 1,
                "no .jpg, .jpeg or .png file");
   expect_error(kiln("bench " + model + " --images " + dir.string() + " --json x.json"), 2,
-               "--images runs decoding");
+               "--images and --input-format jpeg run decoding");
 }
 
 }  // namespace

@@ -246,6 +246,34 @@ TEST(Images, BadOptionsAndOversizedImagesAreRefused) {
       << r->status[1].message();
 }
 
+// encode_jpeg round-trips through decode_image (JPEG's loss apart); photo_like_image is the
+// same for the same seed and photo-like in size once encoded; bad images are refused by name.
+TEST(Images, EncodeJpegRoundTripsAndPhotoLikeImagesAreRepeatable) {
+  const Image a = photo_like_image(500, 375, 3), b = photo_like_image(500, 375, 3);
+  EXPECT_EQ(a.pixels, b.pixels);
+  EXPECT_NE(a.pixels, photo_like_image(500, 375, 4).pixels);
+  auto jpg = encode_jpeg(a, 90);
+  ASSERT_TRUE(jpg.is_ok()) << jpg.status().to_string();
+  EXPECT_GT(jpg->size(), 30u << 10);
+  EXPECT_LT(jpg->size(), 120u << 10);
+  auto back = decode_image(*jpg, "round trip");
+  ASSERT_TRUE(back.is_ok());
+  ASSERT_EQ(back->width, 500);
+  ASSERT_EQ(back->height, 375);
+  double sum = 0;
+  for (size_t i = 0; i < a.pixels.size(); ++i) sum += std::abs(a.pixels[i] - back->pixels[i]);
+  EXPECT_LT(sum / a.pixels.size(), 8.0);  // quality 90 on a textured image
+  Image grey{8, 4, 1, std::vector<uint8_t>(32, 77)};
+  auto g = encode_jpeg(grey, 100);
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(sniff_image(*g), ImageFormat::kJpeg);
+  EXPECT_NE(encode_jpeg(a, 0).status().message().find("quality must be 1 to 100"),
+            std::string::npos);
+  Image wrong{8, 4, 3, std::vector<uint8_t>(10)};
+  EXPECT_NE(encode_jpeg(wrong).status().message().find("8x4x3 image with 10 bytes"),
+            std::string::npos);
+}
+
 // The split of a batch's JPEGs between nvJPEG and the host threads: the fewest host images
 // that end both parts soonest, in whole images per thread.
 TEST(Images, JpegsSplitSoBothPartsEndSoonest) {

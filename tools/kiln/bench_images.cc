@@ -1,5 +1,6 @@
-// `kiln bench MODEL --images DIR`: end to end from image files held in memory. Every JPEG and
-// PNG of DIR is read once; then batches of them, in turn, are decoded and resized into 8-bit
+// `kiln bench MODEL --images DIR` (or --input-format jpeg, with DIR's files or synthetic
+// photo-like JPEGs): end to end from image files held in memory. Every JPEG and PNG of DIR is
+// read once; then batches of them, in turn, are decoded and resized into 8-bit
 // NHWC pixels (kiln::ImageDecoder, on --decode-threads threads) and run through a Pipeline of
 // --streams contexts of an engine taking uint8 NHWC input (normalized in the graph), with the
 // decoding of the next batch overlapping the requests in flight. Prints images/s end to end,
@@ -147,21 +148,57 @@ class DecodeFeed {
 
 }  // namespace
 
+// `count` photo-like JPEGs of w × h at `quality`, named synthetic<i>.jpg.
+static Result<std::vector<std::pair<std::string, std::string>>> synthetic_jpegs(int count, int w,
+                                                                                int h,
+                                                                                int quality) {
+  std::vector<std::pair<std::string, std::string>> files(count);
+  std::vector<Status> failed(count, Status::ok());
+  std::vector<std::thread> threads;
+  const int n = static_cast<int>(std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+  for (int t = 0; t < n; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = t; i < count; i += n) {
+        auto bytes = encode_jpeg(photo_like_image(w, h, static_cast<uint32_t>(i)), quality);
+        if (!bytes.is_ok()) {
+          failed[i] = bytes.status();
+          continue;
+        }
+        files[i] = {"synthetic" + std::to_string(i) + ".jpg", std::move(*bytes)};
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const Status& st : failed) KILN_RETURN_IF_ERROR(st);
+  return files;
+}
+
 int bench_images(const std::string& model, const GlobalOptions& g, const ImagesBench& b) {
-  auto files_or = read_images(b.dir);
+  constexpr int kSynthetic = 128, kSynthW = 500, kSynthH = 375, kSynthQ = 90;
+  auto files_or =
+      b.dir.empty() ? synthetic_jpegs(kSynthetic, kSynthW, kSynthH, kSynthQ) : read_images(b.dir);
   if (!files_or.is_ok()) return fail(files_or.status());
   const auto& files = *files_or;
+  size_t file_bytes = 0;
+  for (const auto& f : files) file_bytes += f.second.size();
+  const std::string source = b.dir.empty() ? "synthetic photo-like " + std::to_string(kSynthW) +
+                                                 "x" + std::to_string(kSynthH) +
+                                                 " JPEGs, quality " + std::to_string(kSynthQ)
+                                           : b.dir;
   GlobalOptions gu = g;
   gu.input_format = InputFormat::kUint8Nhwc;
   auto engine_or = load_engine(model, gu);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   std::shared_ptr<Engine> engine = *engine_or;
   if (engine->inputs().size() != 1 || engine->inputs()[0].dims.size() != 4)
-    return usage_error("--images needs a model with one image input (N,C,H,W)");
+    return usage_error(
+        "--images and --input-format jpeg need a model with one image input "
+        "(N,C,H,W)");
   const TensorInfo& in = engine->inputs()[0];  // uint8 [N, H, W, C]
   if (in.dims[1] <= 0 || in.dims[2] <= 0 || in.dims[3] <= 0)
-    return usage_error("--images needs the model's image height, width and channels fixed; '" +
-                       in.name + "' is " + declared_shape(in));
+    return usage_error(
+        "decoding images needs the model's image height, width and channels "
+        "fixed; '" +
+        in.name + "' is " + declared_shape(in));
   const bool cuda = g.device == "cuda";
   ImageBatchOptions io;
   io.height = static_cast<int>(in.dims[1]);
@@ -258,10 +295,12 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
               g.device.c_str(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
               percentile(lat_ms, 50), percentile(lat_ms, 90), percentile(lat_ms, 99), ips);
   std::printf(
-      "%zu image files (%s); decode (%s%s) and %s to %dx%dx%d, %d host threads, %d decoders: "
+      "%zu image files (%s, mean %.1f KB); decode (%s%s) and %s to %dx%dx%d, %d host threads, "
+      "%d decoders: "
       "%.3f ms per batch (median of %zu), %.1f images/s alone; latency from decode start to "
       "result\n",
-      files.size(), b.dir.c_str(), decoder == "host" ? "host, " : "gpu, ", jpeg_decoder.c_str(),
+      files.size(), source.c_str(), file_bytes / 1024.0 / static_cast<double>(files.size()),
+      decoder == "host" ? "host, " : "gpu, ", jpeg_decoder.c_str(),
       b.letterbox ? "letterbox" : "resize", io.height, io.width, io.channels, io.threads * decoders,
       decoders, dec_med, dec.size(), dec_med > 0 ? decoders * batch * 1e3 / dec_med : 0.0);
   if (const size_t bad = feed.failed_files())

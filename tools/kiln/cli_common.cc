@@ -37,6 +37,8 @@ EngineOptions engine_options(const GlobalOptions& global) {
   o.cpu_conv_algo = global.cpu_conv_algo;
   o.cpu_layout = global.cpu_layout;
   o.input_format = global.input_format;
+  o.input_mean = global.input_mean;
+  o.input_std = global.input_std;
   o.cudnn_conv_path = global.cudnn_conv_path;
   o.device_index = global.gpu;
   o.space_to_depth = global.space_to_depth;

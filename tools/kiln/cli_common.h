@@ -32,6 +32,12 @@ struct GlobalOptions {
   CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
   CpuLayout cpu_layout = CpuLayout::kAuto;
   InputFormat input_format = InputFormat::kFloat32Nchw;
+  // --input-format jpeg: the engine takes uint8-nhwc (input_format), and kiln bench decodes
+  // JPEGs into it (--images DIR, else synthetic photo-like ones).
+  bool jpeg_input = false;
+  // --input-mean/--input-std, scaled to [0, 1] pixels by --input-scale (EngineOptions::
+  // input_mean, input_std); empty: the model's metadata, else ImageNet's.
+  std::vector<float> input_mean, input_std;
   // CUDA engines (see EngineOptions).
   int gpu = 0;
   CudnnConvPath cudnn_conv_path = CudnnConvPath::kAuto;

@@ -123,16 +123,22 @@ int run(const BenchOptions& o, const GlobalOptions& g) {
   if (!o.ladder &&
       (!o.ladder_out.empty() || o.rounds != 1 || !o.peer_torch.empty() || !o.peer_script.empty()))
     return usage_error("--ladder-out, --rounds, --peer-torch and --peer-script need --ladder");
-  if (o.images.empty() &&
-      (o.letterbox || o.decode_threads || !o.image_decoder.empty() || o.decoders))
+  const bool images = !o.images.empty() || g.jpeg_input;
+  if (!images && (o.letterbox || o.decode_threads || !o.image_decoder.empty() || o.decoders))
     return usage_error(
-        "--letterbox, --decode-threads, --image-decoder and --decoders need --images");
-  if (!o.images.empty()) {
+        "--letterbox, --decode-threads, --image-decoder and --decoders need --images or "
+        "--input-format jpeg");
+  if (!o.images.empty() && g.input_format != InputFormat::kFloat32Nchw && !g.jpeg_input)
+    return usage_error(std::string("--images decodes into the engine's uint8-nhwc input: it "
+                                   "takes --input-format jpeg (or none), not ") +
+                       input_format_name(g.input_format));
+  if (images) {
     if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
         !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor ||
         !o.monitor_csv.empty() || !o.shapes.empty())
       return usage_error(
-          "--images runs decoding and the model end to end: it takes --batch, --streams, "
+          "--images and --input-format jpeg run decoding and the model end to end: they take "
+          "--batch, --streams, "
           "--inflight, --letterbox, --decode-threads, --image-decoder, --warmup and --duration "
           "only");
     ImagesBench ib;
@@ -431,7 +437,9 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--images", o->images,
                   "DIR: end to end from DIR's .jpg/.jpeg/.png files (held in memory): decode and "
                   "resize batches on threads into uint8 NHWC, run through a Pipeline of --streams "
-                  "contexts (default 2) with the decoding overlapping compute");
+                  "contexts (default 2) with the decoding overlapping compute; with "
+                  "--input-format jpeg and no --images, 128 synthetic photo-like 500x375 JPEGs "
+                  "(quality 90)");
   app->add_flag("--letterbox", o->letterbox,
                 "with --images: keep the aspect ratio, padding with 114 (detectors), instead "
                 "of stretching");

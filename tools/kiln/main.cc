@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <vector>
@@ -43,6 +44,35 @@ CLI::Option* add_enum(CLI::App& app, const std::string& flag, E& value, const st
       ->default_str(default_value);
 }
 
+// --input-format, --input-mean, --input-std and --input-scale into `global`: the mean and
+// std in [0, 1] pixel units (a value v given at scale S is v / S there).
+kiln::Status image_input_options(const std::string& format, const std::string& mean,
+                                 const std::string& stdev, double scale, GlobalOptions& global) {
+  KILN_ASSIGN_OR_RETURN(global.input_format,
+                        kiln::parse_input_format(format == "jpeg" ? "uint8-nhwc" : format));
+  const bool eight_bit = global.input_format != kiln::InputFormat::kFloat32Nchw;
+  if (!eight_bit && (!mean.empty() || !stdev.empty() || scale != 1))
+    return kiln::invalid_argument(
+        "--input-mean, --input-std and --input-scale are for 8-bit or jpeg input "
+        "(--input-format uint8-nchw, uint8-nhwc or jpeg); a float32 input is the model's own");
+  if (!(scale > 0) || !std::isfinite(scale))
+    return kiln::invalid_argument("--input-scale must be a positive number, not " +
+                                  std::to_string(scale));
+  if (!mean.empty()) {
+    KILN_ASSIGN_OR_RETURN(global.input_mean, parse_floats(mean, "--input-mean"));
+    for (float& v : global.input_mean) v = static_cast<float>(v / scale);
+  }
+  if (!stdev.empty()) {
+    KILN_ASSIGN_OR_RETURN(global.input_std, parse_floats(stdev, "--input-std"));
+    for (float& v : global.input_std) {
+      if (!(v != 0.f) || !std::isfinite(v))
+        return kiln::invalid_argument("--input-std '" + stdev + "': every value must be nonzero");
+      v = static_cast<float>(v / scale);
+    }
+  }
+  return kiln::Status::ok();
+}
+
 int run_main(int argc, char** argv) {
   GlobalOptions global;
   for (int i = 0; i < argc; ++i)
@@ -75,11 +105,23 @@ int run_main(int argc, char** argv) {
            "CPU activation layouts between oneDNN kernels: auto (timed per group), nhwc, "
            "blocked, value (timed per value) or alternate (for tests)",
            kiln::cpu_layout_name, 5, "auto");
-  add_enum(app, "--input-format", global.input_format,
-           "image inputs as float32-nchw (as the model declares them), or 8-bit pixels "
-           "(uint8-nchw, uint8-nhwc) normalized on the engine's device with the model's "
-           "kiln.mean/kiln.std metadata, else ImageNet's",
-           kiln::input_format_name, 3, "float32-nchw");
+  std::string input_format = "float32-nchw", input_mean, input_std;
+  double input_scale = 1;
+  app.add_option("--input-format", input_format,
+                 "image inputs as float32-nchw (as the model declares them), 8-bit pixels "
+                 "(uint8-nchw, uint8-nhwc) normalized on the engine's device, or jpeg (kiln "
+                 "bench: JPEGs decoded into uint8-nhwc, from --images DIR or synthetic)")
+      ->check(CLI::IsMember({"float32-nchw", "uint8-nchw", "uint8-nhwc", "jpeg"}))
+      ->capture_default_str();
+  app.add_option("--input-mean", input_mean,
+                 "8-bit and jpeg input: per-channel mean, one value or C comma-separated "
+                 "(default: the model's kiln.mean metadata, else ImageNet's for 3 channels)");
+  app.add_option("--input-std", input_std,
+                 "8-bit and jpeg input: per-channel std (default: kiln.std, else ImageNet's)");
+  app.add_option("--input-scale", input_scale,
+                 "8-bit and jpeg input: the value pixel 255 stands for in --input-mean and "
+                 "--input-std's units: 1 ([0,1] pixels) or 255 (raw pixel values)")
+      ->capture_default_str();
   add_enum(app, "--cudnn-conv-path", global.cudnn_conv_path,
            "CUDA convs: auto (time both cuDNN APIs), legacy or graph", kiln::cudnn_conv_path_name,
            3, "auto");
@@ -141,6 +183,18 @@ int run_main(int argc, char** argv) {
       message = "unknown subcommand '" + app.remaining().front() + "'";
     return usage_error(message + " (see kiln --help)");
   }
+
+  if (kiln::Status st =
+          image_input_options(input_format, input_mean, input_std, input_scale, global);
+      !st.is_ok())
+    return usage_error(st.message());
+  global.jpeg_input = input_format == "jpeg";
+  for (const Command& c : commands)
+    if (c.app->parsed() && global.jpeg_input && c.app->get_name() != "bench")
+      return usage_error(
+          "--input-format jpeg is kiln bench's (JPEGs decoded into the engine's uint8-nhwc "
+          "input); kiln " +
+          c.app->get_name() + " takes uint8-nhwc, or image files as they are (kiln run)");
 
   auto logger = spdlog::stderr_color_mt("kiln");
   logger->set_pattern("kiln: %l: %v");

@@ -76,6 +76,10 @@ class Engine {
 // GPU, an ordinary tensor; kResourceExhausted where the memory cannot be pinned.
 Result<Tensor> pinned_tensor(DataType dtype, Shape shape);
 
+// The CUDA GPUs this process sees (after CUDA_VISIBLE_DEVICES), numbered 0 to the count - 1 as
+// EngineOptions::device_index takes them; 0 where kiln has no CUDA or the machine no GPU.
+int cuda_device_count();
+
 // Host memory the caller owns, page-locked for as long as this registration lives
 // (cudaHostRegister): a tensor over it (Tensor::borrow) is then copied to the GPU in place, by
 // DMA, as a pinned_tensor is. Move-only; the memory must outlive it. Where kiln has no CUDA or

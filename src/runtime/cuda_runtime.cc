@@ -196,6 +196,15 @@ std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaE
   return r;
 }
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no GPU: none
+    return 0;
+  }
+  return count;
+}
+
 Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
   for (int64_t d : shape)
     if (d < 0) return invalid_argument("pinned_tensor: negative shape " + shape_str(shape));
@@ -216,6 +225,8 @@ Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
 }
 
 #else  // no CUDA in this build
+
+int cuda_device_count() { return 0; }
 
 Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
   for (int64_t d : shape)

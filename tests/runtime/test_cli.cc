@@ -317,6 +317,18 @@ TEST_F(Cli, BenchStreamsRunsAPipeline) {
   expect_error(kiln("bench " + model + " --streams 0"), 2, "--streams");
   expect_error(kiln("bench " + model + " --inflight 4"), 2, "need --streams");
   expect_error(kiln("bench " + model + " --streams 2 --gpus 0,0"), 2, "--gpus needs --device cuda");
+  // --gpus is checked against the GPUs CUDA shows before any engine is built: a bad entry is
+  // named; on a machine without a GPU, every index (and all) says none is visible.
+  expect_error(kiln("bench " + model + " --device cuda --streams 2 --gpus 0,x"), 2,
+               "'x' is not a GPU index (expected all, or 0,1,...)");
+  expect_error(kiln("bench " + model + " --device cuda --streams 2 --gpus -1"), 2,
+               "'-1' is not a GPU index");
+  if (!fs::exists("/dev/nvidia0")) {
+    expect_error(kiln("bench " + model + " --device cuda --streams 2 --gpus all"), 2,
+                 "--gpus all: no CUDA GPU is visible");
+    expect_error(kiln("bench " + model + " --device cuda --streams 2 --gpus 0,1"), 2,
+                 "there is no GPU 0; no CUDA GPU is visible");
+  }
   // --inflight sets the requests in flight; --monitor goes on, saying why, where NVML is
   // missing, and prints its samples where it is not.
   r = kiln("bench " + model +

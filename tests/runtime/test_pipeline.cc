@@ -191,6 +191,8 @@ TEST(HostMemoryRegistration, LeavesTheCallersMemoryRunnableAndRefusesNothing) {
     auto reg = register_host_memory(mine.data(), x.nbytes());
     ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
     EXPECT_EQ(reg->bytes(), x.nbytes());
+    // Pinned exactly where CUDA sees a GPU.
+    EXPECT_EQ(reg->pinned(), cuda_device_count() > 0);
     HostMemoryRegistration moved = std::move(*reg);
     EXPECT_FALSE(reg->pinned());
     auto ctx = engine->create_context();

@@ -12,6 +12,7 @@
 #include <deque>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <set>
 
 #include "cli_common.h"
@@ -106,6 +107,18 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
     std::printf("GPU of each context:");
     for (int k = 0; k < pipeline.contexts(); ++k) std::printf(" %d", pipeline.context_device(k));
     std::printf("\n");
+    // Each GPU's share of the timed requests (its contexts' counts; the drained ones included,
+    // as above).
+    std::map<int, int64_t> by_gpu;
+    int64_t all = 0;
+    for (int k = 0; k < pipeline.contexts(); ++k) {
+      const int64_t n = s.per_context[k] - warm.per_context[k];
+      by_gpu[pipeline.context_device(k)] += n;
+      all += n;
+    }
+    for (const auto& [gpu, n] : by_gpu)
+      std::printf("GPU %d: %lld requests (%.1f%%), %.1f images/s\n", gpu, static_cast<long long>(n),
+                  all ? 100.0 * n / all : 0.0, static_cast<double>(batch) * n / total);
   }
   if (g.device == "cuda") {
     // Stage times of the requests completed in the timed phase (some may have been submitted

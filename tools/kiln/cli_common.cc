@@ -215,4 +215,38 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
+Result<std::vector<int>> parse_gpu_list(const std::string& text, int visible) {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string seen = visible == 0
+                               ? "no CUDA GPU is visible"
+                               : std::to_string(visible) + " CUDA GPU" + (visible == 1 ? "" : "s") +
+                                     " visible (0 to " + std::to_string(visible - 1) + ")";
+  const std::string where =
+      seen + (env ? std::string(", CUDA_VISIBLE_DEVICES=") + env : std::string());
+  std::vector<int> r;
+  if (text == "all") {
+    if (visible == 0) return invalid_argument("--gpus all: " + where);
+    for (int i = 0; i < visible; ++i) r.push_back(i);
+    return r;
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(start, end - start);
+    char* stop = nullptr;
+    const long v = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || stop != item.c_str() + item.size() || v < 0 || v > 1023)
+      return invalid_argument("--gpus '" + text + "': '" + item +
+                              "' is not a GPU index (expected all, or 0,1,...)");
+    r.push_back(static_cast<int>(v));
+    start = end + 1;
+  }
+  for (int v : r)
+    if (v >= visible)
+      return invalid_argument("--gpus '" + text + "': there is no GPU " + std::to_string(v) +
+                              "; " + where);
+  return r;
+}
+
 }  // namespace kiln::cli

@@ -104,6 +104,9 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
 
 // "0.5" or "0.485,0.456,0.406" → floats; an error names `what`.
 Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what);
+// --gpus: "all" (every one of the `visible` GPUs) or indices "0,1,..." (repeats kept), each
+// below `visible`; errors name the entry and what the machine has.
+Result<std::vector<int>> parse_gpu_list(const std::string& text, int visible);
 // "1x3x224x224" → {1,3,224,224}.
 Result<Shape> parse_dims(const std::string& text);
 // Declared shape with symbolic dims by name: "[batch,3,224,224]".

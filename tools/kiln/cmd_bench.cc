@@ -39,7 +39,8 @@ struct BenchOptions {
   int streams = 0;                      // --streams: contexts of a Pipeline (0: one Context)
   int inflight = 0;                     // --inflight: requests in flight (0: 2 per stream)
   bool unordered = false;               // --unordered-compute
-  std::vector<int> gpus;                // --gpus: one engine per entry
+  std::string gpus_text;                // --gpus as given: all, or 0,1,...
+  std::vector<int> gpus;                // --gpus parsed: one engine per entry
   bool pinned = false;                  // --pinned: inputs in pinned host memory
   bool monitor = false;                 // --monitor: NVML samples during the timed phase
   std::string monitor_csv;              // --monitor-csv
@@ -118,7 +119,13 @@ Status dump_profile(Context& ctx, const std::string& path, int iterations) {
   return Status::ok();
 }
 
-int run(const BenchOptions& o, const GlobalOptions& g) {
+int run(BenchOptions o, const GlobalOptions& g) {
+  if (!o.gpus_text.empty()) {
+    if (g.device != "cuda") return usage_error("--gpus needs --device cuda");
+    auto gpus = parse_gpu_list(o.gpus_text, cuda_device_count());
+    if (!gpus.is_ok()) return usage_error(gpus.status().message());
+    o.gpus = *gpus;
+  }
   if (o.warmup < 0 || o.duration < 0) return usage_error("--warmup/--duration must be >= 0");
   if (!o.ladder &&
       (!o.ladder_out.empty() || o.rounds != 1 || !o.peer_torch.empty() || !o.peer_script.empty()))
@@ -411,11 +418,10 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
   app->add_flag("--unordered-compute", o->unordered,
                 "with --streams on CUDA: let the streams' computes run at once instead of one "
                 "after another (the copies overlap either way)");
-  app->add_option("--gpus", o->gpus,
-                  "0,1,...: with --streams, spread the contexts over these GPUs, one engine "
-                  "per GPU (a GPU listed twice gets contexts in turn)")
-      ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+  app->add_option("--gpus", o->gpus_text,
+                  "all or 0,1,...: with --streams, spread the contexts over these GPUs, one "
+                  "engine per GPU (a GPU listed twice gets contexts in turn), and print each "
+                  "GPU's share");
   app->add_flag("--monitor", o->monitor,
                 "sample the GPU's memory used, utilization, SM clock and power every 100 ms "
                 "during the timed phase (NVML, libnvidia-ml.so.1) and print min/median/max");

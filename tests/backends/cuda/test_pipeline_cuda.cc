@@ -159,6 +159,9 @@ TEST(CudaHostMemoryRegistration, PinsTheCallersMemoryInPlace) {
     auto reg = register_host_memory(mine.data(), x.nbytes());
     ASSERT_TRUE(reg.is_ok()) << reg.status().to_string();
     EXPECT_TRUE(reg->pinned());
+    int count = 0;
+    ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+    EXPECT_EQ(cuda_device_count(), count);
     cudaPointerAttributes attr{};
     ASSERT_EQ(cudaPointerGetAttributes(&attr, mine.data()), cudaSuccess);
     EXPECT_EQ(attr.type, cudaMemoryTypeHost);

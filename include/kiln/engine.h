@@ -79,6 +79,9 @@ Result<Tensor> pinned_tensor(DataType dtype, Shape shape);
 // The CUDA GPUs this process sees (after CUDA_VISIBLE_DEVICES), numbered 0 to the count - 1 as
 // EngineOptions::device_index takes them; 0 where kiln has no CUDA or the machine no GPU.
 int cuda_device_count();
+// The PCI bus id of CUDA GPU `device` ("0000:1B:00.0"), which names the same GPU to NVML and
+// nvidia-smi whatever CUDA_VISIBLE_DEVICES renumbers; an error where there is no such GPU.
+Result<std::string> cuda_pci_bus_id(int device);
 
 // Host memory the caller owns, page-locked for as long as this registration lives
 // (cudaHostRegister): a tensor over it (Tensor::borrow) is then copied to the GPU in place, by

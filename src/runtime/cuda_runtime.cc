@@ -205,6 +205,16 @@ int cuda_device_count() {
   return count;
 }
 
+Result<std::string> cuda_pci_bus_id(int device) {
+  const int count = cuda_device_count();
+  if (device < 0 || device >= count)
+    return invalid_argument("cuda_pci_bus_id: no GPU " + std::to_string(device) +
+                            " (this machine has " + std::to_string(count) + ")");
+  char id[32] = {};
+  KILN_CUDA(cudaDeviceGetPCIBusId(id, sizeof id, device));
+  return std::string(id);
+}
+
 Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
   for (int64_t d : shape)
     if (d < 0) return invalid_argument("pinned_tensor: negative shape " + shape_str(shape));
@@ -227,6 +237,11 @@ Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
 #else  // no CUDA in this build
 
 int cuda_device_count() { return 0; }
+
+Result<std::string> cuda_pci_bus_id(int device) {
+  return unsupported("cuda_pci_bus_id(" + std::to_string(device) +
+                     "): this kiln was built without CUDA");
+}
 
 Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
   for (int64_t d : shape)

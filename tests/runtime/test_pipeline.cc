@@ -179,6 +179,22 @@ TEST(PinnedTensor, IsATensorEveryEngineTakes) {
   EXPECT_FALSE(pinned_tensor(DataType::kFloat32, {2, -1}).is_ok());
 }
 
+// cuda_device_count and cuda_pci_bus_id agree: every GPU counted has a bus id
+// ("domain:bus:device.function"), the one past the last has none, and the error says how many there are.
+TEST(CudaDevices, CountAndPciBusIdsAgree) {
+  const int n = cuda_device_count();
+  ASSERT_GE(n, 0);
+  for (int i = 0; i < n; ++i) {
+    auto id = cuda_pci_bus_id(i);
+    ASSERT_TRUE(id.is_ok()) << id.status().to_string();
+    EXPECT_NE(id->find(':'), std::string::npos) << *id;
+    EXPECT_NE(id->find('.'), std::string::npos) << *id;
+  }
+  auto none = cuda_pci_bus_id(n);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_FALSE(cuda_pci_bus_id(-1).is_ok());
+}
+
 // register_host_memory: the caller's memory, registered (pinned where there is a GPU); a tensor
 // over it runs as any other; nothing to register is refused by name.
 TEST(HostMemoryRegistration, LeavesTheCallersMemoryRunnableAndRefusesNothing) {

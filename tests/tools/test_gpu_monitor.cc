@@ -52,6 +52,21 @@ TEST(GpuMonitor, BadArgumentsAreRefusedBeforeLoading) {
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << m.status().message();
 }
 
+// By PCI bus id (the CUDA GPU's, whatever CUDA_VISIBLE_DEVICES says): the same errors, and an
+// empty id refused.
+TEST(GpuMonitor, ByPciBusIdRefusesWhatItCannotOpen) {
+  auto m = GpuMonitor::open_pci("0000:1B:00.0", 0, 100, "libkiln-no-such-nvml.so");
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(m.status().message().find("libkiln-no-such-nvml.so"), std::string::npos);
+  m = GpuMonitor::open_pci("", 0, 100, "libkiln-no-such-nvml.so");
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << m.status().message();
+  m = GpuMonitor::open_pci("0000:1B:00.0", -1, 100, "libkiln-no-such-nvml.so");
+  ASSERT_FALSE(m.is_ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument) << m.status().message();
+}
+
 TEST(GpuMonitor, SeriesIgnoresNan) {
   std::vector<GpuSample> s = {{0.0, 3, 50, kNan, 100},
                               {0.1, kNan, 70, kNan, 120},

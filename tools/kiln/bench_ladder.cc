@@ -271,7 +271,7 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
   std::unique_ptr<GpuMonitor> monitor;
   double baseline_mib = 0;
   if (cuda) {
-    auto m = GpuMonitor::open(g.gpu, 100);
+    auto m = open_gpu_monitor(g.gpu);
     if (m.is_ok()) {
       monitor = std::move(m).value();
       monitor->start();

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "gpu_monitor.h"
+
 namespace kiln::cli {
 
 void print_error(const std::string& message) {
@@ -215,6 +217,13 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
+Result<std::unique_ptr<GpuMonitor>> open_gpu_monitor(int gpu, int period_ms) {
+  auto bus_id = cuda_pci_bus_id(gpu);
+  // Where CUDA cannot name the GPU (no CUDA in this build, or none it sees), NVML's own index.
+  return bus_id.is_ok() ? GpuMonitor::open_pci(*bus_id, gpu, period_ms)
+                        : GpuMonitor::open(gpu, period_ms);
+}
+
 Result<std::vector<int>> parse_gpu_list(const std::string& text, int visible) {
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   const std::string seen = visible == 0
@@ -244,8 +253,8 @@ Result<std::vector<int>> parse_gpu_list(const std::string& text, int visible) {
   }
   for (int v : r)
     if (v >= visible)
-      return invalid_argument("--gpus '" + text + "': there is no GPU " + std::to_string(v) +
-                              "; " + where);
+      return invalid_argument("--gpus '" + text + "': there is no GPU " + std::to_string(v) + "; " +
+                              where);
   return r;
 }
 

@@ -59,7 +59,7 @@ struct BenchOptions {
 // it says why and the bench goes on without it (null).
 std::unique_ptr<GpuMonitor> open_monitor(const BenchOptions& o, const GlobalOptions& g) {
   if (!o.monitor && o.monitor_csv.empty()) return nullptr;
-  auto m = GpuMonitor::open(g.gpu, 100);
+  auto m = open_gpu_monitor(g.gpu);
   if (!m.is_ok()) {
     std::fprintf(stderr, "kiln: note: --monitor: %s; going on without it\n",
                  m.status().message().c_str());

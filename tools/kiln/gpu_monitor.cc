@@ -29,10 +29,12 @@ struct nvmlMemory_t {
 };
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr nvmlReturn_t kNvmlErrorInvalidArgument = 2;
+constexpr nvmlReturn_t kNvmlErrorNotFound = 6;
 constexpr int kNvmlClockSm = 1;  // nvmlClockType_t NVML_CLOCK_SM (an enum: int-sized)
 
 using VoidFn = nvmlReturn_t();  // nvmlInit_v2, nvmlShutdown
 using HandleByIndexFn = nvmlReturn_t(unsigned index, nvmlDevice_t* device);
+using HandleByPciBusIdFn = nvmlReturn_t(const char* pci_bus_id, nvmlDevice_t* device);
 using MemoryInfoFn = nvmlReturn_t(nvmlDevice_t, nvmlMemory_t*);
 using UtilizationFn = nvmlReturn_t(nvmlDevice_t, nvmlUtilization_t*);
 using ClockInfoFn = nvmlReturn_t(nvmlDevice_t, int type, unsigned* mhz);
@@ -60,6 +62,7 @@ struct GpuMonitor::Nvml {
   VoidFn* init = nullptr;
   VoidFn* shutdown = nullptr;
   HandleByIndexFn* handle_by_index = nullptr;
+  HandleByPciBusIdFn* handle_by_pci = nullptr;  // open_pci only
   MemoryInfoFn* memory_info = nullptr;
   UtilizationFn* utilization = nullptr;
   ClockInfoFn* clock_info = nullptr;
@@ -101,6 +104,20 @@ Status write_samples_csv(const std::string& path, const std::vector<GpuSample>& 
 
 Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open(int index, int period_ms,
                                                      const std::string& library) {
+  return open_device(index, "", period_ms, library);
+}
+
+Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_pci(const std::string& pci_bus_id, int label,
+                                                         int period_ms,
+                                                         const std::string& library) {
+  if (pci_bus_id.empty()) return invalid_argument("GPU monitor: an empty PCI bus id");
+  return open_device(label, pci_bus_id, period_ms, library);
+}
+
+Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_device(int index,
+                                                            const std::string& pci_bus_id,
+                                                            int period_ms,
+                                                            const std::string& library) {
   if (index < 0) return invalid_argument("GPU index " + std::to_string(index) + " is negative");
   if (period_ms <= 0)
     return invalid_argument("GPU monitor period " + std::to_string(period_ms) +
@@ -121,16 +138,25 @@ Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open(int index, int period_ms,
   bind(n->handle, "nvmlDeviceGetClockInfo", n->clock_info, missing);
   bind(n->handle, "nvmlDeviceGetPowerUsage", n->power_usage, missing);
   bind(n->handle, "nvmlErrorString", n->error_string, missing);
+  if (!pci_bus_id.empty())
+    bind(n->handle, "nvmlDeviceGetHandleByPciBusId_v2", n->handle_by_pci, missing);
   if (missing) return unsupported(library + " has no " + missing + " (driver too old?)");
   n->name = reinterpret_cast<NameFn*>(dlsym(n->handle, "nvmlDeviceGetName"));
   if (nvmlReturn_t rc = n->init(); rc != kNvmlSuccess)
     return unsupported(library + ": nvmlInit_v2 failed: " + n->error(rc));
   n->initialized = true;
-  if (nvmlReturn_t rc = n->handle_by_index(static_cast<unsigned>(index), &n->device);
-      rc != kNvmlSuccess) {
-    std::string why = library + ": no GPU " + std::to_string(index) +
-                      " (nvmlDeviceGetHandleByIndex_v2: " + n->error(rc) + ")";
-    return rc == kNvmlErrorInvalidArgument ? invalid_argument(why) : internal_error(why);
+  const nvmlReturn_t rc = pci_bus_id.empty()
+                              ? n->handle_by_index(static_cast<unsigned>(index), &n->device)
+                              : n->handle_by_pci(pci_bus_id.c_str(), &n->device);
+  if (rc != kNvmlSuccess) {
+    std::string why = pci_bus_id.empty()
+                          ? library + ": no GPU " + std::to_string(index) +
+                                " (nvmlDeviceGetHandleByIndex_v2: " + n->error(rc) + ")"
+                          : library + ": no GPU at PCI bus id " + pci_bus_id + " (CUDA's GPU " +
+                                std::to_string(index) +
+                                "; nvmlDeviceGetHandleByPciBusId_v2: " + n->error(rc) + ")";
+    return rc == kNvmlErrorInvalidArgument || rc == kNvmlErrorNotFound ? invalid_argument(why)
+                                                                       : internal_error(why);
   }
   auto m = std::unique_ptr<GpuMonitor>(new GpuMonitor(std::move(n), index, period_ms));
   char name[96] = {};

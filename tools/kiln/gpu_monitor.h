@@ -46,6 +46,12 @@ class GpuMonitor {
   // renumbers, and CUDA's default order puts the fastest GPU first.
   static Result<std::unique_ptr<GpuMonitor>> open(int index, int period_ms = 100,
                                                   const std::string& library = "libnvidia-ml.so.1");
+  // The GPU at PCI bus id `pci_bus_id` ("0000:1B:00.0", as cuda_pci_bus_id gives it): the
+  // one a CUDA index means whatever CUDA_VISIBLE_DEVICES says. `label` is the number the
+  // summary gives it (the CUDA index).
+  static Result<std::unique_ptr<GpuMonitor>> open_pci(
+      const std::string& pci_bus_id, int label, int period_ms = 100,
+      const std::string& library = "libnvidia-ml.so.1");
   ~GpuMonitor();  // stops the thread, shuts NVML down, closes the library
   GpuMonitor(const GpuMonitor&) = delete;
   GpuMonitor& operator=(const GpuMonitor&) = delete;
@@ -63,6 +69,9 @@ class GpuMonitor {
 
  private:
   struct Nvml;  // the library handle and the entry points used (gpu_monitor.cc)
+  // open() and open_pci(): the GPU by NVML index, or by PCI bus id where one is given.
+  static Result<std::unique_ptr<GpuMonitor>> open_device(int index, const std::string& pci_bus_id,
+                                                         int period_ms, const std::string& library);
   GpuMonitor(std::unique_ptr<Nvml> nvml, int index, int period_ms);
   GpuSample sample(double t_s) const;
   void run();

@@ -76,6 +76,12 @@ class Engine {
 // GPU, an ordinary tensor; kResourceExhausted where the memory cannot be pinned.
 Result<Tensor> pinned_tensor(DataType dtype, Shape shape);
 
+// A copy of host tensor `t` in the memory of CUDA GPU `gpu` (Tensor::on_gpu; freed with its
+// last copy): an input kept on the GPU, which a CUDA engine there copies device to device, in
+// place. The calling thread's current GPU is left as it was. Errors: a tensor already on a
+// GPU, no such GPU, no memory, a build without CUDA.
+Result<Tensor> copy_to_gpu(const Tensor& t, int gpu);
+
 // The CUDA GPUs this process sees (after CUDA_VISIBLE_DEVICES), numbered 0 to the count - 1 as
 // EngineOptions::device_index takes them; 0 where kiln has no CUDA or the machine no GPU.
 int cuda_device_count();

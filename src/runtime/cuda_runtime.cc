@@ -205,6 +205,32 @@ int cuda_device_count() {
   return count;
 }
 
+Result<Tensor> copy_to_gpu(const Tensor& t, int gpu) {
+  if (t.gpu() >= 0)
+    return invalid_argument("copy_to_gpu: the tensor is already in the memory of GPU " +
+                            std::to_string(t.gpu()));
+  const int count = cuda_device_count();
+  if (gpu < 0 || gpu >= count)
+    return invalid_argument("copy_to_gpu: no GPU " + std::to_string(gpu) + " (this machine has " +
+                            std::to_string(count) + ")");
+  int previous = 0;
+  KILN_CUDA(cudaGetDevice(&previous));
+  KILN_CUDA(cudaSetDevice(gpu));
+  void* p = nullptr;
+  const size_t bytes = t.nbytes();
+  cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+  if (e == cudaSuccess && bytes) e = cudaMemcpy(p, t.raw(), bytes, cudaMemcpyHostToDevice);
+  cudaSetDevice(previous);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    if (p) cudaFree(p);
+    return Status(StatusCode::kResourceExhausted, "copy_to_gpu: " + std::to_string(bytes) +
+                                                      " bytes to GPU " + std::to_string(gpu) +
+                                                      ": " + cudaGetErrorString(e));
+  }
+  return Tensor::on_gpu(p, t.dtype(), t.shape(), gpu, [](void* q) { cudaFree(q); });
+}
+
 Result<std::string> cuda_pci_bus_id(int device) {
   const int count = cuda_device_count();
   if (device < 0 || device >= count)
@@ -237,6 +263,11 @@ Result<Tensor> pinned_tensor(DataType dtype, Shape shape) {
 #else  // no CUDA in this build
 
 int cuda_device_count() { return 0; }
+
+Result<Tensor> copy_to_gpu(const Tensor&, int gpu) {
+  return unsupported("copy_to_gpu(GPU " + std::to_string(gpu) +
+                     "): this kiln was built without CUDA");
+}
 
 Result<std::string> cuda_pci_bus_id(int device) {
   return unsupported("cuda_pci_bus_id(" + std::to_string(device) +

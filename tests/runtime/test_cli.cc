@@ -319,6 +319,10 @@ TEST_F(Cli, BenchStreamsRunsAPipeline) {
   expect_error(kiln("bench " + model + " --streams 2 --gpus 0,0"), 2, "--gpus needs --device cuda");
   // --gpus is checked against the GPUs CUDA shows before any engine is built: a bad entry is
   // named; on a machine without a GPU, every index (and all) says none is visible.
+  expect_error(kiln("bench " + model + " --streams 2 --gpu-inputs"), 2,
+               "--gpu-inputs holds the inputs in one CUDA GPU's memory");
+  expect_error(kiln("bench " + model + " --device cuda --gpu-inputs --pinned"), 2,
+               "takes no --pinned");
   expect_error(kiln("bench " + model + " --device cuda --streams 2 --gpus 0,x"), 2,
                "'x' is not a GPU index (expected all, or 0,1,...)");
   expect_error(kiln("bench " + model + " --device cuda --streams 2 --gpus -1"), 2,

@@ -180,7 +180,8 @@ TEST(PinnedTensor, IsATensorEveryEngineTakes) {
 }
 
 // cuda_device_count and cuda_pci_bus_id agree: every GPU counted has a bus id
-// ("domain:bus:device.function"), the one past the last has none, and the error says how many there are.
+// ("domain:bus:device.function"), the one past the last has none, and the error says how many there
+// are.
 TEST(CudaDevices, CountAndPciBusIdsAgree) {
   const int n = cuda_device_count();
   ASSERT_GE(n, 0);
@@ -193,6 +194,11 @@ TEST(CudaDevices, CountAndPciBusIdsAgree) {
   auto none = cuda_pci_bus_id(n);
   ASSERT_FALSE(none.is_ok());
   EXPECT_FALSE(cuda_pci_bus_id(-1).is_ok());
+  // copy_to_gpu refuses a GPU CUDA does not show, naming it.
+  auto past = copy_to_gpu(random_tensor({2, 3}, 1), n);
+  ASSERT_FALSE(past.is_ok());
+  EXPECT_NE(past.status().message().find("GPU " + std::to_string(n)), std::string::npos)
+      << past.status().to_string();
 }
 
 // register_host_memory: the caller's memory, registered (pinned where there is a GPU); a tensor

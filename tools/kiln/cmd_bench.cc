@@ -17,6 +17,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 
 #include "cli_common.h"
 #include "gpu_monitor.h"
@@ -42,6 +43,7 @@ struct BenchOptions {
   std::string gpus_text;                // --gpus as given: all, or 0,1,...
   std::vector<int> gpus;                // --gpus parsed: one engine per entry
   bool pinned = false;                  // --pinned: inputs in pinned host memory
+  bool gpu_inputs = false;              // --gpu-inputs: inputs held in GPU memory
   bool monitor = false;                 // --monitor: NVML samples during the timed phase
   std::string monitor_csv;              // --monitor-csv
   bool ladder = false;                  // --ladder: the optimization stages, a row each
@@ -199,6 +201,11 @@ int run(BenchOptions o, const GlobalOptions& g) {
   if (o.streams == 0 && (o.inflight || o.unordered || !o.gpus.empty()))
     return usage_error("--inflight, --unordered-compute and --gpus need --streams");
   if (!o.gpus.empty() && g.device != "cuda") return usage_error("--gpus needs --device cuda");
+  if (o.gpu_inputs && (g.device != "cuda" || o.pinned || o.no_transfers ||
+                       std::set<int>(o.gpus.begin(), o.gpus.end()).size() > 1))
+    return usage_error(
+        "--gpu-inputs holds the inputs in one CUDA GPU's memory: it needs --device cuda and "
+        "takes no --pinned, --no-transfers or --gpus over several GPUs");
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
   // With --gpus, the first entry's engine; each other GPU gets its own below.
   GlobalOptions first = g;
@@ -218,6 +225,18 @@ int run(BenchOptions o, const GlobalOptions& g) {
   if (o.pinned) {
     // The inputs in pinned host memory: a CUDA engine copies them to the GPU in place.
     if (Status st = pin_inputs(*feeds_or); !st.is_ok()) return fail(st);
+  }
+  if (o.gpu_inputs) {
+    // Copied to the engine's GPU once; each run copies them device to device.
+    for (auto& [name, t] : *feeds_or) {
+      auto on_gpu = copy_to_gpu(t, first.gpu);
+      if (!on_gpu.is_ok()) return fail(on_gpu.status().with_context("--gpu-inputs"));
+      t = std::move(*on_gpu);
+    }
+    std::printf(
+        "inputs held in the memory of GPU %d (--gpu-inputs): each run copies them "
+        "device to device\n",
+        first.gpu);
   }
   const std::map<std::string, Tensor>& feeds = *feeds_or;
   const int64_t batch = images_per_run(e, feeds);
@@ -408,6 +427,9 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
   app->add_flag("--pinned", o->pinned,
                 "hold the inputs in pinned host memory (pinned_tensor): CUDA copies them to "
                 "the GPU in place, with no staging copy");
+  app->add_flag("--gpu-inputs", o->gpu_inputs,
+                "CUDA: hold the inputs in GPU memory (copy_to_gpu), copied device to device "
+                "each run: the rate with no host copy, the ceiling for --pinned");
   app->add_option("--streams", o->streams,
                   "N: run through a Pipeline of N contexts (CUDA streams) with 2N requests in "
                   "flight, and print the throughput with copies")

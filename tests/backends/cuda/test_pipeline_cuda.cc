@@ -189,5 +189,45 @@ TEST(CudaHostMemoryRegistration, PinsTheCallersMemoryInPlace) {
   EXPECT_LE(test::relative_l2(again->at(out), want->at(out)), 1e-6);
 }
 
+// copy_to_gpu: the input held in GPU memory gives the host input's result, run after run
+// (copied device to device in place), leaves the caller's current GPU alone, and refuses a
+// tensor already on a GPU and a GPU that is not there.
+TEST(CudaCopyToGpu, InputsHeldOnTheGpuGiveTheHostInputsResult) {
+  const std::string path = fashion_model();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.cuda_graph = true;
+  auto engine = Engine::load(path, o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const std::string in = (*engine)->inputs()[0].name, out = (*engine)->outputs()[0].name;
+  const Tensor x = test::random_tensor({8, 1, 28, 28}, 81);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  auto on_gpu = copy_to_gpu(x, 0);
+  ASSERT_TRUE(on_gpu.is_ok()) << on_gpu.status().to_string();
+  EXPECT_EQ(on_gpu->gpu(), 0);
+  EXPECT_EQ(on_gpu->shape(), x.shape());
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+  std::vector<float> back(x.numel());
+  ASSERT_EQ(cudaMemcpy(back.data(), on_gpu->raw(), x.nbytes(), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(0, std::memcmp(back.data(), x.raw(), x.nbytes()));
+  auto ctx = (*engine)->create_context();
+  auto want = ctx->run({{in, x}});
+  ASSERT_TRUE(want.is_ok());
+  for (int round = 0; round < 3; ++round) {
+    auto got = ctx->run({{in, *on_gpu}});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_LE(test::relative_l2(got->at(out), want->at(out)), 1e-6) << "round " << round;
+  }
+  auto twice = copy_to_gpu(*on_gpu, 0);
+  ASSERT_FALSE(twice.is_ok());
+  EXPECT_NE(twice.status().message().find("already in the memory of GPU 0"), std::string::npos);
+  EXPECT_FALSE(copy_to_gpu(x, cuda_device_count()).is_ok());
+}
+
 }  // namespace
 }  // namespace kiln

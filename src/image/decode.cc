@@ -29,7 +29,10 @@ std::string pixels_text(int64_t w, int64_t h) {
   return std::to_string(w) + "x" + std::to_string(h);
 }
 
-// The smallest DCT-scaled size of a w × h JPEG still large enough for min_w × min_h per `fit`.
+// The smallest DCT-scaled size of a w × h JPEG still large enough for min_w × min_h per `fit`,
+// among the scales 1/2, 1/4 and 1/8: libjpeg-turbo has SIMD inverse DCTs for those, while the
+// others (5/8, 3/4...) take its plain C ones and decode slower than the full size does
+// (a 500×375 photo: 5/8 1.4 ms, full size 0.9 ms on one core).
 void scaled_size(int w, int h, int min_w, int min_h, ResizeMode fit, int* sw, int* sh) {
   *sw = w;
   *sh = h;
@@ -37,7 +40,8 @@ void scaled_size(int w, int h, int min_w, int min_h, ResizeMode fit, int* sw, in
   int n = 0;
   const tjscalingfactor* f = tjGetScalingFactors(&n);
   for (int i = 0; f && i < n; ++i) {
-    if (f[i].num > f[i].denom) continue;  // never larger than the image
+    const bool fast = f[i].num == 1 && (f[i].denom == 2 || f[i].denom == 4 || f[i].denom == 8);
+    if (!fast) continue;  // and never larger than the image
     const int cw = TJSCALED(w, f[i]), ch = TJSCALED(h, f[i]);
     const bool large_enough =
         fit == ResizeMode::kLetterbox ? (cw >= min_w || ch >= min_h) : (cw >= min_w && ch >= min_h);

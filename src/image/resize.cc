@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "image/image_internal.h"
 #include "kiln/images.h"
@@ -67,25 +68,39 @@ ImagePlacement resize_into(const Image& im, ResizeMode mode, int H, int W, int C
     for (int y = 0; y < H; ++y) std::memset(out + y * stride, fill, static_cast<size_t>(W) * C);
   const Taps tx = taps(im.width, dw), ty = taps(im.height, dh);
   const int64_t src_stride = int64_t{im.width} * 3;
-  for (int y = 0; y < dh; ++y) {
-    const uint8_t* r0 = im.pixels.data() + ty.i0[y] * src_stride;
-    const uint8_t* r1 = im.pixels.data() + ty.i1[y] * src_stride;
-    const float fy = ty.w1[y];
-    uint8_t* o = out + (p.pad_y + y) * stride + int64_t{p.pad_x} * C;
+  // Each source row a destination row reads is blended across once, into one of two float
+  // rows (neighbouring destination rows share source rows); then each destination row blends
+  // its two down. The same sums in the same order as blending four pixels per destination
+  // pixel: the same bytes, at a third of the work.
+  const size_t row_len = static_cast<size_t>(dw) * 3;
+  std::vector<float> rows(2 * row_len);
+  int held[2] = {-1, -1};  // the source row in each
+  auto across = [&](int sy, int keep) -> const float* {
+    for (int k = 0; k < 2; ++k)
+      if (held[k] == sy) return rows.data() + k * row_len;
+    const int k = held[0] == keep ? 1 : 0;  // never the other row in use
+    held[k] = sy;
+    float* d = rows.data() + k * row_len;
+    const uint8_t* r = im.pixels.data() + sy * src_stride;
     for (int x = 0; x < dw; ++x) {
       const int a = tx.i0[x] * 3, b = tx.i1[x] * 3;
       const float fx = tx.w1[x];
-      float rgb[3];
-      for (int c = 0; c < 3; ++c) {
-        const float top = r0[a + c] + fx * (r0[b + c] - r0[a + c]);
-        const float bottom = r1[a + c] + fx * (r1[b + c] - r1[a + c]);
-        rgb[c] = top + fy * (bottom - top);
-      }
-      if (C == 3) {
-        o[3 * x] = to_u8(rgb[0]);
-        o[3 * x + 1] = to_u8(rgb[1]);
-        o[3 * x + 2] = to_u8(rgb[2]);
-      } else {
+      for (int c = 0; c < 3; ++c) d[3 * x + c] = r[a + c] + fx * (r[b + c] - r[a + c]);
+    }
+    return d;
+  };
+  for (int y = 0; y < dh; ++y) {
+    const float* top = across(ty.i0[y], ty.i1[y]);
+    const float* bottom = across(ty.i1[y], ty.i0[y]);
+    const float fy = ty.w1[y];
+    uint8_t* o = out + (p.pad_y + y) * stride + int64_t{p.pad_x} * C;
+    if (C == 3) {
+      for (size_t k = 0; k < row_len; ++k) o[k] = to_u8(top[k] + fy * (bottom[k] - top[k]));
+    } else {
+      for (int x = 0; x < dw; ++x) {
+        float rgb[3];
+        for (int c = 0; c < 3; ++c)
+          rgb[c] = top[3 * x + c] + fy * (bottom[3 * x + c] - top[3 * x + c]);
         o[x] = to_u8(0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2]);
       }
     }

@@ -91,6 +91,16 @@ TEST(Images, JpegDecodesAtTheSmallestDctScaleLargeEnough) {
   auto f = decode_image(jpeg, "a", 1000, 1000);
   ASSERT_TRUE(f.is_ok());
   EXPECT_EQ(f->width, 800);
+  // Only the scales with fast inverse DCTs (1/2, 1/4, 1/8): a 500x375 photo for 224x224 is
+  // decoded at full size, not at 5/8 (313x235), which libjpeg-turbo decodes slower.
+  auto p = decode_image(jpeg_of(pattern(500, 375, 3)), "p", 224, 224);
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_EQ(p->width, 500);
+  EXPECT_EQ(p->height, 375);
+  auto half = decode_image(jpeg_of(pattern(500, 375, 3)), "p", 224, 180);
+  ASSERT_TRUE(half.is_ok());
+  EXPECT_EQ(half->width, 250);
+  EXPECT_EQ(half->height, 188);
 }
 
 TEST(Images, BilinearResizeUsesHalfPixelCentres) {

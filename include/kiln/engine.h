@@ -57,6 +57,13 @@ class Engine {
 
   std::unique_ptr<Context> create_context() const;
 
+  // This CUDA engine built again on GPU `device_index`, with the same options: its weights
+  // uploaded there and, where that GPU is the same model as this one's, this engine's layer
+  // timings taken as they are (no layer timed again). For a Pipeline over several GPUs
+  // (kiln bench --gpus). Errors: a CPU engine, an engine built from bytes it no longer has, no
+  // such GPU.
+  Result<std::shared_ptr<Engine>> for_gpu(int device_index) const;
+
   // Writes a plan file (.kiln) that Engine::load takes like an .onnx: the model, the build
   // options and the timing cache, tied to this GPU, driver libraries and kiln version.
   // CUDA engines only.

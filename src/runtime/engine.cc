@@ -130,7 +130,8 @@ static Status check_overrides(const Graph& g, const std::set<std::string>& impor
 
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
-    const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes) {
+    const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes,
+    std::string model_dir) {
   // The CUDA state is made once the precision overrides are resolved (fp32_values adds some).
   const bool cuda = options.device == Device::kCuda;
   if (options.backend != "auto" && options.backend != "reference")
@@ -257,7 +258,10 @@ Result<std::shared_ptr<Engine>> build_engine(
   for (const Value* o : graph->outputs()) impl->is_graph_output[o->id()] = true;
   impl->graph = std::move(graph);
   impl->cuda = std::move(cuda_state);
-  if (impl->cuda) impl->model_bytes = std::move(model_bytes);
+  if (impl->cuda) {
+    impl->model_bytes = std::move(model_bytes);
+    impl->model_dir = std::move(model_dir);
+  }
   auto engine = std::make_shared<Engine>(std::move(impl));
   // Each profile once, at build: the layers are timed and the layouts chosen now.
   // Their plans go in the engine's report: the engine is not shared yet.
@@ -343,8 +347,8 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   o.input_mean = plan.options.input_mean;
   o.input_std = plan.options.input_std;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
-  KILN_ASSIGN_OR_RETURN(
-      auto engine, build_engine(std::move(graph), o, plan.tactics, std::move(plan.onnx_bytes)));
+  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), o, plan.tactics,
+                                                  std::move(plan.onnx_bytes), dir_of(path)));
   KILN_RETURN_IF_ERROR(check_saved_plans(engine->report().plans, plan.plans, path));
   return engine;
 }
@@ -359,7 +363,31 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& path, const Engi
   if (opts.device == Device::kCuda) {
     KILN_ASSIGN_OR_RETURN(bytes, read_file(path));
   }
-  return build_engine(std::move(graph), opts, {}, std::move(bytes)).with_context(path);
+  return build_engine(std::move(graph), opts, {}, std::move(bytes), dir_of(path))
+      .with_context(path);
+}
+
+Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
+  if (!impl_->cuda)
+    return invalid_argument("Engine::for_gpu: a CPU engine has no GPU to build for");
+  if (impl_->model_bytes.empty())
+    return invalid_argument("Engine::for_gpu: this engine has no model bytes to build again");
+  const int count = cuda_device_count();
+  if (device_index < 0 || device_index >= count)
+    return invalid_argument("Engine::for_gpu: no GPU " + std::to_string(device_index) +
+                            " (this machine has " + std::to_string(count) + ")");
+  EngineOptions o = impl_->options;
+  o.device_index = device_index;
+  // The same GPU model (and libraries): this engine's timings stand, so no layer is timed
+  // again; another model times its own.
+  KILN_ASSIGN_OR_RETURN(const std::string here,
+                        cuda_current_device_tag(impl_->options.device_index));
+  KILN_ASSIGN_OR_RETURN(const std::string there, cuda_current_device_tag(device_index));
+  std::vector<std::pair<std::string, std::string>> tactics;
+  if (here == there) tactics = cuda_tactic_entries(*impl_->cuda);
+  KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(impl_->model_bytes, impl_->model_dir));
+  return build_engine(std::move(graph), o, tactics, impl_->model_bytes, impl_->model_dir)
+      .with_context("Engine::for_gpu(" + std::to_string(device_index) + ")");
 }
 
 bool is_plan_file(const std::string& path) { return looks_like_plan(path); }
@@ -394,7 +422,7 @@ Result<std::shared_ptr<Engine>> Engine::from_bytes(const std::string& bytes,
                                                    const EngineOptions& opts,
                                                    const std::string& base_dir) {
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(bytes, base_dir));
-  return build_engine(std::move(graph), opts, {}, bytes);
+  return build_engine(std::move(graph), opts, {}, bytes, base_dir);
 }
 
 std::unique_ptr<Context> Engine::create_context() const {

@@ -36,6 +36,7 @@ struct Engine::Impl {
   // CUDA engines: weights on the device, timing cache; and the ONNX bytes (for plan files).
   std::shared_ptr<CudaEngineState> cuda;
   std::string model_bytes;
+  std::string model_dir = ".";  // where the model's external data files lie (for_gpu)
 };
 
 struct Context::Impl {
@@ -62,11 +63,12 @@ ModelStats model_stats(const Graph& g);
 
 // Builds the engine's execution state from an imported graph (choose a backend per node,
 // compute value lifetimes). Used by Engine::load and the tests.
-// `tactics` pre-fill a CUDA engine's timing cache (from a plan file); `model_bytes`, the
-// ONNX file, is kept by CUDA engines for save_plan().
+// `tactics` pre-fill a CUDA engine's timing cache (from a plan file or another GPU's engine);
+// `model_bytes`, the ONNX file, and `model_dir`, where its external data lies, are kept by
+// CUDA engines for save_plan() and for_gpu().
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
     const std::vector<std::pair<std::string, std::string>>& tactics = {},
-    std::string model_bytes = {});
+    std::string model_bytes = {}, std::string model_dir = ".");
 
 }  // namespace kiln

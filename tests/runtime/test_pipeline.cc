@@ -201,6 +201,16 @@ TEST(CudaDevices, CountAndPciBusIdsAgree) {
       << past.status().to_string();
 }
 
+// Engine::for_gpu is for CUDA engines: a CPU engine is refused by name.
+TEST(EngineForGpu, RefusesACpuEngine) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  auto other = engine->for_gpu(0);
+  ASSERT_FALSE(other.is_ok());
+  EXPECT_NE(other.status().message().find("a CPU engine has no GPU"), std::string::npos)
+      << other.status().to_string();
+}
+
 // register_host_memory: the caller's memory, registered (pinned where there is a GPU); a tensor
 // over it runs as any other; nothing to register is refused by name.
 TEST(HostMemoryRegistration, LeavesTheCallersMemoryRunnableAndRefusesNothing) {

@@ -242,15 +242,15 @@ int run(BenchOptions o, const GlobalOptions& g) {
   const int64_t batch = images_per_run(e, feeds);
   const bool cuda = g.device == "cuda";
   if (o.streams > 0) {
-    // One engine per GPU listed (an entry repeated shares its GPU's engine), in list order.
+    // One engine per GPU listed (an entry repeated shares its GPU's engine), in list order;
+    // the first GPU's engine built again for the others (Engine::for_gpu: its layer timings
+    // taken over where the GPUs are the same model).
     std::vector<std::shared_ptr<const Engine>> engines{*engine_or};
     std::map<int, std::shared_ptr<const Engine>> by_gpu{{first.gpu, *engine_or}};
     for (size_t i = 1; i < o.gpus.size(); ++i) {
       auto& slot = by_gpu[o.gpus[i]];
       if (!slot) {
-        GlobalOptions on = g;
-        on.gpu = o.gpus[i];
-        auto other = load_engine(o.model, on, fp32_values);
+        auto other = (*engine_or)->for_gpu(o.gpus[i]);
         if (!other.is_ok()) return fail(other.status());
         slot = *other;
       }

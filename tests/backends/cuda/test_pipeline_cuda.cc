@@ -189,6 +189,37 @@ TEST(CudaHostMemoryRegistration, PinsTheCallersMemoryInPlace) {
   EXPECT_LE(test::relative_l2(again->at(out), want->at(out)), 1e-6);
 }
 
+// Engine::for_gpu: the engine built again for a GPU (here the same one) gives the same
+// results, with the same kernels chosen (the timings taken over, not measured again), and
+// refuses a GPU that is not there.
+TEST(CudaEngineForGpu, BuildsTheSameEngineOnAGpuOfTheSameModel) {
+  const std::string path = fashion_model();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.shape_profiles = {{{"input", {8, 1, 28, 28}}}};
+  auto engine = Engine::load(path, o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  ASSERT_EQ((*engine)->inputs()[0].name, "input") << "the test names the model's input";
+  auto other = (*engine)->for_gpu(0);
+  ASSERT_TRUE(other.is_ok()) << other.status().to_string();
+  EXPECT_EQ((*other)->options().device_index, 0);
+  ASSERT_EQ((*engine)->report().plans.size(), 1u);
+  ASSERT_EQ((*other)->report().plans.size(), 1u);
+  EXPECT_EQ((*engine)->report().plans[0].text(), (*other)->report().plans[0].text())
+      << "the same tactics, taken over";
+  const Tensor x = test::random_tensor({8, 1, 28, 28}, 83);
+  const std::string out = (*engine)->outputs()[0].name;
+  auto a = (*engine)->create_context()->run({{"input", x}});
+  auto b = (*other)->create_context()->run({{"input", x}});
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_EQ(a->at(out).to_floats(), b->at(out).to_floats());
+  auto none = (*engine)->for_gpu(cuda_device_count());
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("no GPU"), std::string::npos);
+}
+
 // copy_to_gpu: the input held in GPU memory gives the host input's result, run after run
 // (copied device to device in place), leaves the caller's current GPU alone, and refuses a
 // tensor already on a GPU and a GPU that is not there.

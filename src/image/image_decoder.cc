@@ -37,12 +37,15 @@ Result<std::unique_ptr<GpuImageDecoder>> make_gpu_image_decoder(const ImageBatch
 }
 #endif
 
-int jpegs_for_threads(int m, double nv_per_s, double host_image_s, int threads) {
-  if (m <= 0 || threads <= 0 || !(nv_per_s > 0) || !(host_image_s > 0)) return 0;
+int jpegs_for_threads(int m, double nv_per_s, double host_image_s, int threads,
+                      double upload_image_s) {
+  if (m <= 0 || threads <= 0 || !(nv_per_s > 0) || !(host_image_s > 0) || !(upload_image_s >= 0))
+    return 0;
   int best = 0;
   double best_s = m / nv_per_s;
   for (int h = 1; h <= m; ++h) {
-    const double s = std::max((m - h) / nv_per_s, std::ceil(double(h) / threads) * host_image_s);
+    const double s = std::max((m - h) / nv_per_s, std::ceil(double(h) / threads) * host_image_s) +
+                     h * upload_image_s;
     if (s < best_s) {
       best_s = s;
       best = h;

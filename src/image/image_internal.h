@@ -28,10 +28,12 @@ struct ImageRegion {
 ImageRegion place_image(int src_w, int src_h, ResizeMode mode, int height, int width);
 
 // How many of a batch's m JPEGs to give the host's `threads` threads, the rest going to nvJPEG
-// at the same time: the split that ends both parts soonest, nvJPEG taking (m - h) / nv_per_s
-// seconds and the threads ceil(h / threads) images each of host_image_s. Whole images count:
-// one image on a host thread can outlast nvJPEG's whole batch. 0 when nothing is measured.
-int jpegs_for_threads(int m, double nv_per_s, double host_image_s, int threads);
+// at the same time: the split that ends the batch soonest, nvJPEG taking (m - h) / nv_per_s
+// seconds and the threads ceil(h / threads) images each of host_image_s, then the host images
+// copied to the GPU after both, upload_image_s each. Whole images count: one image on a host
+// thread can outlast nvJPEG's whole batch. 0 when nothing is measured.
+int jpegs_for_threads(int m, double nv_per_s, double host_image_s, int threads,
+                      double upload_image_s = 0);
 
 // A batch made on a GPU (ImageBatchOptions::device kCuda): backends/cuda/image.
 class GpuImageDecoder {

@@ -296,6 +296,12 @@ TEST(Images, JpegsSplitSoBothPartsEndSoonest) {
   // Even speeds, 1 ms an image on 2 threads, nvJPEG 1000 images/s: 12 images end in 4 ms with
   // 4 to nvJPEG and 8 (4 rounds of 2) to the threads.
   EXPECT_EQ(jpegs_for_threads(12, 1000, 0.001, 2), 8);
+  // The host images' copy to the GPU counts: at 0.1 ms each, the 4 images of the first case
+  // would end the batch at 3.4 ms, against 3.2 ms for nvJPEG alone: none.
+  EXPECT_EQ(jpegs_for_threads(64, 20000, 0.003, 15, 0.0001), 0);
+  // At 0.01 ms each, 4 still pay (3.04 ms).
+  EXPECT_EQ(jpegs_for_threads(64, 20000, 0.003, 15, 0.00001), 4);
+  EXPECT_EQ(jpegs_for_threads(64, 20000, 0.003, 15, -1), 0);
   // Nothing measured, nothing to split or no thread: none.
   EXPECT_EQ(jpegs_for_threads(64, 20000, 1e30, 15), 0);
   EXPECT_EQ(jpegs_for_threads(64, 0, 0.001, 15), 0);

@@ -139,8 +139,9 @@ class CudaImageDecoder final : public GpuImageDecoder {
   enum class Choice : uint8_t { kHost, kNvjpeg, kMeasure, kSplit };
   struct Parts {  // what each part of a batch decoded, and how long it took
     int nv_images = 0, host_images = 0;
-    double nv_s = 0;          // nvJPEG's part, until its GPU work ended
-    double host_image_s = 0;  // one host image's decode and resize, on average
+    double nv_s = 0;            // nvJPEG's part, until its GPU work ended
+    double host_image_s = 0;    // one host image's decode and resize, on average
+    double upload_image_s = 0;  // one host image's copy to the GPU, after both parts
   };
   // One batch: nvJPEG for the JPEGs it takes (with `nvjpeg`; with `split`, all but those
   // jpegs_for_threads gives the threads), the rest on the host threads, both parts at once.
@@ -170,7 +171,7 @@ class CudaImageDecoder final : public GpuImageDecoder {
   mutable std::mutex described_mutex_;
   std::string measured_;  // what the first measurement found, for jpeg_decoder()
   // kSplit's measurements: nvJPEG's images/s, one image's time on a host thread.
-  double nv_rate_ = 1, host_image_s_ = 1e30;
+  double nv_rate_ = 1, host_image_s_ = 1e30, upload_image_s_ = 0;
   int host_threads_ = 1;           // the threads beside nvJPEG's
   double last_host_fraction_ = 0;  // of the last batch's JPEGs, to the threads
   DeviceBuffer decoded_;           // nvJPEG's output
@@ -210,7 +211,10 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
       // Each part's speed, smoothed; a part given nothing keeps its last figure.
       std::lock_guard<std::mutex> lock(described_mutex_);
       if (p.nv_images && p.nv_s > 0) nv_rate_ = 0.75 * nv_rate_ + 0.25 * p.nv_images / p.nv_s;
-      if (p.host_images) host_image_s_ = 0.75 * host_image_s_ + 0.25 * p.host_image_s;
+      if (p.host_images) {
+        host_image_s_ = 0.75 * host_image_s_ + 0.25 * p.host_image_s;
+        upload_image_s_ = 0.75 * upload_image_s_ + 0.25 * p.upload_image_s;
+      }
       return Status::ok();
     }
     case Choice::kMeasure: break;
@@ -241,6 +245,7 @@ Status CudaImageDecoder::decode(const std::vector<std::string_view>& images, Ima
   measured_ = first;
   nv_rate_ = jpegs / nv_s;
   host_image_s_ = host_parts.host_image_s;  // the second round's
+  upload_image_s_ = host_parts.upload_image_s;
   choice_ = Choice::kSplit;
   return Status::ok();
 }
@@ -305,8 +310,8 @@ Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images
     // no worker the caller would run both parts in turn: nothing to split).
     std::lock_guard<std::mutex> lock(described_mutex_);
     host_threads_ = std::max(1, pool.workers());
-    to_host = static_cast<size_t>(
-        jpegs_for_threads(static_cast<int>(jpegs.size()), nv_rate_, host_image_s_, host_threads_));
+    to_host = static_cast<size_t>(jpegs_for_threads(static_cast<int>(jpegs.size()), nv_rate_,
+                                                    host_image_s_, host_threads_, upload_image_s_));
     last_host_fraction_ = static_cast<double>(to_host) / jpegs.size();
   }
   size_t total = 0;
@@ -373,10 +378,19 @@ Status CudaImageDecoder::decode_with(const std::vector<std::string_view>& images
   KILN_CUDA(cudaStreamSynchronize(stream_));
   KILN_RETURN_IF_ERROR(host_decoded_.reserve(std::max<size_t>(host_total, 1)));
   auto* host_base = static_cast<unsigned char*>(host_decoded_.p);
+  const double upload_start = now_s();
+  int uploaded = 0;
   for (int i : on_host)
-    if (batch.status[i].is_ok())
+    if (batch.status[i].is_ok()) {
       KILN_CUDA(cudaMemcpyAsync(host_base + src[i].offset, src[i].host.pixels.data(),
                                 src[i].host.pixels.size(), cudaMemcpyHostToDevice, stream_));
+      ++uploaded;
+    }
+  if (parts && uploaded) {
+    // From pageable memory the copies are staged on this thread: done (or nearly) on return.
+    KILN_CUDA(cudaStreamSynchronize(stream_));
+    parts->upload_image_s = (now_s() - upload_start) / uploaded;
+  }
 
   // The slot table, then one kernel for the batch.
   if (slots_cap_ < images.size()) {

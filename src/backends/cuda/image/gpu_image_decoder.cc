@@ -114,12 +114,13 @@ class CudaImageDecoder final : public GpuImageDecoder {
       case Choice::kNvjpeg: return nv;
       case Choice::kHost: return host;
       case Choice::kSplit: {
-        char now[240];
+        char now[280];
         std::snprintf(now, sizeof now,
                       " and libjpeg-turbo on the threads, JPEGs split by their measured speeds "
-                      "(nvJPEG %.0f images/s; libjpeg-turbo %.2f ms an image, %d threads): "
-                      "%.0f%% to the threads",
-                      nv_rate_, 1e3 * host_image_s_, host_threads_, 100 * last_host_fraction_);
+                      "(nvJPEG %.0f images/s; libjpeg-turbo %.2f ms an image, %d threads, "
+                      "%.3f ms to copy it up): %.0f%% to the threads",
+                      nv_rate_, 1e3 * host_image_s_, host_threads_, 1e3 * upload_image_s_,
+                      100 * last_host_fraction_);
         return nv + now + measured_;
       }
       case Choice::kMeasure: break;

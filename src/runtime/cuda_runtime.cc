@@ -209,10 +209,7 @@ Result<Tensor> copy_to_gpu(const Tensor& t, int gpu) {
   if (t.gpu() >= 0)
     return invalid_argument("copy_to_gpu: the tensor is already in the memory of GPU " +
                             std::to_string(t.gpu()));
-  const int count = cuda_device_count();
-  if (gpu < 0 || gpu >= count)
-    return invalid_argument("copy_to_gpu: no GPU " + std::to_string(gpu) + " (this machine has " +
-                            std::to_string(count) + ")");
+  KILN_RETURN_IF_ERROR(check_cuda_device(gpu, "copy_to_gpu"));
   int previous = 0;
   KILN_CUDA(cudaGetDevice(&previous));
   KILN_CUDA(cudaSetDevice(gpu));
@@ -232,10 +229,7 @@ Result<Tensor> copy_to_gpu(const Tensor& t, int gpu) {
 }
 
 Result<std::string> cuda_pci_bus_id(int device) {
-  const int count = cuda_device_count();
-  if (device < 0 || device >= count)
-    return invalid_argument("cuda_pci_bus_id: no GPU " + std::to_string(device) +
-                            " (this machine has " + std::to_string(count) + ")");
+  KILN_RETURN_IF_ERROR(check_cuda_device(device, "cuda_pci_bus_id"));
   char id[32] = {};
   KILN_CUDA(cudaDeviceGetPCIBusId(id, sizeof id, device));
   return std::string(id);
@@ -318,5 +312,12 @@ std::vector<std::pair<std::string, std::string>> cuda_tactic_entries(const CudaE
 }
 
 #endif
+
+Status check_cuda_device(int device, const std::string& what) {
+  const int count = cuda_device_count();
+  if (device >= 0 && device < count) return Status::ok();
+  return invalid_argument(what + ": no GPU " + std::to_string(device) + " (this machine has " +
+                          std::to_string(count) + ")");
+}
 
 }  // namespace kiln

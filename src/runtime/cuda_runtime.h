@@ -46,6 +46,9 @@ std::shared_ptr<CudaComputeOrder> make_cuda_compute_order();
 Status cuda_join_compute_order(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
                                std::shared_ptr<CudaComputeOrder> order);
 
+// OK when CUDA shows GPU `device`; else "WHAT: no GPU <device> (this machine has <count>)".
+Status check_cuda_device(int device, const std::string& what);
+
 // For plan files: the device tag (GPU, compute capability, library versions) and the
 // timing cache's entries.
 Result<std::string> cuda_current_device_tag(int device_index);

@@ -372,10 +372,7 @@ Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
     return invalid_argument("Engine::for_gpu: a CPU engine has no GPU to build for");
   if (impl_->model_bytes.empty())
     return invalid_argument("Engine::for_gpu: this engine has no model bytes to build again");
-  const int count = cuda_device_count();
-  if (device_index < 0 || device_index >= count)
-    return invalid_argument("Engine::for_gpu: no GPU " + std::to_string(device_index) +
-                            " (this machine has " + std::to_string(count) + ")");
+  KILN_RETURN_IF_ERROR(check_cuda_device(device_index, "Engine::for_gpu"));
   EngineOptions o = impl_->options;
   o.device_index = device_index;
   // The same GPU model (and libraries): this engine's timings stand, so no layer is timed

@@ -130,6 +130,9 @@ Result<std::map<std::string, Tensor>> random_inputs(const Engine& e, int64_t bat
 // Moves each input into pinned host memory (pinned_tensor), which a CUDA engine copies to the
 // GPU in place.
 Status pin_inputs(std::map<std::string, Tensor>& inputs);
+// Moves each input into the memory of GPU `gpu` (copy_to_gpu), which a CUDA engine there copies
+// device to device (kiln bench --gpu-inputs).
+Status inputs_to_gpu(std::map<std::string, Tensor>& inputs, int gpu);
 // Images per run: the leading dimension of the engine's first input in `inputs` (1 when it
 // has none).
 int64_t images_per_run(const Engine& e, const std::map<std::string, Tensor>& inputs);

@@ -228,11 +228,8 @@ int run(BenchOptions o, const GlobalOptions& g) {
   }
   if (o.gpu_inputs) {
     // Copied to the engine's GPU once; each run copies them device to device.
-    for (auto& [name, t] : *feeds_or) {
-      auto on_gpu = copy_to_gpu(t, first.gpu);
-      if (!on_gpu.is_ok()) return fail(on_gpu.status().with_context("--gpu-inputs"));
-      t = std::move(*on_gpu);
-    }
+    if (Status st = inputs_to_gpu(*feeds_or, first.gpu); !st.is_ok())
+      return fail(st.with_context("--gpu-inputs"));
     std::printf(
         "inputs held in the memory of GPU %d (--gpu-inputs): each run copies them "
         "device to device\n",

@@ -115,6 +115,13 @@ Status pin_inputs(std::map<std::string, Tensor>& inputs) {
   return Status::ok();
 }
 
+Status inputs_to_gpu(std::map<std::string, Tensor>& inputs, int gpu) {
+  for (auto& [name, t] : inputs) {
+    KILN_ASSIGN_OR_RETURN(t, copy_to_gpu(t, gpu));
+  }
+  return Status::ok();
+}
+
 int64_t images_per_run(const Engine& e, const std::map<std::string, Tensor>& inputs) {
   if (e.inputs().empty()) return 1;
   auto it = inputs.find(e.inputs()[0].name);

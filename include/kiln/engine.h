@@ -134,9 +134,11 @@ class Context {
   // the last run()'s times: on CUDA the GPU's (copies in, compute, copies out), on the CPU
   // the whole run as compute.
   Result<DeviceTiming> last_device_timing() const;
-  // Runs the compute of the last run again `iterations` times, with the inputs already in
-  // place (on CUDA on the device, with no host copies and the CUDA graph when enabled; on the
-  // CPU through the cached plan); ms per run.
+  // Runs the compute of the last run again `iterations` times on the last run's inputs, ms
+  // per run. On CUDA only the compute is timed (the CUDA graph when enabled): the inputs are
+  // put back from a device copy before each run, untimed, with no host copies; an error when
+  // the last run took an input in place (pinned or GPU memory). On the CPU the whole run
+  // through the cached plan.
   Result<std::vector<double>> time_compute(int iterations);
   // Every step's mean time over `iterations` runs of the last run's inputs: device time per
   // step on CUDA (steps launched one by one), each node's kernel time on the CPU.

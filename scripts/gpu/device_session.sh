@@ -96,12 +96,12 @@ if [[ $what == *" throughput "* ]]; then
   grep -E "^resnet50|per request|hidden|GPU|memory used|utilization|clock|power|FAILED|error" "$OUT/throughput.log"
 fi
 
-# ResNet-50 fp16 b256, compute only (one context; and 4 streams with the inputs held on the
-# GPU, the Pipeline's own ceiling) against copies from host memory (pinned and pageable
-# float32, pinned uint8), alternating, B256_ROUNDS rounds, NVML samples on each.
+# ResNet-50 fp16 b256, compute only (one context, float32 and uint8 input; and the Pipeline with
+# the inputs held on the GPU, 1 and 4 streams) against copies from pinned host memory (float32
+# and uint8), alternating, B256_ROUNDS rounds, NVML samples on each.
 if [[ $what == *" b256 "* ]]; then
   for r in $(seq "${B256_ROUNDS:-3}"); do
-    for args in "--no-transfers" "--gpu-inputs --streams 4" "--pinned --streams 4" "--streams 4" "--input-format uint8-nhwc --pinned --streams 4"; do
+    for args in "--no-transfers" "--input-format uint8-nhwc --no-transfers" "--gpu-inputs --streams 1" "--gpu-inputs --streams 4" "--pinned --streams 4" "--input-format uint8-nhwc --pinned --streams 4"; do
       echo "== round $r: kiln bench --batch 256 $args" >> "$OUT/b256.log"
       timeout 60 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" \
         --precision fp16 --cuda-graph --duration 2 --batch 256 $args --monitor >> "$OUT/b256.log" 2>&1 || echo "FAILED: $args" >> "$OUT/b256.log"

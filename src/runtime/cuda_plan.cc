@@ -84,6 +84,11 @@ struct CudaPlan::Impl {
   // done, outputs copied
   cudaEvent_t ev[5] = {};
 
+  // time_compute's device copy of the last run's staged inputs, one buffer per input (made on
+  // its first use; `timed_inputs_fresh` until the next run changes the staging).
+  std::vector<void*> timed_inputs;
+  bool timed_inputs_fresh = false;
+
   cudaGraphExec_t graph_exec = nullptr;    // whole run (copies + compute)
   cudaGraphExec_t compute_exec = nullptr;  // compute only
   bool ran_once = false;
@@ -170,6 +175,7 @@ CudaPlan::Impl::~Impl() {
   }
   for (cudaEvent_t e : ev)
     if (e) cudaEventDestroy(e);
+  for (void* p : timed_inputs) cudaFree(p);
   for (void* p : in_staging) cudaFreeHost(p);
   for (void* p : out_staging) cudaFreeHost(p);
 }
@@ -232,6 +238,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
   // An input in pinned host memory (pinned_tensor) is copied to the GPU straight from where
   // the caller holds it; any other goes through the plan's pinned staging buffer first.
   p.direct.assign(inputs.size(), nullptr);
+  p.timed_inputs_fresh = false;
   bool any_direct = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const TensorDesc& d = plan.slots[plan.input_slots[i]].desc;
@@ -322,8 +329,35 @@ Result<std::vector<double>> CudaPlan::time_compute(int iterations) {
   KILN_RETURN_IF_ERROR(p.bind());  // another plan may have grown the shared memory
   cudaStream_t stream = p.handles->stream;
   if (!p.ran_once) return internal_error("time_compute before the first run");
+  // The input slots share the arena with later tensors, so once a run ends its inputs are no
+  // longer there: computing on what is left would time (and heat the GPU with) other data than
+  // the caller's. They are put back before each timed compute, untimed, from a device copy of
+  // the staging (device to device keeps the GPU busy as a stream of runs does).
+  if (p.last_direct)
+    return invalid_argument(
+        "time_compute repeats the inputs the last run copied through its staging; that run "
+        "took an input in place (pinned or GPU memory), which may have changed since");
+  const Plan& plan = p.plan;
+  if (!p.timed_inputs_fresh) {
+    p.timed_inputs.resize(plan.input_slots.size(), nullptr);
+    for (size_t i = 0; i < plan.input_slots.size(); ++i) {
+      const size_t n = plan.slots[plan.input_slots[i]].desc.nbytes();
+      if (!n) continue;
+      if (!p.timed_inputs[i]) KILN_CUDA(cudaMalloc(&p.timed_inputs[i], n));
+      KILN_CUDA(
+          cudaMemcpyAsync(p.timed_inputs[i], p.in_staging[i], n, cudaMemcpyHostToDevice, stream));
+    }
+    KILN_CUDA(cudaStreamSynchronize(stream));
+    p.timed_inputs_fresh = true;
+  }
   std::vector<double> ms;
   for (int i = 0; i < iterations; ++i) {
+    for (size_t k = 0; k < plan.input_slots.size(); ++k) {
+      const int s = plan.input_slots[k];
+      if (p.timed_inputs[k])
+        KILN_CUDA(cudaMemcpyAsync(plan.data(s), p.timed_inputs[k], plan.slots[s].desc.nbytes(),
+                                  cudaMemcpyDeviceToDevice, stream));
+    }
     KILN_CUDA(cudaEventRecord(p.ev[0], stream));
     KILN_RETURN_IF_ERROR(p.enqueue_compute());
     KILN_CUDA(cudaEventRecord(p.ev[1], stream));

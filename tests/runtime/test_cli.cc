@@ -441,6 +441,8 @@ TEST_F(Cli, BenchDumpsACpuProfile) {
   }
   EXPECT_GT(total, 0);
   expect_error(kiln("bench " + model + " --no-transfers"), 2, "--no-transfers needs --device cuda");
+  expect_error(kiln("bench " + model + " --device cuda --no-transfers --pinned"), 2,
+               "takes no --pinned");
 }
 
 TEST_F(Cli, BenchAsksForShapesOfSymbolicDims) {

@@ -189,6 +189,10 @@ int run(BenchOptions o, const GlobalOptions& g) {
   }
   if (o.no_transfers && g.device != "cuda")
     return usage_error("--no-transfers needs --device cuda");
+  if (o.no_transfers && o.pinned)
+    return usage_error(
+        "--no-transfers times the compute alone, on inputs it keeps on the GPU: it takes no "
+        "--pinned");
   if (o.streams > 0 &&
       (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty()))
     return usage_error(

@@ -8,6 +8,9 @@
 // submit() is safe from many threads. Requests are taken in the order they were submitted, by
 // whichever Context is free; every request gets its own result (outputs or an error that
 // names what was wrong with it), exactly once. A request that fails leaves the others running.
+// A GPU that fails (StatusCode::kUnavailable) fails the requests running on it and retires its
+// Contexts; the other GPUs' Contexts go on with the queue. Once none is left, every request
+// waiting or submitted later fails at once with kUnavailable.
 // At most `max_queued` requests wait; submit() then blocks until one is taken. Destroying the
 // Pipeline finishes every request already submitted.
 #pragma once
@@ -46,6 +49,9 @@ struct PipelineStats {
   // last_device_timing): on CUDA the GPU's copies in, compute, copies out, and the compute's
   // wait for another Context's (ordered_compute); on the CPU the whole run as compute.
   double upload_ms = 0, compute_ms = 0, download_ms = 0, wait_ms = 0;
+  // Per Context: the device failure that retired it (StatusCode::kUnavailable, for example a
+  // GPU that faulted), empty while it runs.
+  std::vector<std::string> retired;
 };
 
 class Pipeline {

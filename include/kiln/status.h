@@ -21,6 +21,9 @@ enum class StatusCode {
   kOutOfRange,       // request too large, index out of bounds
   kResourceExhausted,
   kInternal,  // a library call failed or kiln has a bug
+  // The device failed (a GPU faulted, reported an uncorrectable memory error, or was taken
+  // away): nothing more runs on it in this process. A Pipeline retires its Contexts there.
+  kUnavailable,
 };
 
 const char* status_code_name(StatusCode code);
@@ -62,6 +65,7 @@ inline Status not_found(std::string m) { return {StatusCode::kNotFound, std::mov
 inline Status unsupported(std::string m) { return {StatusCode::kUnsupported, std::move(m)}; }
 inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 
 // A value or an error Status.
 template <class T>

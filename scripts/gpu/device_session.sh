@@ -26,7 +26,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm 
   > "$OUT/nvidia-smi.txt" 2>&1
 
 export_models() {
-  for m in resnet50 resnet18 mobilenet_v2; do
+  for m in ${KILN_EXPORT:-resnet50 resnet18 mobilenet_v2}; do  # KILN_EXPORT narrows them
     [ -f "$models/$m.onnx" ] && continue
     python3 "$repo/scripts/models/export_torchvision.py" "$m" --out "$models/$m.onnx" \
       >> "$OUT/export.log" 2>&1 || echo "export of $m failed (see export.log)"
@@ -98,10 +98,14 @@ fi
 
 # ResNet-50 fp16 b256, compute only (one context, float32 and uint8 input; and the Pipeline with
 # the inputs held on the GPU, 1 and 4 streams) against copies from pinned host memory (float32
-# and uint8), alternating, B256_ROUNDS rounds, NVML samples on each.
+# and uint8), alternating, B256_ROUNDS rounds, NVML samples on each. B256_CONFIGS="args;args"
+# replaces the configurations.
 if [[ $what == *" b256 "* ]]; then
+  configs=("--no-transfers" "--input-format uint8-nhwc --no-transfers" "--gpu-inputs --streams 1"
+    "--gpu-inputs --streams 4" "--pinned --streams 4" "--input-format uint8-nhwc --pinned --streams 4")
+  [ -n "${B256_CONFIGS:-}" ] && IFS=';' read -r -a configs <<< "$B256_CONFIGS"  # "args;args;..."
   for r in $(seq "${B256_ROUNDS:-3}"); do
-    for args in "--no-transfers" "--input-format uint8-nhwc --no-transfers" "--gpu-inputs --streams 1" "--gpu-inputs --streams 4" "--pinned --streams 4" "--input-format uint8-nhwc --pinned --streams 4"; do
+    for args in "${configs[@]}"; do
       echo "== round $r: kiln bench --batch 256 $args" >> "$OUT/b256.log"
       timeout 60 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" \
         --precision fp16 --cuda-graph --duration 2 --batch 256 $args --monitor >> "$OUT/b256.log" 2>&1 || echo "FAILED: $args" >> "$OUT/b256.log"

@@ -11,6 +11,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kOutOfRange: return "out of range";
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kInternal: return "internal error";
+    case StatusCode::kUnavailable: return "device unavailable";
   }
   return "unknown";
 }

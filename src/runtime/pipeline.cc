@@ -1,63 +1,41 @@
-// Pipeline (kiln/pipeline.h): one worker thread per Context, fed from one FIFO queue.
+// Pipeline (kiln/pipeline.h): its Contexts as the runners of a RequestQueue, one worker thread
+// each, fed from one FIFO queue.
 #include "kiln/pipeline.h"
 
-#include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "runtime/cuda_runtime.h"
 #include "runtime/engine_impl.h"
+#include "runtime/request_queue.h"
 
 namespace kiln {
 
 struct Pipeline::Impl {
-  struct Request {
-    Outputs inputs;
-    std::promise<Result<Outputs>> result;
-  };
-
   std::vector<std::shared_ptr<const Engine>> engines;
   PipelineOptions options;
   std::vector<std::unique_ptr<Context>> contexts;
   std::vector<int> devices;  // per context: its GPU, or -1
-  std::vector<std::thread> workers;
 
-  mutable std::mutex mu;
-  std::condition_variable has_work, has_room;
-  std::deque<Request> queue;
-  bool stopping = false;
+  mutable std::mutex mu;  // stats
   PipelineStats stats;
+  std::unique_ptr<RequestQueue> queue;  // last: its workers stop first
 
-  void work(size_t k) {
-    for (;;) {
-      Request r;
-      {
-        std::unique_lock<std::mutex> lock(mu);
-        has_work.wait(lock, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;  // stopping, and every request taken
-        r = std::move(queue.front());
-        queue.pop_front();
-      }
-      has_room.notify_one();
-      Result<Outputs> out = contexts[k]->run(r.inputs);
-      Result<DeviceTiming> t = contexts[k]->last_device_timing();
-      {
-        // Counted before the result is given: whoever holds a result sees it counted.
-        std::lock_guard<std::mutex> lock(mu);
-        ++stats.completed;
-        stats.failed += out.is_ok() ? 0 : 1;
-        ++stats.per_context[k];
-        if (out.is_ok() && t.is_ok()) {
-          stats.upload_ms += t->h2d_ms;
-          stats.compute_ms += t->compute_ms;
-          stats.download_ms += t->d2h_ms;
-          stats.wait_ms += t->wait_ms;
-        }
-      }
-      r.result.set_value(std::move(out));
+  // After each result, on the thread that ran it (k: the Context, or contexts.size() for a
+  // request failed unrun).
+  void done(size_t k, const Result<Outputs>& out) {
+    Result<DeviceTiming> t = k < contexts.size() ? contexts[k]->last_device_timing()
+                                                 : Result<DeviceTiming>(internal_error("unrun"));
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.completed;
+    stats.failed += out.is_ok() ? 0 : 1;
+    if (k < contexts.size()) ++stats.per_context[k];
+    if (out.is_ok() && t.is_ok()) {
+      stats.upload_ms += t->h2d_ms;
+      stats.compute_ms += t->compute_ms;
+      stats.download_ms += t->d2h_ms;
+      stats.wait_ms += t->wait_ms;
     }
   }
 };
@@ -103,21 +81,31 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(
               .with_context("Pipeline context " + std::to_string(k)));
     }
   }
-  for (size_t k = 0; k < impl->contexts.size(); ++k)
-    impl->workers.emplace_back([p = impl.get(), k] { p->work(k); });
+  // The Contexts of one GPU fail together (a faulted GPU fails all of the process's work
+  // there); each CPU Context is a group of its own.
+  std::vector<RequestQueue::Runner> runners;
+  for (size_t k = 0; k < impl->contexts.size(); ++k) {
+    Context* ctx = impl->contexts[k].get();
+    const int gpu = impl->devices[k];
+    runners.push_back({[ctx, gpu](const Outputs& in) {
+                         Result<Outputs> out = ctx->run(in);
+                         if (!out.is_ok() && out.status().code() == StatusCode::kUnavailable)
+                           return Result<Outputs>(out.status().with_context(
+                               "GPU " + std::to_string(gpu) + " failed; its Contexts retired"));
+                         return out;
+                       },
+                       gpu >= 0 ? gpu : -1 - static_cast<int>(k)});
+  }
+  Impl* p = impl.get();
+  impl->queue = std::make_unique<RequestQueue>(
+      std::move(runners), options.max_queued,
+      [p](size_t k, const Result<Outputs>& out) { p->done(k, out); });
   return std::unique_ptr<Pipeline>(new Pipeline(std::move(impl)));
 }
 
 Pipeline::Pipeline(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Pipeline::~Pipeline() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->stopping = true;
-  }
-  impl_->has_work.notify_all();
-  for (std::thread& t : impl_->workers) t.join();
-}
+Pipeline::~Pipeline() = default;
 
 Status Pipeline::warm_up(const Outputs& inputs, int runs) {
   {
@@ -134,23 +122,21 @@ Status Pipeline::warm_up(const Outputs& inputs, int runs) {
 }
 
 std::future<Result<Outputs>> Pipeline::submit(Outputs inputs) {
-  Impl& p = *impl_;
-  Impl::Request r;
-  r.inputs = std::move(inputs);
-  std::future<Result<Outputs>> f = r.result.get_future();
   {
-    std::unique_lock<std::mutex> lock(p.mu);
-    p.has_room.wait(lock, [&] { return p.queue.size() < p.options.max_queued; });
-    p.queue.push_back(std::move(r));
-    ++p.stats.submitted;
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    ++impl_->stats.submitted;
   }
-  p.has_work.notify_one();
-  return f;
+  return impl_->queue->submit(std::move(inputs));
 }
 
 PipelineStats Pipeline::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->stats;
+  PipelineStats s;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    s = impl_->stats;
+  }
+  s.retired = impl_->queue->retired();
+  return s;
 }
 
 Result<DeviceMemoryInfo> Pipeline::device_memory() const {

@@ -49,9 +49,21 @@ Result<PipelineTiming> time_pipeline(Pipeline& pipeline, const std::map<std::str
   while (failed.is_ok() && (t.lat_ms.size() < 3 || now_seconds() - start < duration)) {
     while (pending.size() < inflight) pending.push_back({now_seconds(), pipeline.submit(feeds)});
     auto r = pending.front().result.get();
-    t.lat_ms.push_back((now_seconds() - pending.front().submitted) * 1e3);
+    const double ms = (now_seconds() - pending.front().submitted) * 1e3;
     pending.pop_front();
-    if (!r.is_ok()) failed = r.status();
+    if (r.is_ok()) {
+      t.lat_ms.push_back(ms);
+      continue;
+    }
+    // A GPU that failed retired its Contexts: the run goes on on the others while any is left.
+    const PipelineStats now = pipeline.stats();
+    const bool any_left = std::any_of(now.retired.begin(), now.retired.end(),
+                                      [](const std::string& why) { return why.empty(); });
+    if (r.status().code() == StatusCode::kUnavailable && any_left) {
+      if (t.device_failures++ == 0) spdlog::error("{}", r.status().to_string());
+      continue;
+    }
+    failed = r.status();
   }
   t.wall_s = now_seconds() - start;
   if (monitor) monitor->stop();
@@ -103,6 +115,16 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
   for (size_t k = 0; k < s.per_context.size(); ++k)
     std::printf(" %lld", static_cast<long long>(s.per_context[k] - warm.per_context[k]));
   std::printf("; %zu in flight, latency from submit to result\n", inflight);
+  // GPUs that failed during the run: their requests failed, the others' went on.
+  std::map<int, std::string> failed_gpus;
+  for (size_t k = 0; k < s.retired.size(); ++k)
+    if (!s.retired[k].empty())
+      failed_gpus[pipeline.context_device(static_cast<int>(k))] = s.retired[k];
+  for (const auto& [gpu, why] : failed_gpus)
+    std::printf("GPU %d failed and its contexts retired: %s\n", gpu, why.c_str());
+  if (timing->device_failures > 0)
+    std::printf("%lld requests failed with their GPU; images/s counts the others\n",
+                static_cast<long long>(timing->device_failures));
   if (engines.size() > 1) {
     std::printf("GPU of each context:");
     for (int k = 0; k < pipeline.contexts(); ++k) std::printf(" %d", pipeline.context_device(k));

@@ -164,6 +164,9 @@ struct PipelineTiming {
   double wall_s = 0;
   std::vector<double> lat_ms;  // per request, submit to result, in completion order
   PipelineStats at_end;        // the Pipeline's stats when the timed phase ended
+  // Requests failed by a device that failed (kUnavailable) while other devices went on; they
+  // are not in lat_ms.
+  int64_t device_failures = 0;
 };
 Status warm_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds, int streams,
                      double warmup);

@@ -2,10 +2,36 @@
 
 namespace kiln {
 
+namespace {
+
+// The errors after which CUDA documents the process's context on that GPU as unusable ("any
+// further CUDA work will return the same error"), and the GPU's own hardware failures.
+bool device_failed(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorContained:
+    case cudaErrorExternalDevice:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable:
+    case cudaErrorDevicesUnavailable: return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 Status cuda_status(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::ok();
-  StatusCode code =
-      e == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted : StatusCode::kInternal;
+  StatusCode code = e == cudaErrorMemoryAllocation ? StatusCode::kResourceExhausted
+                    : device_failed(e)             ? StatusCode::kUnavailable
+                                                   : StatusCode::kInternal;
   return Status(code, std::string(what) + ": CUDA error " + cudaGetErrorName(e) + " (" +
                           cudaGetErrorString(e) + ")");
 }

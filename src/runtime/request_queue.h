@@ -1,0 +1,72 @@
+// RequestQueue: the Pipeline's scheduling, apart from what runs a request. One worker thread per
+// runner takes requests from one FIFO queue; each request gets its own result exactly once.
+//
+// Runners are grouped by device (a GPU's Contexts share a group). A runner that returns
+// StatusCode::kUnavailable (its device failed) fails that request and retires its whole group:
+// the group's other workers stop taking requests, and the others go on with the queue. Once
+// every group has failed, the queued requests and any submitted later fail at once, naming
+// the last failure; nothing waits forever.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/status.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+using Outputs = std::map<std::string, Tensor>;
+
+class RequestQueue {
+ public:
+  struct Runner {
+    std::function<Result<Outputs>(const Outputs&)> run;
+    int group = 0;  // runners of one device share a group
+  };
+  // Called for every result before it is given (so that whoever holds a result sees it
+  // counted): k is the runner that ran it, or runners.size() for a request failed unrun since
+  // every device had failed.
+  using OnDone = std::function<void(size_t k, const Result<Outputs>&)>;
+
+  RequestQueue(std::vector<Runner> runners, size_t max_queued, OnDone on_done);
+  // Finishes every request already submitted.
+  ~RequestQueue();
+  RequestQueue(const RequestQueue&) = delete;
+  RequestQueue& operator=(const RequestQueue&) = delete;
+
+  // Blocks while max_queued requests wait.
+  std::future<Result<Outputs>> submit(Outputs inputs);
+  // Per runner: the device failure that retired it, empty while it runs.
+  std::vector<std::string> retired() const;
+
+ private:
+  struct Request {
+    Outputs inputs;
+    std::promise<Result<Outputs>> result;
+  };
+  void work(size_t k);
+  bool group_failed(int group) const;  // under mu_
+
+  std::vector<Runner> runners_;
+  size_t max_queued_;
+  OnDone on_done_;
+  mutable std::mutex mu_;
+  std::condition_variable has_work_, has_room_;
+  std::deque<Request> queue_;
+  bool stopping_ = false;
+  std::map<int, std::string> failed_groups_;  // group -> its failure
+  std::vector<std::string> retired_;
+  size_t live_;        // runners not retired
+  Status all_failed_;  // once no runner is left
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kiln

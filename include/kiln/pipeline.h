@@ -32,11 +32,21 @@ using Outputs = std::map<std::string, Tensor>;
 struct PipelineOptions {
   int contexts = 2;         // Contexts (CUDA streams) running requests at once
   size_t max_queued = 256;  // requests waiting before submit() blocks
-  // CUDA: the Contexts on one GPU run their compute one at a time, in the order their runs
-  // reach it, while the copies of the others overlap it (a run's copies in, its compute, its
-  // copies out; the compute waits for the one before it). Off: the streams' computes share the
-  // GPU at once. No effect on CPU engines.
-  bool ordered_compute = true;
+  // CUDA, several Contexts on a GPU: kOrdered runs their computes one at a time, in the order
+  // their runs reach it, while the copies of the others overlap it (a run's copies in, its
+  // compute, its copies out; the compute waits for the one before it). kConcurrent lets the
+  // streams' computes share the GPU at once (their kernels fill each other's tails, and
+  // contend). kTimed: warm_up() times both and keeps the faster (ordered until then). No
+  // effect on CPU engines.
+  enum class ComputeOrder { kTimed, kOrdered, kConcurrent };
+  ComputeOrder compute_order = ComputeOrder::kTimed;
+};
+
+// What warm_up() measured to choose the compute order (PipelineOptions::kTimed): requests per
+// second, the median of its rounds each way; zero where nothing was timed.
+struct ComputeOrderTiming {
+  double ordered_per_s = 0, concurrent_per_s = 0;
+  int rounds = 0;  // each way
 };
 
 // What a Pipeline has done so far.
@@ -47,7 +57,7 @@ struct PipelineStats {
   std::vector<int64_t> per_context;  // requests each Context ran
   // Summed over the completed requests, from each run's device timing (Context::
   // last_device_timing): on CUDA the GPU's copies in, compute, copies out, and the compute's
-  // wait for another Context's (ordered_compute); on the CPU the whole run as compute.
+  // wait for another Context's (the compute order); on the CPU the whole run as compute.
   double upload_ms = 0, compute_ms = 0, download_ms = 0, wait_ms = 0;
   // Per Context: the device failure that retired it (StatusCode::kUnavailable, for example a
   // GPU that faulted), empty while it runs.
@@ -74,8 +84,15 @@ class Pipeline {
   // Runs `inputs` `runs` times on each Context in turn, from the calling thread, before any
   // request is submitted: each Context builds its plan for these shapes (on CUDA the first
   // run builds it, the second captures its CUDA graph) one after the other rather than all at
-  // once. An error once a request was submitted.
+  // once. Then, with ComputeOrder::kTimed and a GPU holding several Contexts, it runs
+  // alternating rounds of `inputs` through the queue ordered and concurrent (3 each, every
+  // round at least 4 requests per Context and 0.2 s) and keeps the faster order. An error once
+  // a request was submitted.
   Status warm_up(const Outputs& inputs, int runs = 2);
+  // CUDA: whether the computes are ordered now (see PipelineOptions::compute_order), and what
+  // warm_up() measured to choose.
+  bool compute_ordered() const;
+  ComputeOrderTiming compute_order_timing() const;
   std::future<Result<Outputs>> submit(Outputs inputs);
   PipelineStats stats() const;
   // The device memory of all its Contexts' current plans: their arenas, workspaces and pinned

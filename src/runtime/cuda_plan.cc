@@ -274,7 +274,7 @@ Status CudaPlan::run(const std::vector<Tensor>& inputs, std::vector<Tensor>& out
     std::unique_lock<std::mutex> lock;
     if (order) {
       lock = std::unique_lock<std::mutex>(order->mu);
-      if (order->last) KILN_CUDA(cudaStreamWaitEvent(stream, order->last, 0));
+      if (order->enabled && order->last) KILN_CUDA(cudaStreamWaitEvent(stream, order->last, 0));
     }
     KILN_RETURN_IF_ERROR(record(p.ev[2], stream, false));
     KILN_RETURN_IF_ERROR(p.enqueue_compute());

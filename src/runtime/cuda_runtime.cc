@@ -89,6 +89,11 @@ Status cuda_join_compute_order(const Engine::Impl& engine, std::shared_ptr<CudaC
   return Status::ok();
 }
 
+void set_cuda_compute_order(CudaComputeOrder* order, bool on) {
+  std::lock_guard<std::mutex> lock(order->mu);
+  order->enabled = on;
+}
+
 Status cuda_run(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
                 const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   CudaEngineState& es = *engine.cuda;
@@ -284,6 +289,7 @@ static Status no_cuda() {
 }
 
 std::shared_ptr<CudaComputeOrder> make_cuda_compute_order() { return nullptr; }
+void set_cuda_compute_order(CudaComputeOrder*, bool) {}
 Status cuda_join_compute_order(const Engine::Impl&, std::shared_ptr<CudaContextState>&,
                                std::shared_ptr<CudaComputeOrder>) {
   return no_cuda();

@@ -45,6 +45,8 @@ ContextStats cuda_stats(const CudaContextState* ctx);
 std::shared_ptr<CudaComputeOrder> make_cuda_compute_order();
 Status cuda_join_compute_order(const Engine::Impl& engine, std::shared_ptr<CudaContextState>& ctx,
                                std::shared_ptr<CudaComputeOrder> order);
+// Turns the order on or off (it starts on); for a time with no run in flight.
+void set_cuda_compute_order(CudaComputeOrder* order, bool on);
 
 // OK when CUDA shows GPU `device`; else "WHAT: no GPU <device> (this machine has <count>)".
 Status check_cuda_device(int device, const std::string& what);

@@ -2,6 +2,9 @@
 // each, fed from one FIFO queue.
 #include "kiln/pipeline.h"
 
+#include <algorithm>
+#include <chrono>
+#include <deque>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -17,6 +20,19 @@ struct Pipeline::Impl {
   PipelineOptions options;
   std::vector<std::unique_ptr<Context>> contexts;
   std::vector<int> devices;  // per context: its GPU, or -1
+  // CUDA: each GPU's compute order, joined by all its Contexts (on or off).
+  std::map<int, std::shared_ptr<CudaComputeOrder>> orders;
+  bool ordered = false;
+  ComputeOrderTiming order_timing;
+  bool caller_submitted = false;  // submit() was called (warm_up's own rounds do not count)
+
+  void set_ordered(bool on) {
+    for (auto& [gpu, order] : orders) set_cuda_compute_order(order.get(), on);
+    ordered = on && !orders.empty();
+  }
+  // One round of `inputs` through the queue, 2 per Context in flight, until at least
+  // `requests` completed and `seconds` passed: requests per second, or the first error.
+  Result<double> time_round(const Outputs& inputs, size_t requests, double seconds);
 
   mutable std::mutex mu;  // stats
   PipelineStats stats;
@@ -66,21 +82,21 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(
   impl->engines = engines;
   impl->options = options;
   impl->stats.per_context.assign(static_cast<size_t>(options.contexts), 0);
-  std::map<int, std::shared_ptr<CudaComputeOrder>> orders;  // by GPU
   for (int k = 0; k < options.contexts; ++k) {
     const Engine& e = *engines[static_cast<size_t>(k) % engines.size()];
     impl->contexts.push_back(e.create_context());
     const bool cuda = e.options().device == Device::kCuda;
     const int gpu = cuda ? e.options().device_index : -1;
     impl->devices.push_back(gpu);
-    if (cuda && options.ordered_compute) {
-      auto& order = orders[gpu];
+    if (cuda) {
+      auto& order = impl->orders[gpu];
       if (!order) order = make_cuda_compute_order();
       KILN_RETURN_IF_ERROR(
           cuda_join_compute_order(engine_impl(e), context_impl(*impl->contexts.back()).cuda, order)
               .with_context("Pipeline context " + std::to_string(k)));
     }
   }
+  impl->set_ordered(options.compute_order != PipelineOptions::ComputeOrder::kConcurrent);
   // The Contexts of one GPU fail together (a faulted GPU fails all of the process's work
   // there); each CPU Context is a group of its own.
   std::vector<RequestQueue::Runner> runners;
@@ -110,7 +126,7 @@ Pipeline::~Pipeline() = default;
 Status Pipeline::warm_up(const Outputs& inputs, int runs) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->stats.submitted > 0)
+    if (impl_->caller_submitted)
       return invalid_argument("Pipeline::warm_up: requests were submitted already");
   }
   // The workers wait on the empty queue and touch no Context meanwhile.
@@ -118,13 +134,64 @@ Status Pipeline::warm_up(const Outputs& inputs, int runs) {
     for (int i = 0; i < runs; ++i)
       KILN_RETURN_IF_ERROR(impl_->contexts[k]->run(inputs).status().with_context(
           "warming up context " + std::to_string(k)));
+  Impl& p = *impl_;
+  std::map<int, int> per_gpu;
+  for (int gpu : p.devices)
+    if (gpu >= 0) ++per_gpu[gpu];
+  bool shared = false;
+  for (const auto& [gpu, n] : per_gpu) shared = shared || n > 1;
+  if (p.options.compute_order != PipelineOptions::ComputeOrder::kTimed || !shared)
+    return Status::ok();
+  // Alternating rounds, concurrent first; nothing is in flight between two rounds.
+  constexpr int kRounds = 3;
+  const size_t requests = 4 * p.contexts.size();
+  std::vector<double> each[2];  // [0] concurrent, [1] ordered
+  for (int r = 0; r < 2 * kRounds; ++r) {
+    const bool on = r % 2 == 1;
+    p.set_ordered(on);
+    KILN_ASSIGN_OR_RETURN(double per_s, p.time_round(inputs, requests, 0.2));
+    each[on].push_back(per_s);
+  }
+  for (auto& v : each) std::sort(v.begin(), v.end());
+  p.order_timing = {each[1][kRounds / 2], each[0][kRounds / 2], kRounds};
+  p.set_ordered(p.order_timing.ordered_per_s >= p.order_timing.concurrent_per_s);
   return Status::ok();
 }
+
+Result<double> Pipeline::Impl::time_round(const Outputs& inputs, size_t requests, double seconds) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  std::deque<std::future<Result<Outputs>>> pending;
+  size_t done = 0;
+  Status failed = Status::ok();
+  while (failed.is_ok() && (done < requests || elapsed() < seconds)) {
+    while (pending.size() < 2 * contexts.size()) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ++stats.submitted;
+      }
+      pending.push_back(queue->submit(inputs));
+    }
+    Result<Outputs> out = pending.front().get();
+    pending.pop_front();
+    if (!out.is_ok()) failed = out.status();
+    ++done;
+  }
+  const double s = elapsed();
+  for (auto& f : pending) (void)f.get();  // drained, not counted
+  KILN_RETURN_IF_ERROR(failed.with_context("timing the compute order"));
+  return static_cast<double>(done) / s;
+}
+
+bool Pipeline::compute_ordered() const { return impl_->ordered; }
+ComputeOrderTiming Pipeline::compute_order_timing() const { return impl_->order_timing; }
 
 std::future<Result<Outputs>> Pipeline::submit(Outputs inputs) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     ++impl_->stats.submitted;
+    impl_->caller_submitted = true;
   }
   return impl_->queue->submit(std::move(inputs));
 }

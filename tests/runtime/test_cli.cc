@@ -316,6 +316,10 @@ TEST_F(Cli, BenchStreamsRunsAPipeline) {
                "--streams times whole requests");
   expect_error(kiln("bench " + model + " --streams 0"), 2, "--streams");
   expect_error(kiln("bench " + model + " --inflight 4"), 2, "need --streams");
+  expect_error(kiln("bench " + model + " --ordered-compute"), 2, "need --streams");
+  expect_error(kiln("bench " + model + " --streams 2 --ordered-compute --unordered-compute"), 2,
+               "choose one");
+  EXPECT_EQ(r.out.find("compute order"), std::string::npos) << "no compute order on the CPU";
   expect_error(kiln("bench " + model + " --streams 2 --gpus 0,0"), 2, "--gpus needs --device cuda");
   // --gpus is checked against the GPUs CUDA shows before any engine is built: a bad entry is
   // named; on a machine without a GPU, every index (and all) says none is visible.

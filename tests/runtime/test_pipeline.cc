@@ -111,6 +111,24 @@ TEST(Pipeline, ABadRequestFailsAloneAndTheRestRun) {
   EXPECT_EQ(s.failed, 2);
 }
 
+// On the CPU there is no compute order to choose: warm_up times nothing, and may be called for
+// several shapes until a request is submitted.
+TEST(Pipeline, WarmUpOnTheCpuTimesNoComputeOrder) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  auto pipeline = Pipeline::create(engine, PipelineOptions{2, 4});
+  ASSERT_TRUE(pipeline.is_ok());
+  for (int b = 1; b <= 2; ++b)
+    ASSERT_TRUE((*pipeline)->warm_up({{"x", random_tensor({b, 3, 12, 12}, 5)}}).is_ok());
+  EXPECT_EQ((*pipeline)->compute_order_timing().rounds, 0);
+  EXPECT_FALSE((*pipeline)->compute_ordered());
+  EXPECT_EQ((*pipeline)->stats().submitted, 0);
+  ASSERT_TRUE((*pipeline)->submit({{"x", random_tensor({1, 3, 12, 12}, 6)}}).get().is_ok());
+  auto late = (*pipeline)->warm_up({{"x", random_tensor({1, 3, 12, 12}, 5)}});
+  ASSERT_FALSE(late.is_ok());
+  EXPECT_NE(late.message().find("submitted already"), std::string::npos) << late.to_string();
+}
+
 TEST(Pipeline, BadOptionsAreRefused) {
   std::shared_ptr<Engine> engine = small_net();
   ASSERT_TRUE(engine);

@@ -84,13 +84,24 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
   PipelineOptions po;
   po.contexts = streams;
   po.max_queued = inflight;
-  po.ordered_compute = b.ordered_compute;
+  po.compute_order = b.compute_order;
   auto pipeline_or = Pipeline::create(engines, po);
   if (!pipeline_or.is_ok()) return fail(pipeline_or.status());
   Pipeline& pipeline = **pipeline_or;
 
   if (Status st = warm_pipeline(pipeline, feeds, streams, warmup); !st.is_ok()) return fail(st);
   const PipelineStats warm = pipeline.stats();
+  if (g.device == "cuda") {
+    const ComputeOrderTiming t = pipeline.compute_order_timing();
+    std::printf("compute order: %s", pipeline.compute_ordered() ? "ordered" : "concurrent");
+    if (t.rounds > 0)
+      std::printf(
+          " (timed at warm-up, median of %d rounds each: ordered %.1f, concurrent %.1f "
+          "requests/s)\n",
+          t.rounds, t.ordered_per_s, t.concurrent_per_s);
+    else
+      std::printf("\n");
+  }
 
   auto timing = time_pipeline(pipeline, feeds, inflight, duration, b.monitor);
   if (!timing.is_ok()) return fail(timing.status());
@@ -165,7 +176,8 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
             "copies hidden under compute: %.1f%% (%.1f ms of copies, at most %.1f ms of the "
             "%.1f ms wall time not computing)%s\n",
             100.0 * std::clamp(1.0 - exposed / copies, 0.0, 1.0), copies, exposed, total * 1e3,
-            b.ordered_compute ? "" : "; computes overlap each other, so this is approximate");
+            pipeline.compute_ordered() ? ""
+                                       : "; computes overlap each other, so this is approximate");
     }
   }
   return kExitOk;

@@ -147,8 +147,8 @@ double percentile(const std::vector<double>& sorted, double p);
 // `engines` (one per --gpus entry, or the one engine).
 struct StreamsBench {
   int streams = 1;
-  int inflight = 0;             // requests kept in flight; 0: 2 per stream
-  bool ordered_compute = true;  // PipelineOptions::ordered_compute
+  int inflight = 0;  // requests kept in flight; 0: 2 per stream
+  PipelineOptions::ComputeOrder compute_order = PipelineOptions::ComputeOrder::kTimed;
   double warmup = 1, duration = 3;
   GpuMonitor* monitor = nullptr;  // --monitor: started and stopped around the timed phase
 };

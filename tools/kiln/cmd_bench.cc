@@ -40,6 +40,7 @@ struct BenchOptions {
   int streams = 0;                      // --streams: contexts of a Pipeline (0: one Context)
   int inflight = 0;                     // --inflight: requests in flight (0: 2 per stream)
   bool unordered = false;               // --unordered-compute
+  bool ordered = false;                 // --ordered-compute
   std::string gpus_text;                // --gpus as given: all, or 0,1,...
   std::vector<int> gpus;                // --gpus parsed: one engine per entry
   bool pinned = false;                  // --pinned: inputs in pinned host memory
@@ -144,7 +145,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
   if (images) {
     if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
         !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor ||
-        !o.monitor_csv.empty() || !o.shapes.empty())
+        !o.monitor_csv.empty() || !o.shapes.empty() || o.unordered || o.ordered)
       return usage_error(
           "--images and --input-format jpeg run decoding and the model end to end: they take "
           "--batch, --streams, "
@@ -168,11 +169,13 @@ int run(BenchOptions o, const GlobalOptions& g) {
   }
   if (o.ladder) {
     if (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty() ||
-        !o.gpus.empty() || o.pinned || o.unordered || o.monitor || !o.monitor_csv.empty())
+        !o.gpus.empty() || o.pinned || o.unordered || o.ordered || o.monitor ||
+        !o.monitor_csv.empty())
       return usage_error(
           "--ladder sets each row's options itself: it takes --streams, --inflight, --rounds, "
           "--ladder-out, --batch, --shape, --warmup and --duration, not --no-transfers, --json, "
-          "--dump-profile, --alternate, --gpus, --pinned, --unordered-compute or --monitor");
+          "--dump-profile, --alternate, --gpus, --pinned, --unordered-compute, "
+          "--ordered-compute or --monitor");
     LadderOptions lo;
     lo.batch = o.batch;
     lo.shapes = o.shapes;
@@ -202,8 +205,11 @@ int run(BenchOptions o, const GlobalOptions& g) {
     return usage_error(
         "--alternate times whole runs and prints a table: it takes no "
         "--no-transfers, --json or --dump-profile");
-  if (o.streams == 0 && (o.inflight || o.unordered || !o.gpus.empty()))
-    return usage_error("--inflight, --unordered-compute and --gpus need --streams");
+  if (o.streams == 0 && (o.inflight || o.unordered || o.ordered || !o.gpus.empty()))
+    return usage_error(
+        "--inflight, --unordered-compute, --ordered-compute and --gpus need --streams");
+  if (o.unordered && o.ordered)
+    return usage_error("--ordered-compute and --unordered-compute: choose one");
   if (!o.gpus.empty() && g.device != "cuda") return usage_error("--gpus needs --device cuda");
   if (o.gpu_inputs && (g.device != "cuda" || o.pinned || o.no_transfers ||
                        std::set<int>(o.gpus.begin(), o.gpus.end()).size() > 1))
@@ -260,7 +266,9 @@ int run(BenchOptions o, const GlobalOptions& g) {
     StreamsBench b;
     b.streams = o.streams;
     b.inflight = o.inflight;
-    b.ordered_compute = !o.unordered;
+    b.compute_order = o.unordered ? PipelineOptions::ComputeOrder::kConcurrent
+                      : o.ordered ? PipelineOptions::ComputeOrder::kOrdered
+                                  : PipelineOptions::ComputeOrder::kTimed;
     b.warmup = o.warmup;
     b.duration = o.duration;
     std::unique_ptr<GpuMonitor> monitor = open_monitor(o, first);
@@ -439,8 +447,10 @@ Command add_bench_command(CLI::App& root, const GlobalOptions& global) {
                   "M: with --streams, the requests kept in flight (default 2 per stream)")
       ->check(CLI::Range(1, 1024));
   app->add_flag("--unordered-compute", o->unordered,
-                "with --streams on CUDA: let the streams' computes run at once instead of one "
-                "after another (the copies overlap either way)");
+                "with --streams on CUDA: let the streams' computes run at once (default: the "
+                "faster of the two orders, timed at warm-up; the copies overlap either way)");
+  app->add_flag("--ordered-compute", o->ordered,
+                "with --streams on CUDA: run the streams' computes one after another");
   app->add_option("--gpus", o->gpus_text,
                   "all or 0,1,...: with --streams, spread the contexts over these GPUs, one "
                   "engine per GPU (a GPU listed twice gets contexts in turn), and print each "

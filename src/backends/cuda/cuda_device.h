@@ -45,6 +45,7 @@ struct CudaSharedMemory {
 struct CudaComputeOrder {
   std::mutex mu;
   cudaEvent_t last = nullptr;
+  bool enabled = true;  // off: the joined Contexts' computes share the GPU at once
 };
 
 struct CudaStreamHandles {

@@ -144,7 +144,8 @@ Result<Measured> measure(const std::string& model, const GlobalOptions& g, const
     KILN_RETURN_IF_ERROR(warm_pipeline(*pipeline, feeds, r.streams, o.warmup));
     KILN_ASSIGN_OR_RETURN(
         PipelineTiming t,
-        time_pipeline(*pipeline, feeds, static_cast<size_t>(inflight), o.duration, monitor));
+        time_pipeline(*pipeline, feeds, static_cast<size_t>(inflight), o.duration,
+                      monitor ? std::vector<GpuMonitor*>{monitor} : std::vector<GpuMonitor*>{}));
     m.lat_ms = std::move(t.lat_ms);
     wall = t.wall_s;
     KILN_ASSIGN_OR_RETURN(mem, pipeline->device_memory());

@@ -36,14 +36,15 @@ Status warm_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& fe
 }
 
 Result<PipelineTiming> time_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds,
-                                     size_t inflight, double duration, GpuMonitor* monitor) {
+                                     size_t inflight, double duration,
+                                     const std::vector<GpuMonitor*>& monitors) {
   struct InFlight {
     double submitted;
     std::future<Result<Outputs>> result;
   };
   std::deque<InFlight> pending;
   PipelineTiming t;
-  if (monitor) monitor->start();
+  for (GpuMonitor* m : monitors) m->start();
   const double start = now_seconds();
   Status failed = Status::ok();
   while (failed.is_ok() && (t.lat_ms.size() < 3 || now_seconds() - start < duration)) {
@@ -66,7 +67,7 @@ Result<PipelineTiming> time_pipeline(Pipeline& pipeline, const std::map<std::str
     failed = r.status();
   }
   t.wall_s = now_seconds() - start;
-  if (monitor) monitor->stop();
+  for (GpuMonitor* m : monitors) m->stop();
   t.at_end = pipeline.stats();                   // the drained requests not yet counted
   for (auto& p : pending) (void)p.result.get();  // drained, not counted
   KILN_RETURN_IF_ERROR(failed);
@@ -103,7 +104,7 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
       std::printf("\n");
   }
 
-  auto timing = time_pipeline(pipeline, feeds, inflight, duration, b.monitor);
+  auto timing = time_pipeline(pipeline, feeds, inflight, duration, b.monitors);
   if (!timing.is_ok()) return fail(timing.status());
   std::vector<double>& lat_ms = timing->lat_ms;
   const double total = timing->wall_s;

@@ -150,7 +150,8 @@ struct StreamsBench {
   int inflight = 0;  // requests kept in flight; 0: 2 per stream
   PipelineOptions::ComputeOrder compute_order = PipelineOptions::ComputeOrder::kTimed;
   double warmup = 1, duration = 3;
-  GpuMonitor* monitor = nullptr;  // --monitor: started and stopped around the timed phase
+  // --monitor: one a GPU (--gpus), started and stopped around the timed phase.
+  std::vector<GpuMonitor*> monitors;
 };
 int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
                   const std::string& model, const GlobalOptions& g, const StreamsBench& b,
@@ -171,7 +172,8 @@ struct PipelineTiming {
 Status warm_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds, int streams,
                      double warmup);
 Result<PipelineTiming> time_pipeline(Pipeline& pipeline, const std::map<std::string, Tensor>& feeds,
-                                     size_t inflight, double duration, GpuMonitor* monitor);
+                                     size_t inflight, double duration,
+                                     const std::vector<GpuMonitor*>& monitors);
 int bench_alternating(const Engine& e, const std::string& model, const GlobalOptions& g,
                       const std::vector<int64_t>& batches, const std::vector<std::string>& shapes,
                       double duration, uint32_t seed);

@@ -71,14 +71,16 @@ std::unique_ptr<GpuMonitor> open_monitor(const BenchOptions& o, const GlobalOpti
   return std::move(m).value();
 }
 
-// Stops the monitor, prints its min/median/max and writes its CSV.
-Status finish_monitor(GpuMonitor* m, const BenchOptions& o) {
+// Stops the monitor, prints its min/median/max and writes its CSV (to `csv`, default
+// --monitor-csv).
+Status finish_monitor(GpuMonitor* m, const BenchOptions& o, std::string csv = {}) {
   if (!m) return Status::ok();
   m->stop();
   std::printf("%s", m->summary().c_str());
-  if (!o.monitor_csv.empty()) {
-    KILN_RETURN_IF_ERROR(m->write_csv(o.monitor_csv));
-    std::printf("GPU samples written to %s\n", o.monitor_csv.c_str());
+  if (csv.empty()) csv = o.monitor_csv;
+  if (!csv.empty()) {
+    KILN_RETURN_IF_ERROR(m->write_csv(csv));
+    std::printf("GPU samples written to %s\n", csv.c_str());
   }
   return Status::ok();
 }
@@ -271,10 +273,29 @@ int run(BenchOptions o, const GlobalOptions& g) {
                                   : PipelineOptions::ComputeOrder::kTimed;
     b.warmup = o.warmup;
     b.duration = o.duration;
-    std::unique_ptr<GpuMonitor> monitor = open_monitor(o, first);
-    b.monitor = monitor.get();
+    // --monitor watches each GPU the contexts run on, in the order first listed; with several,
+    // --monitor-csv F writes F's name with .gpuN before its extension for GPU N.
+    std::vector<int> watched;
+    for (int gpu : o.gpus.empty() ? std::vector<int>{first.gpu} : o.gpus)
+      if (std::find(watched.begin(), watched.end(), gpu) == watched.end()) watched.push_back(gpu);
+    std::vector<std::unique_ptr<GpuMonitor>> monitors(watched.size());
+    for (size_t i = 0; i < watched.size(); ++i) {
+      GlobalOptions on = first;
+      on.gpu = watched[i];
+      monitors[i] = open_monitor(o, on);
+      if (monitors[i]) b.monitors.push_back(monitors[i].get());
+    }
     const int rc = bench_streams(engines, o.model, g, b, feeds, batch);
-    if (Status st = finish_monitor(monitor.get(), o); !st.is_ok()) return fail(st);
+    for (size_t i = 0; i < watched.size(); ++i) {
+      std::string csv = o.monitor_csv;
+      if (!csv.empty() && watched.size() > 1) {
+        std::filesystem::path p(csv);
+        p.replace_filename(p.stem().string() + ".gpu" + std::to_string(watched[i]) +
+                           p.extension().string());
+        csv = p.string();
+      }
+      if (Status st = finish_monitor(monitors[i].get(), o, csv); !st.is_ok()) return fail(st);
+    }
     return rc;
   }
 

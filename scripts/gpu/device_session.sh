@@ -96,13 +96,15 @@ if [[ $what == *" throughput "* ]]; then
   grep -E "^resnet50|per request|hidden|GPU|memory used|utilization|clock|power|FAILED|error" "$OUT/throughput.log"
 fi
 
-# ResNet-50 fp16 b256, compute only (one context, float32 and uint8 input; and the Pipeline with
-# the inputs held on the GPU, 1 and 4 streams) against copies from pinned host memory (float32
-# and uint8), alternating, B256_ROUNDS rounds, NVML samples on each. B256_CONFIGS="args;args"
+# ResNet-50 fp16 b256, compute only (one context, float32 and uint8 input) against 4 streams with
+# copies from pinned host memory (float32 and uint8; the compute order timed at warm-up, and
+# forced each way), alternating, B256_ROUNDS rounds, NVML samples on each. B256_CONFIGS="args;args"
 # replaces the configurations.
 if [[ $what == *" b256 "* ]]; then
-  configs=("--no-transfers" "--input-format uint8-nhwc --no-transfers" "--gpu-inputs --streams 1"
-    "--gpu-inputs --streams 4" "--pinned --streams 4" "--input-format uint8-nhwc --pinned --streams 4")
+  configs=("--no-transfers" "--input-format uint8-nhwc --no-transfers" "--pinned --streams 4"
+    "--pinned --streams 4 --ordered-compute" "--pinned --streams 4 --unordered-compute"
+    "--input-format uint8-nhwc --pinned --streams 4"
+    "--input-format uint8-nhwc --pinned --streams 4 --unordered-compute")
   [ -n "${B256_CONFIGS:-}" ] && IFS=';' read -r -a configs <<< "$B256_CONFIGS"  # "args;args;..."
   for r in $(seq "${B256_ROUNDS:-3}"); do
     for args in "${configs[@]}"; do
@@ -111,7 +113,7 @@ if [[ $what == *" b256 "* ]]; then
         --precision fp16 --cuda-graph --duration 2 --batch 256 $args --monitor >> "$OUT/b256.log" 2>&1 || echo "FAILED: $args" >> "$OUT/b256.log"
     done
   done
-  grep -E "^==|^resnet50|clock|power|FAILED|error" "$OUT/b256.log"
+  grep -E "^==|^resnet50|compute order|clock|power|FAILED|error" "$OUT/b256.log"
 fi
 
 # uint8 against float32 input, compute only at b256: per-layer profiles (where the 0.5 ms goes)

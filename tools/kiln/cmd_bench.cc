@@ -19,8 +19,8 @@
 #include <random>
 #include <set>
 
+#include "bench_monitors.h"
 #include "cli_common.h"
-#include "gpu_monitor.h"
 
 namespace kiln::cli {
 
@@ -57,33 +57,6 @@ struct BenchOptions {
   std::string image_decoder;            // --image-decoder (--images)
   int decoders = 0;                     // --decoders (--images)
 };
-
-// --monitor: samples the GPU through NVML during the timed phase. Where NVML cannot be opened
-// it says why and the bench goes on without it (null).
-std::unique_ptr<GpuMonitor> open_monitor(const BenchOptions& o, const GlobalOptions& g) {
-  if (!o.monitor && o.monitor_csv.empty()) return nullptr;
-  auto m = open_gpu_monitor(g.gpu);
-  if (!m.is_ok()) {
-    std::fprintf(stderr, "kiln: note: --monitor: %s; going on without it\n",
-                 m.status().message().c_str());
-    return nullptr;
-  }
-  return std::move(m).value();
-}
-
-// Stops the monitor, prints its min/median/max and writes its CSV (to `csv`, default
-// --monitor-csv).
-Status finish_monitor(GpuMonitor* m, const BenchOptions& o, std::string csv = {}) {
-  if (!m) return Status::ok();
-  m->stop();
-  std::printf("%s", m->summary().c_str());
-  if (csv.empty()) csv = o.monitor_csv;
-  if (!csv.empty()) {
-    KILN_RETURN_IF_ERROR(m->write_csv(csv));
-    std::printf("GPU samples written to %s\n", csv.c_str());
-  }
-  return Status::ok();
-}
 
 // Device-side figures of a CUDA bench.
 struct DeviceFigures {
@@ -273,29 +246,12 @@ int run(BenchOptions o, const GlobalOptions& g) {
                                   : PipelineOptions::ComputeOrder::kTimed;
     b.warmup = o.warmup;
     b.duration = o.duration;
-    // --monitor watches each GPU the contexts run on, in the order first listed; with several,
-    // --monitor-csv F writes F's name with .gpuN before its extension for GPU N.
-    std::vector<int> watched;
-    for (int gpu : o.gpus.empty() ? std::vector<int>{first.gpu} : o.gpus)
-      if (std::find(watched.begin(), watched.end(), gpu) == watched.end()) watched.push_back(gpu);
-    std::vector<std::unique_ptr<GpuMonitor>> monitors(watched.size());
-    for (size_t i = 0; i < watched.size(); ++i) {
-      GlobalOptions on = first;
-      on.gpu = watched[i];
-      monitors[i] = open_monitor(o, on);
-      if (monitors[i]) b.monitors.push_back(monitors[i].get());
-    }
+    // --monitor watches each GPU the contexts run on.
+    BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv,
+                           o.gpus.empty() ? std::vector<int>{first.gpu} : o.gpus);
+    b.monitors = monitors.monitors();
     const int rc = bench_streams(engines, o.model, g, b, feeds, batch);
-    for (size_t i = 0; i < watched.size(); ++i) {
-      std::string csv = o.monitor_csv;
-      if (!csv.empty() && watched.size() > 1) {
-        std::filesystem::path p(csv);
-        p.replace_filename(p.stem().string() + ".gpu" + std::to_string(watched[i]) +
-                           p.extension().string());
-        csv = p.string();
-      }
-      if (Status st = finish_monitor(monitors[i].get(), o, csv); !st.is_ok()) return fail(st);
-    }
+    if (Status st = monitors.finish(); !st.is_ok()) return fail(st);
     return rc;
   }
 
@@ -314,8 +270,8 @@ int run(BenchOptions o, const GlobalOptions& g) {
 
   std::vector<double> lat_ms;
   DeviceFigures dev;
-  std::unique_ptr<GpuMonitor> monitor = open_monitor(o, first);
-  if (monitor) monitor->start();
+  BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv, {first.gpu});
+  monitors.start();
   start = now_seconds();
   if (o.no_transfers) {
     // Device compute only, timed with CUDA events per run.
@@ -341,7 +297,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
     }
   }
   double total = now_seconds() - start;
-  if (monitor) monitor->stop();
+  monitors.stop();
   std::sort(lat_ms.begin(), lat_ms.end());
   double mean = 0;
   for (double v : lat_ms) mean += v / lat_ms.size();
@@ -429,7 +385,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
     f.close();
     if (!f) return fail(not_found("cannot write '" + o.json + "'"));
   }
-  if (Status st = finish_monitor(monitor.get(), o); !st.is_ok()) return fail(st);
+  if (Status st = monitors.finish(); !st.is_ok()) return fail(st);
   return kExitOk;
 }
 

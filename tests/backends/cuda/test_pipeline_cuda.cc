@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <thread>
 
@@ -23,16 +24,20 @@ std::string fashion_model() {
   return v && *v ? v : std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
 }
 
-// The Fashion-MNIST model as a CUDA fp16 engine, with or without the CUDA graph; null (with
-// the failure reported) when it does not load.
-std::shared_ptr<Engine> fashion_fp16(bool graph) {
-  EngineOptions o;
-  o.device = Device::kCuda;
-  o.precision = Precision::kFp16;
-  o.cuda_graph = graph;
-  auto engine = Engine::load(fashion_model(), o);
-  EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
-  return engine.is_ok() ? *engine : nullptr;
+// Runs `body(engine, input name, output name)` on the Fashion-MNIST model as a CUDA fp16
+// engine, without and then with the CUDA graph.
+void with_fashion_fp16(
+    const std::function<void(Engine&, const std::string&, const std::string&)>& body) {
+  for (bool graph : {false, true}) {
+    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
+    EngineOptions o;
+    o.device = Device::kCuda;
+    o.precision = Precision::kFp16;
+    o.cuda_graph = graph;
+    auto engine = Engine::load(fashion_model(), o);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    body(**engine, (*engine)->inputs()[0].name, (*engine)->outputs()[0].name);
+  }
 }
 
 TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
@@ -136,17 +141,13 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
 TEST(CudaPinnedInput, GivesThePageableInputsResult) {
   const std::string path = fashion_model();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
-  for (bool graph : {false, true}) {
-    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
-    std::shared_ptr<Engine> engine = fashion_fp16(graph);
-    ASSERT_TRUE(engine);
-    const std::string in = engine->inputs()[0].name, out = engine->outputs()[0].name;
+  with_fashion_fp16([](Engine& engine, const std::string& in, const std::string& out) {
     const Tensor pageable = test::random_tensor({8, 1, 28, 28}, 77);
     auto pinned = pinned_tensor(pageable.dtype(), pageable.shape());
     ASSERT_TRUE(pinned.is_ok()) << pinned.status().to_string();
     std::memcpy(pinned->raw(), pageable.raw(), pageable.nbytes());
     const Tensor other = test::random_tensor({8, 1, 28, 28}, 78);
-    auto ctx = engine->create_context();
+    auto ctx = engine.create_context();
     auto want = ctx->run({{in, pageable}});
     auto want_other = ctx->run({{in, other}});
     ASSERT_TRUE(want.is_ok() && want_other.is_ok());
@@ -162,7 +163,7 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
       ASSERT_TRUE(again.is_ok());
       EXPECT_LE(test::relative_l2(again->at(out), want_other->at(out)), 1e-6);
     }
-  }
+  });
 }
 
 // Context::time_compute repeats the last run's compute on its inputs, put back on the GPU
@@ -172,13 +173,9 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
 TEST(CudaTimeCompute, RepeatsTheLastRunsStagedInputs) {
   const std::string path = fashion_model();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
-  for (bool graph : {false, true}) {
-    SCOPED_TRACE(graph ? "cuda graph" : "no graph");
-    std::shared_ptr<Engine> engine = fashion_fp16(graph);
-    ASSERT_TRUE(engine);
-    const std::string in = engine->inputs()[0].name, out = engine->outputs()[0].name;
+  with_fashion_fp16([](Engine& engine, const std::string& in, const std::string& out) {
     const Tensor x = test::random_tensor({8, 1, 28, 28}, 91);
-    auto ctx = engine->create_context();
+    auto ctx = engine.create_context();
     EXPECT_FALSE(ctx->time_compute(2).is_ok()) << "before any run";
     auto want = ctx->run({{in, x}});
     ASSERT_TRUE(want.is_ok()) << want.status().to_string();
@@ -203,7 +200,7 @@ TEST(CudaTimeCompute, RepeatsTheLastRunsStagedInputs) {
     auto after = ctx->run({{in, x}});
     ASSERT_TRUE(after.is_ok());
     EXPECT_LE(test::relative_l2(after->at(out), want->at(out)), 1e-6);
-  }
+  });
 }
 
 // Memory the caller registers (register_host_memory) is pinned where it lies: CUDA reports it

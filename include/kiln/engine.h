@@ -141,7 +141,8 @@ class Context {
   // through the cached plan.
   Result<std::vector<double>> time_compute(int iterations);
   // Every step's mean time over `iterations` runs of the last run's inputs: device time per
-  // step on CUDA (steps launched one by one), each node's kernel time on the CPU.
+  // step on CUDA (steps launched one by one; the inputs put back as for time_compute, and the
+  // same error after a run that took an input in place), each node's kernel time on the CPU.
   Result<std::vector<LayerProfile>> profile_layers(int iterations);
   // The memory the last run's plan holds. On the CPU: the plans' shared activation arena and
   // the model's constants (oneDNN's reordered copies of weights not counted), no workspace

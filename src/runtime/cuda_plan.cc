@@ -84,7 +84,7 @@ struct CudaPlan::Impl {
   // done, outputs copied
   cudaEvent_t ev[5] = {};
 
-  // time_compute's device copy of the last run's staged inputs, one buffer per input (made on
+  // keep_inputs' device copy of the last run's staged inputs, one buffer per input (made on
   // its first use; `timed_inputs_fresh` until the next run changes the staging).
   std::vector<void*> timed_inputs;
   bool timed_inputs_fresh = false;
@@ -101,6 +101,14 @@ struct CudaPlan::Impl {
   // set, else from its staging buffer.
   Status enqueue_copies_in(const std::vector<const void*>& direct = {});
   Status enqueue_copies_out();
+  // time_compute and profile_steps repeat the last run's compute. The input slots share the
+  // arena with later tensors, so once a run ends its inputs are no longer there: computing on
+  // what is left would time (and heat the GPU with) other data than the caller's.
+  // keep_inputs copies the last run's staged inputs to the device once (an error when that run
+  // took an input in place, which may have changed since); restore_inputs puts them back
+  // before each repeat, device to device (keeping the GPU as busy as a stream of runs does).
+  Status keep_inputs(const char* what);
+  Status restore_inputs();
   // Points the plan at the Context's shared memory, growing it when the plan needs more;
   // drops the CUDA graphs captured over an older arena.
   Status bind();
@@ -115,6 +123,36 @@ Status CudaPlan::Impl::enqueue_copies_in(const std::vector<const void*>& direct)
     // cudaMemcpyDefault: the source is pinned host memory or (a caller's) GPU memory.
     KILN_CUDA(cudaMemcpyAsync(plan.data(s), src, plan.slots[s].desc.nbytes(), cudaMemcpyDefault,
                               handles->stream));
+  }
+  return Status::ok();
+}
+
+Status CudaPlan::Impl::keep_inputs(const char* what) {
+  if (last_direct)
+    return invalid_argument(std::string(what) +
+                            " repeats the inputs the last run copied through its staging; that "
+                            "run took an input in place (pinned or GPU memory), which may have "
+                            "changed since");
+  if (timed_inputs_fresh) return Status::ok();
+  timed_inputs.resize(plan.input_slots.size(), nullptr);
+  for (size_t i = 0; i < plan.input_slots.size(); ++i) {
+    const size_t n = plan.slots[plan.input_slots[i]].desc.nbytes();
+    if (!n) continue;
+    if (!timed_inputs[i]) KILN_CUDA(cudaMalloc(&timed_inputs[i], n));
+    KILN_CUDA(cudaMemcpyAsync(timed_inputs[i], in_staging[i], n, cudaMemcpyHostToDevice,
+                              handles->stream));
+  }
+  KILN_CUDA(cudaStreamSynchronize(handles->stream));
+  timed_inputs_fresh = true;
+  return Status::ok();
+}
+
+Status CudaPlan::Impl::restore_inputs() {
+  for (size_t k = 0; k < plan.input_slots.size(); ++k) {
+    const int s = plan.input_slots[k];
+    if (timed_inputs[k])
+      KILN_CUDA(cudaMemcpyAsync(plan.data(s), timed_inputs[k], plan.slots[s].desc.nbytes(),
+                                cudaMemcpyDeviceToDevice, handles->stream));
   }
   return Status::ok();
 }
@@ -329,35 +367,10 @@ Result<std::vector<double>> CudaPlan::time_compute(int iterations) {
   KILN_RETURN_IF_ERROR(p.bind());  // another plan may have grown the shared memory
   cudaStream_t stream = p.handles->stream;
   if (!p.ran_once) return internal_error("time_compute before the first run");
-  // The input slots share the arena with later tensors, so once a run ends its inputs are no
-  // longer there: computing on what is left would time (and heat the GPU with) other data than
-  // the caller's. They are put back before each timed compute, untimed, from a device copy of
-  // the staging (device to device keeps the GPU busy as a stream of runs does).
-  if (p.last_direct)
-    return invalid_argument(
-        "time_compute repeats the inputs the last run copied through its staging; that run "
-        "took an input in place (pinned or GPU memory), which may have changed since");
-  const Plan& plan = p.plan;
-  if (!p.timed_inputs_fresh) {
-    p.timed_inputs.resize(plan.input_slots.size(), nullptr);
-    for (size_t i = 0; i < plan.input_slots.size(); ++i) {
-      const size_t n = plan.slots[plan.input_slots[i]].desc.nbytes();
-      if (!n) continue;
-      if (!p.timed_inputs[i]) KILN_CUDA(cudaMalloc(&p.timed_inputs[i], n));
-      KILN_CUDA(
-          cudaMemcpyAsync(p.timed_inputs[i], p.in_staging[i], n, cudaMemcpyHostToDevice, stream));
-    }
-    KILN_CUDA(cudaStreamSynchronize(stream));
-    p.timed_inputs_fresh = true;
-  }
+  KILN_RETURN_IF_ERROR(p.keep_inputs("time_compute"));
   std::vector<double> ms;
   for (int i = 0; i < iterations; ++i) {
-    for (size_t k = 0; k < plan.input_slots.size(); ++k) {
-      const int s = plan.input_slots[k];
-      if (p.timed_inputs[k])
-        KILN_CUDA(cudaMemcpyAsync(plan.data(s), p.timed_inputs[k], plan.slots[s].desc.nbytes(),
-                                  cudaMemcpyDeviceToDevice, stream));
-    }
+    KILN_RETURN_IF_ERROR(p.restore_inputs());
     KILN_CUDA(cudaEventRecord(p.ev[0], stream));
     KILN_RETURN_IF_ERROR(p.enqueue_compute());
     KILN_CUDA(cudaEventRecord(p.ev[1], stream));
@@ -372,12 +385,14 @@ Result<std::vector<double>> CudaPlan::profile_steps(int iterations) {
   KILN_RETURN_IF_ERROR(p.bind());  // another plan may have grown the shared memory
   cudaStream_t stream = p.handles->stream;
   if (!p.ran_once) return internal_error("profile_steps before the first run");
+  KILN_RETURN_IF_ERROR(p.keep_inputs("profile_steps"));
   const size_t n = p.plan.steps.size();
   std::vector<cudaEvent_t> ev(n + 1);
   for (auto& e : ev) KILN_CUDA(cudaEventCreate(&e));
   std::vector<double> total(n, 0.0);
   Status st = [&]() -> Status {
     for (int it = 0; it < iterations; ++it) {
+      KILN_RETURN_IF_ERROR(p.restore_inputs());
       KILN_CUDA(cudaEventRecord(ev[0], stream));
       for (size_t k = 0; k < n; ++k) {
         KILN_RETURN_IF_ERROR(run_plan_steps(p.plan, p.devices, k, k + 1));

@@ -446,7 +446,9 @@ TEST_F(Cli, BenchDumpsACpuProfile) {
   EXPECT_GT(total, 0);
   expect_error(kiln("bench " + model + " --no-transfers"), 2, "--no-transfers needs --device cuda");
   expect_error(kiln("bench " + model + " --device cuda --no-transfers --pinned"), 2,
-               "takes no --pinned");
+               "take no --pinned or --gpu-inputs");
+  expect_error(kiln("bench " + model + " --device cuda --dump-profile p.json --gpu-inputs"), 2,
+               "take no --pinned or --gpu-inputs");
 }
 
 TEST_F(Cli, BenchAsksForShapesOfSymbolicDims) {

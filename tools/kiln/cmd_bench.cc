@@ -167,10 +167,10 @@ int run(BenchOptions o, const GlobalOptions& g) {
   }
   if (o.no_transfers && g.device != "cuda")
     return usage_error("--no-transfers needs --device cuda");
-  if (o.no_transfers && o.pinned)
+  if ((o.no_transfers || !o.dump_profile.empty()) && (o.pinned || o.gpu_inputs))
     return usage_error(
-        "--no-transfers times the compute alone, on inputs it keeps on the GPU: it takes no "
-        "--pinned");
+        "--no-transfers and --dump-profile repeat the compute on inputs kept on the GPU: they "
+        "take no --pinned or --gpu-inputs");
   if (o.streams > 0 &&
       (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty()))
     return usage_error(

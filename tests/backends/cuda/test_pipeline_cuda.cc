@@ -166,10 +166,10 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
   });
 }
 
-// Context::time_compute repeats the last run's compute on its inputs, put back on the GPU
-// (the arena reuses their slots), with and without the CUDA graph; after a run that took its
-// input in place it refuses, naming why, and a later staged run makes it work again. The
-// results are left as they were.
+// Context::time_compute (and profile_layers) repeat the last run's compute on its inputs, put
+// back on the GPU (the arena reuses their slots), with and without the CUDA graph; after a run
+// that took its input in place they refuse, naming why, and a later staged run makes them work
+// again. The results are left as they were.
 TEST(CudaTimeCompute, RepeatsTheLastRunsStagedInputs) {
   const std::string path = fashion_model();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
@@ -193,10 +193,12 @@ TEST(CudaTimeCompute, RepeatsTheLastRunsStagedInputs) {
     ASSERT_FALSE(refused.is_ok());
     EXPECT_NE(refused.status().message().find("in place"), std::string::npos)
         << refused.status().to_string();
+    EXPECT_FALSE(ctx->profile_layers(1).is_ok()) << "the per-step profile repeats them too";
     auto again = ctx->run({{in, x}});
     ASSERT_TRUE(again.is_ok());
     EXPECT_LE(test::relative_l2(again->at(out), want->at(out)), 1e-6);
     EXPECT_TRUE(ctx->time_compute(2).is_ok());
+    EXPECT_TRUE(ctx->profile_layers(1).is_ok());
     auto after = ctx->run({{in, x}});
     ASSERT_TRUE(after.is_ok());
     EXPECT_LE(test::relative_l2(after->at(out), want->at(out)), 1e-6);

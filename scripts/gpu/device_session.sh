@@ -2,7 +2,7 @@
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
 #   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [b256] [stem] [images] [ladder] [peer]
-#                                 [profile] [precision]
+#                                 [profile] [precision] [multigpu]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
 # $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests.
@@ -114,6 +114,34 @@ if [[ $what == *" b256 "* ]]; then
     done
   done
   grep -E "^==|^resnet50|compute order|clock|power|FAILED|error" "$OUT/b256.log"
+fi
+
+# Scaling over the GPUs of one host (bench/results/multi_gpu.md): ResNet-50 fp16, b256 and b16,
+# float32 and uint8 input from pinned host memory, 4 streams a GPU, on 1, 2, 4 and all GPUs,
+# NVML on each; and the topology. MULTI_GPU_ROUNDS rounds (default 2), each list in turn.
+if [[ $what == *" multigpu "* ]]; then
+  n=$(nvidia-smi -L | grep -c "^GPU")
+  nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+  lists=("0")
+  for k in 2 4 8; do
+    [ "$k" -le "$n" ] && lists+=("$(seq -s, 0 $((k - 1)))")
+  done
+  [ "$n" -gt 1 ] && [[ " ${lists[*]} " != *" $(seq -s, 0 $((n - 1))) "* ]] && lists+=("$(seq -s, 0 $((n - 1)))")
+  for r in $(seq "${MULTI_GPU_ROUNDS:-2}"); do
+    for b in 256 16; do
+      for fmt in float32-nchw uint8-nhwc; do
+        for gl in "${lists[@]}"; do
+          k=$(($(tr -cd , <<< "$gl" | wc -c) + 1))
+          echo "== round $r: batch $b, $fmt, --gpus $gl" >> "$OUT/multigpu.log"
+          timeout 90 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" \
+            --precision fp16 --cuda-graph --duration 3 --batch $b --input-format $fmt --pinned \
+            --streams $((4 * k)) --gpus "$gl" --monitor >> "$OUT/multigpu.log" 2>&1 || echo "FAILED: $b $fmt $gl" >> "$OUT/multigpu.log"
+        done
+      done
+    done
+  done
+  cat "$OUT/topo.txt"
+  grep -E "^==|^resnet50|^GPU [0-9]+:|compute order|utilization|memory used|FAILED|error" "$OUT/multigpu.log"
 fi
 
 # uint8 against float32 input, compute only at b256: per-layer profiles (where the 0.5 ms goes)

@@ -30,6 +30,15 @@ struct Pipeline::Impl {
     for (auto& [gpu, order] : orders) set_cuda_compute_order(order.get(), on);
     ordered = on && !orders.empty();
   }
+  // A request into the queue, counted (`by_caller`: from Pipeline::submit, not warm_up).
+  std::future<Result<Outputs>> submit(Outputs inputs, bool by_caller) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++stats.submitted;
+      caller_submitted = caller_submitted || by_caller;
+    }
+    return queue->submit(std::move(inputs));
+  }
   // One round of `inputs` through the queue, 2 per Context in flight, until at least
   // `requests` completed and `seconds` passed: requests per second, or the first error.
   Result<double> time_round(const Outputs& inputs, size_t requests, double seconds);
@@ -167,11 +176,7 @@ Result<double> Pipeline::Impl::time_round(const Outputs& inputs, size_t requests
   Status failed = Status::ok();
   while (failed.is_ok() && (done < requests || elapsed() < seconds)) {
     while (pending.size() < 2 * contexts.size()) {
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        ++stats.submitted;
-      }
-      pending.push_back(queue->submit(inputs));
+      pending.push_back(submit(inputs, false));
     }
     Result<Outputs> out = pending.front().get();
     pending.pop_front();
@@ -188,12 +193,7 @@ bool Pipeline::compute_ordered() const { return impl_->ordered; }
 ComputeOrderTiming Pipeline::compute_order_timing() const { return impl_->order_timing; }
 
 std::future<Result<Outputs>> Pipeline::submit(Outputs inputs) {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    ++impl_->stats.submitted;
-    impl_->caller_submitted = true;
-  }
-  return impl_->queue->submit(std::move(inputs));
+  return impl_->submit(std::move(inputs), true);
 }
 
 PipelineStats Pipeline::stats() const {

@@ -185,7 +185,6 @@ int run(BenchOptions o, const GlobalOptions& g) {
         "--inflight, --unordered-compute, --ordered-compute and --gpus need --streams");
   if (o.unordered && o.ordered)
     return usage_error("--ordered-compute and --unordered-compute: choose one");
-  if (!o.gpus.empty() && g.device != "cuda") return usage_error("--gpus needs --device cuda");
   if (o.gpu_inputs && (g.device != "cuda" || o.pinned || o.no_transfers ||
                        std::set<int>(o.gpus.begin(), o.gpus.end()).size() > 1))
     return usage_error(

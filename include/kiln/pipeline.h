@@ -40,6 +40,8 @@ struct PipelineOptions {
   // effect on CPU engines.
   enum class ComputeOrder { kTimed, kOrdered, kConcurrent };
   ComputeOrder compute_order = ComputeOrder::kTimed;
+  // kTimed: the least length of one timing round, each way, in seconds.
+  double order_round_seconds = 0.3;
 };
 
 // What warm_up() measured to choose the compute order (PipelineOptions::kTimed): requests per
@@ -86,8 +88,11 @@ class Pipeline {
   // run builds it, the second captures its CUDA graph) one after the other rather than all at
   // once. Then, with ComputeOrder::kTimed and a GPU holding several Contexts, it runs
   // alternating rounds of `inputs` through the queue ordered and concurrent (3 each, every
-  // round at least 4 requests per Context and 0.2 s) and keeps the faster order. An error once
-  // a request was submitted.
+  // round at least 4 requests per Context and order_round_seconds) and keeps the faster order.
+  // A round's rate is taken in its steady state: from the completion of its first request per
+  // Context to that of its last, the drain included, so that neither order's filling or
+  // draining (one burst of completions in concurrent order) counts. An error once a request
+  // was submitted.
   Status warm_up(const Outputs& inputs, int runs = 2);
   // CUDA: whether the computes are ordered now (see PipelineOptions::compute_order), and what
   // warm_up() measured to choose.

@@ -5,7 +5,7 @@
 #                                 [profile] [precision] [multigpu]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
-# $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests.
+# $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests, KILN_TEST_SHARDS spreads them.
 #
 # Expects .device/bundle.tgz: a kiln-bundle/ folder with bin/ (kiln and kiln_gpu_tests, as
 # wrappers that find the non-CUDA libraries they link), share/ (the Fashion-MNIST t10k IDX
@@ -34,11 +34,23 @@ export_models() {
 }
 export_models
 
+# The GPU tests in KILN_TEST_SHARDS processes at once (gtest's sharding; 3 by default) on the
+# one GPU: every test runs once; the logs are gpu_tests.N.log, and gpu_tests.log all of them.
 if [[ $what == *" tests "* ]]; then
-  KILN_MODEL_DIR=$models KILN_FASHION_MODEL=$repo/models/fashion_mnist.onnx \
-    KILN_FASHION_MNIST_DIR=$share timeout "${KILN_TEST_TIMEOUT:-400}" kiln_gpu_tests --gtest_filter="${KILN_GTEST_FILTER:-*}" \
-    > "$OUT/gpu_tests.log" 2>&1
-  echo "kiln_gpu_tests exit $?"
+  shards=${KILN_TEST_SHARDS:-3}
+  pids=()
+  for ((i = 0; i < shards; ++i)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i KILN_MODEL_DIR=$models \
+      KILN_FASHION_MODEL=$repo/models/fashion_mnist.onnx KILN_FASHION_MNIST_DIR=$share \
+      timeout "${KILN_TEST_TIMEOUT:-400}" kiln_gpu_tests --gtest_filter="${KILN_GTEST_FILTER:-*}" \
+      > "$OUT/gpu_tests.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((i = 0; i < shards; ++i)); do
+    wait "${pids[$i]}"
+    echo "kiln_gpu_tests shard $i of $shards exit $?"
+  done
+  cat "$OUT"/gpu_tests.[0-9]*.log > "$OUT/gpu_tests.log"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]|tests ran" "$OUT/gpu_tests.log" | tail -40
 fi
 
@@ -106,11 +118,13 @@ if [[ $what == *" b256 "* ]]; then
     "--input-format uint8-nhwc --pinned --streams 4"
     "--input-format uint8-nhwc --pinned --streams 4 --unordered-compute")
   [ -n "${B256_CONFIGS:-}" ] && IFS=';' read -r -a configs <<< "$B256_CONFIGS"  # "args;args;..."
+  # B256_WARMUP and B256_DURATION: seconds of each row's untimed and timed runs (1 and 2).
   for r in $(seq "${B256_ROUNDS:-3}"); do
     for args in "${configs[@]}"; do
       echo "== round $r: kiln bench --batch 256 $args" >> "$OUT/b256.log"
       timeout 60 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" \
-        --precision fp16 --cuda-graph --duration 2 --batch 256 $args --monitor >> "$OUT/b256.log" 2>&1 || echo "FAILED: $args" >> "$OUT/b256.log"
+        --precision fp16 --cuda-graph --warmup "${B256_WARMUP:-1}" --duration "${B256_DURATION:-2}" \
+        --batch 256 $args --monitor >> "$OUT/b256.log" 2>&1 || echo "FAILED: $args" >> "$OUT/b256.log"
     done
   done
   grep -E "^==|^resnet50|compute order|clock|power|FAILED|error" "$OUT/b256.log"

@@ -40,7 +40,8 @@ struct Pipeline::Impl {
     return queue->submit(std::move(inputs));
   }
   // One round of `inputs` through the queue, 2 per Context in flight, until at least
-  // `requests` completed and `seconds` passed: requests per second, or the first error.
+  // `requests` after the pipeline filled were submitted and `seconds` passed: requests per
+  // second in the steady state, or the first error.
   Result<double> time_round(const Outputs& inputs, size_t requests, double seconds);
 
   mutable std::mutex mu;  // stats
@@ -158,7 +159,8 @@ Status Pipeline::warm_up(const Outputs& inputs, int runs) {
   for (int r = 0; r < 2 * kRounds; ++r) {
     const bool on = r % 2 == 1;
     p.set_ordered(on);
-    KILN_ASSIGN_OR_RETURN(double per_s, p.time_round(inputs, requests, 0.2));
+    KILN_ASSIGN_OR_RETURN(double per_s,
+                          p.time_round(inputs, requests, p.options.order_round_seconds));
     each[on].push_back(per_s);
   }
   for (auto& v : each) std::sort(v.begin(), v.end());
@@ -171,22 +173,34 @@ Result<double> Pipeline::Impl::time_round(const Outputs& inputs, size_t requests
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  // Results are taken in submission order; the rate is counted from the first `contexts.size()`
+  // completions (the pipeline filled) to the last one, so that the filling is not counted and
+  // the drain is: ordered computes complete one by one, concurrent ones in bursts.
+  const size_t fill = contexts.size();
   std::deque<std::future<Result<Outputs>>> pending;
-  size_t done = 0;
+  size_t submitted = 0, done = 0;
+  clock::time_point filled = start;
   Status failed = Status::ok();
-  while (failed.is_ok() && (done < requests || elapsed() < seconds)) {
+  while (failed.is_ok() && (submitted < requests + fill || elapsed() < seconds)) {
     while (pending.size() < 2 * contexts.size()) {
       pending.push_back(submit(inputs, false));
+      ++submitted;
     }
     Result<Outputs> out = pending.front().get();
     pending.pop_front();
     if (!out.is_ok()) failed = out.status();
+    if (++done == fill) filled = clock::now();
+  }
+  for (auto& f : pending) {  // the drain, counted
+    Result<Outputs> out = f.get();
+    if (failed.is_ok() && !out.is_ok()) failed = out.status();
     ++done;
   }
-  const double s = elapsed();
-  for (auto& f : pending) (void)f.get();  // drained, not counted
+  const double s = std::chrono::duration<double>(clock::now() - filled).count();
   KILN_RETURN_IF_ERROR(failed.with_context("timing the compute order"));
-  return static_cast<double>(done) / s;
+  if (done <= fill || s <= 0)
+    return internal_error("timing the compute order: no request completed");
+  return static_cast<double>(done - fill) / s;
 }
 
 bool Pipeline::compute_ordered() const { return impl_->ordered; }

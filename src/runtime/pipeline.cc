@@ -80,6 +80,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(
     return invalid_argument("Pipeline: contexts must be 1 to 256, not " +
                             std::to_string(options.contexts));
   if (options.max_queued < 1) return invalid_argument("Pipeline: max_queued must be at least 1");
+  if (!(options.order_round_seconds >= 0 && options.order_round_seconds <= 60))
+    return invalid_argument("Pipeline: order_round_seconds must be 0 to 60, not " +
+                            std::to_string(options.order_round_seconds));
   for (const auto& e : engines) {
     const auto& a = engines[0]->inputs();
     const auto& b = e->inputs();

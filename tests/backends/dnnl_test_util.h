@@ -20,7 +20,13 @@ inline const Backend& onednn_backend(int threads, CpuConvAlgo algo = CpuConvAlgo
   static std::map<std::tuple<int, CpuConvAlgo, CpuLayout>, std::unique_ptr<Backend>> backends;
   std::lock_guard<std::mutex> lock(mu);
   auto& b = backends[{threads, algo, layout}];
-  if (!b) b = make_onednn_backend({threads, algo, layout});
+  if (!b) {
+    OnednnOptions o;
+    o.threads = threads;
+    o.conv_algo = algo;
+    o.layout = layout;
+    b = make_onednn_backend(o);
+  }
   return *b;
 }
 

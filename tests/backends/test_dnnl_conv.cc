@@ -363,7 +363,10 @@ TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
   EXPECT_EQ(std::memcmp(y1.data<float>(), y2.data<float>(), y1.numel() * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(y1.data<float>(), y3.data<float>(), y1.numel() * sizeof(float)), 0);
   // The answers are the backend's (an Engine's), not the process's: a new backend asks afresh.
-  auto fresh = make_onednn_backend({2, CpuConvAlgo::kAuto, CpuLayout::kAuto});
+  OnednnOptions fresh_options;
+  fresh_options.threads = 2;
+  fresh_options.conv_algo = CpuConvAlgo::kAuto;
+  auto fresh = make_onednn_backend(fresh_options);
   auto third = fresh->create_kernel(*n);
   ASSERT_TRUE(third.is_ok());
   dnnl_cpu::ConvPlanSummary p4;

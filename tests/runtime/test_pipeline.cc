@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -136,6 +137,14 @@ TEST(Pipeline, BadOptionsAreRefused) {
   ASSERT_FALSE(none.is_ok());
   EXPECT_NE(none.status().message().find("contexts must be 1 to 256"), std::string::npos);
   EXPECT_FALSE(Pipeline::create(engine, PipelineOptions{2, 0}).is_ok());
+  for (double seconds : {-1.0, 61.0, std::nan("")}) {
+    PipelineOptions o;
+    o.order_round_seconds = seconds;
+    auto bad = Pipeline::create(engine, o);
+    ASSERT_FALSE(bad.is_ok()) << seconds;
+    EXPECT_NE(bad.status().message().find("order_round_seconds must be 0 to 60"), std::string::npos)
+        << bad.status().message();
+  }
   EXPECT_FALSE(Pipeline::create(nullptr, PipelineOptions{}).is_ok());
   EXPECT_FALSE(
       Pipeline::create(std::vector<std::shared_ptr<const Engine>>{}, PipelineOptions{}).is_ok());

@@ -74,6 +74,7 @@ class Engine {
 
  private:
   friend const Impl& engine_impl(const Engine& e);
+  friend Impl& engine_impl(Engine& e);  // while it is built, before it is shared
   std::unique_ptr<Impl> impl_;
 };
 

@@ -11,8 +11,10 @@
 // A GPU that fails (StatusCode::kUnavailable) fails the requests running on it and retires its
 // Contexts; the other GPUs' Contexts go on with the queue. Once none is left, every request
 // waiting or submitted later fails at once with kUnavailable.
-// At most `max_queued` requests wait; submit() then blocks until one is taken. Destroying the
-// Pipeline finishes every request already submitted.
+// At most `max_queued` requests wait; submit() then blocks until one is taken, while
+// try_submit() refuses at once (kUnavailable: a server answers 503) and queues nothing. A
+// request still waiting can be cancelled. Destroying the Pipeline finishes every request
+// already submitted.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +57,9 @@ struct ComputeOrderTiming {
 struct PipelineStats {
   int64_t submitted = 0;
   int64_t completed = 0;  // results given, errors included
-  int64_t failed = 0;
+  int64_t failed = 0;     // of completed: results that are errors (cancelled ones included)
+  int64_t cancelled = 0;  // of failed: cancelled before they ran (cancel())
+  int64_t refused = 0;    // try_submit() calls refused for a full queue (not submitted)
   std::vector<int64_t> per_context;  // requests each Context ran
   // Summed over the completed requests, from each run's device timing (Context::
   // last_device_timing): on CUDA the GPU's copies in, compute, copies out, and the compute's
@@ -99,6 +103,17 @@ class Pipeline {
   bool compute_ordered() const;
   ComputeOrderTiming compute_order_timing() const;
   std::future<Result<Outputs>> submit(Outputs inputs);
+  // A request try_submit() admitted: its id (for cancel()) and its result to come.
+  struct Submitted {
+    uint64_t id = 0;
+    std::future<Result<Outputs>> result;
+  };
+  // As submit(), but it never waits: kUnavailable, at once, when max_queued requests wait.
+  Result<Submitted> try_submit(Outputs inputs);
+  // A request that still waits in the queue is taken out, and its result becomes kCancelled
+  // (true). One a Context has taken already runs to its end, and an unknown id is ignored
+  // (false). For a client that went away before its request ran.
+  bool cancel(uint64_t id);
   PipelineStats stats() const;
   // The device memory of all its Contexts' current plans: their arenas, workspaces and pinned
   // staging summed, each Engine's weights once. Call it with no request in flight (a Context's

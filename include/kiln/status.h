@@ -21,9 +21,12 @@ enum class StatusCode {
   kOutOfRange,       // request too large, index out of bounds
   kResourceExhausted,
   kInternal,  // a library call failed or kiln has a bug
-  // The device failed (a GPU faulted, reported an uncorrectable memory error, or was taken
-  // away): nothing more runs on it in this process. A Pipeline retires its Contexts there.
+  // Not available now. From a run: the device failed (a GPU faulted, reported an
+  // uncorrectable memory error, or was taken away) and nothing more runs on it in this
+  // process; a Pipeline retires its Contexts there. From Pipeline::try_submit: the queue is
+  // full; try again later (a server answers 503).
   kUnavailable,
+  kCancelled,  // the caller cancelled the request before it ran (Pipeline::cancel)
 };
 
 const char* status_code_name(StatusCode code);
@@ -66,6 +69,7 @@ inline Status unsupported(std::string m) { return {StatusCode::kUnsupported, std
 inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+inline Status cancelled(std::string m) { return {StatusCode::kCancelled, std::move(m)}; }
 
 // A value or an error Status.
 template <class T>

@@ -11,7 +11,8 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kOutOfRange: return "out of range";
     case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kInternal: return "internal error";
-    case StatusCode::kUnavailable: return "device unavailable";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kCancelled: return "cancelled";
   }
   return "unknown";
 }

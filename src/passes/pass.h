@@ -118,8 +118,9 @@ inline constexpr bool kVerifyEachPass = false;
 inline constexpr bool kVerifyEachPass = true;
 #endif
 
-// Runs every pass in order, verify_graph after each one when `verify_each_pass`.
-Status optimize_graph(Graph& g, PassReport* report = nullptr,
+// Runs every pass pipeline.cc lists for an engine with `options` (its device, input format,
+// whether to optimize), in order; verify_graph after each one when `verify_each_pass`.
+Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report = nullptr,
                       bool verify_each_pass = kVerifyEachPass);
 
 }  // namespace kiln

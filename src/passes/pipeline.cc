@@ -1,8 +1,16 @@
-// The optimizer's pass order, in one place. Identity removal first so the patterns below
-// see through it, and again after constant folding (a Pad by zeros whose pads a Constant node
-// gave); constant folding before BN folding (exporters sometimes compute BN params with
-// Constant nodes); BN folding before epilogue fusion so Conv + BN + Relu fuses
-// as one; channel shuffles as one node; dead nodes last, to sweep what folding orphaned.
+// Every pass an engine's graph goes through, in order, in one place, with the engines it
+// applies to:
+//  - normalize_image_inputs first and always (8-bit image inputs, EngineOptions::input_format),
+//    so the optimizer fuses the normalization like any other per-channel affine;
+//  - then, with EngineOptions::optimize, the optimizer: identity removal first so the patterns
+//    below see through it, and again after constant folding (a Pad by zeros whose pads a
+//    Constant node gave); constant folding before BN folding (exporters sometimes compute BN
+//    params with Constant nodes); BN folding before epilogue fusion so Conv + BN + Relu fuses as
+//    one; channel shuffles as one node; dead nodes last, to sweep what folding orphaned. Their
+//    fused groups are merged by surviving node (conv + bn, then conv + relu, is one group);
+//  - then the rewrites that follow the optimizer's groups (each group reported as it is made):
+//    standalone channel affines as one node on every device, and on CUDA the concat + norm and
+//    squeeze-and-excitation fusions, which only CUDA kernels run.
 #include <map>
 
 #include "passes/pass.h"
@@ -13,61 +21,115 @@ namespace {
 
 using Groups = std::vector<std::vector<std::string>>;
 
+// Which engines a pass applies to, and when.
+enum class When {
+  kAlways,        // every engine, with or without the optimizer
+  kOptimize,      // with EngineOptions::optimize; its groups merged after the last of these
+  kAfter,         // with optimize, after the merge; its groups reported as they are made
+  kAfterCudaOnly  // the same, CUDA engines only
+};
+
+struct Pass {
+  const char* name;
+  When when;
+  Result<bool> (*run)(Graph&, const EngineOptions&, Groups*);
+};
+
+const Pass kPasses[] = {
+    {"normalize_image_inputs", When::kAlways,
+     [](Graph& g, const EngineOptions& o, Groups*) {
+       return normalize_image_inputs(g, o.input_format, o.input_mean, o.input_std);
+     }},
+    {"remove_identity", When::kOptimize,
+     [](Graph& g, const EngineOptions&, Groups*) { return remove_identity(g); }},
+    {"fold_constants", When::kOptimize,
+     [](Graph& g, const EngineOptions&, Groups*) { return fold_constants(g); }},
+    // Again: folding makes constants of inputs Constant nodes gave (a Pad's zero pads).
+    {"remove_identity", When::kOptimize,
+     [](Graph& g, const EngineOptions&, Groups*) { return remove_identity(g); }},
+    {"fold_batch_norm", When::kOptimize,
+     [](Graph& g, const EngineOptions&, Groups* gr) { return fold_batch_norm(g, gr); }},
+    {"fuse_epilogue", When::kOptimize,
+     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_epilogue(g, gr); }},
+    {"fuse_channel_shuffle", When::kOptimize,
+     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_channel_shuffle(g, gr); }},
+    {"eliminate_dead_nodes", When::kOptimize,
+     [](Graph& g, const EngineOptions&, Groups*) { return eliminate_dead_nodes(g); }},
+    {"fuse_channel_affine", When::kAfter,
+     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_channel_affine(g, gr); }},
+    {"fuse_concat_affine", When::kAfterCudaOnly,
+     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_concat_affine(g, gr); }},
+    {"fuse_squeeze_excite", When::kAfterCudaOnly,
+     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_squeeze_excite(g, gr); }},
+};
+
+// "conv1 + bn1 + relu1 → Conv[→ Relu]": a group's names, and what its surviving node is now.
+std::string group_line(const std::vector<std::string>& names, const Node* head) {
+  std::string line;
+  for (const std::string& s : names) line += (line.empty() ? "" : " + ") + s;
+  if (!head) return line;
+  line += std::string(" → ") + op_name(head->op);
+  if (!head->epilogue.empty()) line += "[" + head->epilogue.describe() + "]";
+  return line;
+}
+
+// Adds `groups` to the report as they stand in `g`: each group's nodes after the first were
+// fused into it. With `merge`, groups sharing a surviving node are one, and a group whose node
+// a later pass removed is left out.
+void report_groups(const Graph& g, const Groups& groups, bool merge, PassReport& report) {
+  std::map<std::string, const Node*> by_name;
+  for (const auto& n : g.nodes()) by_name[n->name] = n.get();
+  Groups lines;
+  if (merge) {
+    std::map<std::string, size_t> at;
+    for (const auto& grp : groups) {
+      auto [it, fresh] = at.emplace(grp[0], lines.size());
+      if (fresh) lines.push_back({grp[0]});
+      lines[it->second].insert(lines[it->second].end(), grp.begin() + 1, grp.end());
+    }
+  } else {
+    lines = groups;
+  }
+  for (const auto& names : lines) {
+    auto it = by_name.find(names[0]);
+    if (merge && it == by_name.end()) continue;  // folded away later
+    for (size_t i = 1; i < names.size(); ++i)
+      report.fused_into[names[i]] = {names[0], report.fused_groups.size()};
+    report.fused_groups.push_back(group_line(names, it == by_name.end() ? nullptr : it->second));
+  }
+}
+
 }  // namespace
 
-Status optimize_graph(Graph& g, PassReport* report, bool verify_each_pass) {
-  struct Pass {
-    const char* name;
-    Result<bool> (*run)(Graph&, Groups*);
-  };
-  static const Pass kPasses[] = {
-      {"remove_identity", [](Graph& g, Groups*) { return remove_identity(g); }},
-      {"fold_constants", [](Graph& g, Groups*) { return fold_constants(g); }},
-      // Again: folding makes constants of inputs Constant nodes gave (a Pad's zero pads).
-      {"remove_identity", [](Graph& g, Groups*) { return remove_identity(g); }},
-      {"fold_batch_norm", [](Graph& g, Groups* gr) { return fold_batch_norm(g, gr); }},
-      {"fuse_epilogue", [](Graph& g, Groups* gr) { return fuse_epilogue(g, gr); }},
-      {"fuse_channel_shuffle", [](Graph& g, Groups* gr) { return fuse_channel_shuffle(g, gr); }},
-      {"eliminate_dead_nodes", [](Graph& g, Groups*) { return eliminate_dead_nodes(g); }},
-  };
+Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report,
+                      bool verify_each_pass) {
+  const bool cuda = options.device == Device::kCuda;
   if (report) report->nodes_before = static_cast<int64_t>(g.nodes().size());
-  Groups groups;
+  Groups optimizer_groups;
+  bool merged = false;
   for (const Pass& p : kPasses) {
-    auto changed = p.run(g, &groups);
+    if (p.when != When::kAlways && !options.optimize) continue;
+    if (p.when == When::kAfterCudaOnly && !cuda) continue;
+    const bool after = p.when == When::kAfter || p.when == When::kAfterCudaOnly;
+    if (after && !merged && report) report_groups(g, optimizer_groups, true, *report);
+    merged = merged || after;
+    Groups groups;
+    auto changed = p.run(g, options, &groups);
     if (!changed.is_ok()) return changed.status().with_context(std::string("pass ") + p.name);
     if (verify_each_pass)
       KILN_RETURN_IF_ERROR_CTX(verify_graph(g), std::string("after pass ") + p.name);
-    if (report) report->steps.push_back({p.name, static_cast<int64_t>(g.nodes().size())});
+    if (!report) continue;
+    if (after)
+      report_groups(g, groups, false, *report);
+    else
+      optimizer_groups.insert(optimizer_groups.end(), groups.begin(), groups.end());
+    // A pass that applies to every engine is listed where it changed the graph.
+    if (p.when == When::kAlways && !*changed) continue;
+    report->steps.push_back(
+        {std::string(p.name) + (p.when == When::kAfterCudaOnly ? " (CUDA)" : ""),
+         static_cast<int64_t>(g.nodes().size())});
   }
-  if (!report) return Status::ok();
-  // Merge groups by their surviving node: conv+bn then conv+relu is one group.
-  std::map<std::string, std::vector<std::string>> merged;
-  std::vector<std::string> order;
-  for (const auto& grp : groups) {
-    auto& m = merged[grp[0]];
-    if (m.empty()) {
-      order.push_back(grp[0]);
-      m.push_back(grp[0]);
-    }
-    m.insert(m.end(), grp.begin() + 1, grp.end());
-  }
-  std::map<std::string, const Node*> by_name;
-  for (const auto& n : g.nodes()) by_name[n->name] = n.get();
-  for (const std::string& head : order) {
-    auto it = by_name.find(head);
-    if (it == by_name.end()) continue;  // folded away later
-    const Node* n = it->second;
-    std::string line;
-    for (const std::string& s : merged[head]) {
-      if (!line.empty()) line += " + ";
-      line += s;
-    }
-    line += std::string(" → ") + op_name(n->op);
-    if (!n->epilogue.empty()) line += "[" + n->epilogue.describe() + "]";
-    for (size_t i = 1; i < merged[head].size(); ++i)
-      report->fused_into[merged[head][i]] = {head, report->fused_groups.size()};
-    report->fused_groups.push_back(line);
-  }
+  if (report && !merged) report_groups(g, optimizer_groups, true, *report);
   return Status::ok();
 }
 

@@ -128,22 +128,16 @@ static Status check_overrides(const Graph& g, const std::set<std::string>& impor
   return Status::ok();
 }
 
-Result<std::shared_ptr<Engine>> build_engine(
-    std::unique_ptr<Graph> graph, const EngineOptions& options,
-    const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes,
-    std::string model_dir) {
-  // The CUDA state is made once the precision overrides are resolved (fp32_values adds some).
-  const bool cuda = options.device == Device::kCuda;
-  if (options.backend != "auto" && options.backend != "reference")
-    return invalid_argument("backend '" + options.backend + "': expected auto or reference");
-  // The CPU computes in fp32, and in bf16 through oneDNN where the CPU has bfloat16 math.
+// The CPU computes in fp32, and in bf16 through oneDNN where the CPU has bfloat16 math: the
+// engine's precision and every override must be one of those on a CPU engine.
+static Status check_device_precisions(const EngineOptions& options) {
   auto cpu_refuses = [&](Precision p, const std::string& what) -> Status {
-    if (cuda || p == Precision::kFp32) return Status::ok();
+    if (options.device == Device::kCuda || p == Precision::kFp32) return Status::ok();
     if (p != Precision::kBf16)
       return unsupported(what +
                          " needs a CUDA engine (--device cuda): the CPU engine computes "
                          "in fp32 (or bf16)");
-    if (options.backend == "reference")
+    if (options.backend == KernelChoice::kReference)
       return unsupported(what +
                          ": the reference kernels compute in fp32 only (bf16 runs on "
                          "oneDNN, --backend auto)");
@@ -153,124 +147,132 @@ Result<std::shared_ptr<Engine>> build_engine(
                                    std::string("precision ") + precision_name(options.precision)));
   for (const auto& [node, p] : options.precision_overrides)
     KILN_RETURN_IF_ERROR(cpu_refuses(p, "precision override " + node + "=" + precision_name(p)));
-  // 8-bit image inputs, normalized inside the graph (before the optimizer, which fuses the
-  // normalization into one per-channel affine node).
-  KILN_RETURN_IF_ERROR(
-      normalize_image_inputs(*graph, options.input_format, options.input_mean, options.input_std)
-          .status());
-  PassReport passes;  // stays empty without the optimizer
-  std::set<std::string> imported_names;
-  for (const auto& n : graph->nodes()) imported_names.insert(n->name);
+  return Status::ok();
+}
+
+namespace {
+
+// A graph through the passes, with what the precision step needs of the graph before them.
+struct Optimized {
+  PassReport passes;                     // empty without the optimizer
+  std::set<std::string> imported_names;  // the nodes as imported
+  ValueUses uses;                        // who wrote and read each value, where fp32_values asks
+};
+
+// Step 2 of a build: every pass of passes/pipeline.cc, the report's import and pass lines.
+Result<Optimized> optimize(Graph& graph, const EngineOptions& options, EngineReport& report) {
+  Optimized o;
+  for (const auto& n : graph.nodes()) o.imported_names.insert(n->name);
   // fp32_values may name values the passes fuse away: remember who wrote and read them.
-  const bool keep_fp32 = !options.fp32_values.empty() && options.precision != Precision::kFp32;
-  const ValueUses uses = keep_fp32 ? value_uses(*graph) : ValueUses{};
-  EngineReport report;
-  report.graph_name = graph->name;
-  report.opset = graph->opset;
-  report.imported = model_stats(*graph);
-  if (options.optimize) {
-    KILN_RETURN_IF_ERROR(optimize_graph(*graph, &passes));
-    for (const auto& step : passes.steps) report.passes.push_back({step.pass, step.nodes_after});
-  }
-  if (options.optimize) {
-    // The device passes' groups join the optimizer's: a precision override or an fp32 value
-    // naming a node they fused is found in the group it went into.
-    auto add_groups = [&](const std::vector<std::vector<std::string>>& groups) {
-      std::map<std::string, const Node*> by_name;
-      for (const auto& n : graph->nodes()) by_name[n->name] = n.get();
-      for (const auto& grp : groups) {
-        std::string line;
-        for (const std::string& name : grp) line += (line.empty() ? "" : " + ") + name;
-        auto it = by_name.find(grp[0]);
-        if (it != by_name.end()) {
-          line += std::string(" → ") + op_name(it->second->op);
-          if (!it->second->epilogue.empty()) line += "[" + it->second->epilogue.describe() + "]";
-        }
-        for (size_t i = 1; i < grp.size(); ++i)
-          passes.fused_into[grp[i]] = {grp[0], passes.fused_groups.size()};
-        passes.fused_groups.push_back(line);
-      }
-    };
-    using DevicePass = Result<bool> (*)(Graph&, std::vector<std::vector<std::string>>*);
-    auto run_pass = [&](const char* name, DevicePass pass) -> Status {
-      std::vector<std::vector<std::string>> groups;
-      KILN_RETURN_IF_ERROR(pass(*graph, &groups).status());
-      add_groups(groups);
-      report.passes.push_back({name, static_cast<int64_t>(graph->nodes().size())});
-      return Status::ok();
-    };
-    KILN_RETURN_IF_ERROR(run_pass("fuse_channel_affine", fuse_channel_affine));
-    if (cuda) {
-      KILN_RETURN_IF_ERROR(run_pass("fuse_concat_affine (CUDA)", fuse_concat_affine));
-      KILN_RETURN_IF_ERROR(run_pass("fuse_squeeze_excite (CUDA)", fuse_squeeze_excite));
-    }
-  }
-  report.fused_groups = passes.fused_groups;
+  if (!options.fp32_values.empty() && options.precision != Precision::kFp32)
+    o.uses = value_uses(graph);
+  report.graph_name = graph.name;
+  report.opset = graph.opset;
+  report.imported = model_stats(graph);
+  KILN_RETURN_IF_ERROR(optimize_graph(graph, options, &o.passes));
+  for (const auto& step : o.passes.steps) report.passes.push_back({step.pass, step.nodes_after});
+  report.fused_groups = o.passes.fused_groups;
+  return o;
+}
+
+// Step 3: the per-node precisions. The overrides must name nodes of the optimized graph; the
+// values kept in fp32 add overrides of their own. Returns the options the engine keeps.
+Result<EngineOptions> resolve_precision(const Graph& graph, const Optimized& o,
+                                        const EngineOptions& options, EngineReport& report) {
   KILN_RETURN_IF_ERROR(
-      check_overrides(*graph, imported_names, passes, options.precision_overrides));
+      check_overrides(graph, o.imported_names, o.passes, options.precision_overrides));
   EngineOptions resolved = options;
-  if (keep_fp32)
-    keep_values_in_fp32(*graph, uses, passes, options.fp32_values, resolved.precision_overrides,
+  if (!options.fp32_values.empty() && options.precision != Precision::kFp32)
+    keep_values_in_fp32(graph, o.uses, o.passes, options.fp32_values, resolved.precision_overrides,
                         report.fp32_kept, report.fp32_kept);
+  return resolved;
+}
+
+// The engine's shapes: its inputs and outputs as declared, and the profiles to plan (the
+// options' profiles, then the ranges' opt shapes as one more).
+Status set_shapes(const Graph& graph, const EngineOptions& options, Engine::Impl& impl) {
+  for (const Value* v : graph.inputs()) impl.inputs.push_back(info_of(*v));
+  for (const Value* v : graph.outputs()) impl.outputs.push_back(info_of(*v));
+  impl.metadata = graph.metadata;
+  KILN_RETURN_IF_ERROR(check_ranges(impl.inputs, options.shape_ranges));
+  impl.profiles = options.shape_profiles;
+  if (!options.shape_ranges.empty()) {
+    std::map<std::string, std::vector<int64_t>> opt;
+    for (const auto& [name, r] : options.shape_ranges) opt[name] = r.opt;
+    impl.profiles.push_back(std::move(opt));
+  }
+  return Status::ok();
+}
+
+// Step 4: the kernels' owner per node and each value's last use. "auto": oneDNN for the nodes
+// it supports, the reference kernels for the rest. CUDA engines lower nodes per input shape
+// (runtime/cuda_runtime.h); the reference backend recorded here is what their CPU fallback
+// steps run.
+Status assign_kernels(Graph& graph, Engine::Impl& impl) {
+  const EngineOptions& options = impl.options;
+  for (Value* o : graph.outputs()) o->is_graph_output = true;
+  const Backend& ref = reference_backend();
+  if (options.backend == KernelChoice::kAuto && options.device == Device::kCpu)
+    impl.onednn = make_onednn_backend({options.threads, options.cpu_conv_algo, options.cpu_layout,
+                                       options.precision, options.precision_overrides});
+  const Backend* fast = impl.onednn.get();
+  for (const auto& n : graph.nodes()) {
+    const Backend* b = fast && fast->supports(*n) ? fast : &ref;
+    if (b == &ref && !ref.supports(*n))
+      return unsupported(n->describe() + ": op " + op_name(n->op) + " has no kernel");
+    impl.order.push_back(n.get());
+    impl.node_backend.push_back(b);
+  }
+  impl.last_use.assign(graph.value_id_limit(), -1);
+  impl.is_graph_output.assign(graph.value_id_limit(), false);
+  for (size_t i = 0; i < impl.order.size(); ++i)
+    for (const Value* in : impl.order[i]->inputs)
+      if (in) impl.last_use[in->id()] = static_cast<int>(i);
+  for (const Value* o : graph.outputs()) impl.is_graph_output[o->id()] = true;
+  return Status::ok();
+}
+
+}  // namespace
+
+// Import is the caller's (Engine::load, from_bytes, a plan file); then the options are checked,
+// the graph optimized, the precisions resolved, the kernels assigned and the profiles planned.
+Result<std::shared_ptr<Engine>> build_engine(
+    std::unique_ptr<Graph> graph, const EngineOptions& options,
+    const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes,
+    std::string model_dir) {
+  KILN_RETURN_IF_ERROR(validate_options(options));
+  KILN_RETURN_IF_ERROR(check_device_precisions(options));
+  EngineReport report;
+  KILN_ASSIGN_OR_RETURN(Optimized optimized, optimize(*graph, options, report));
+  KILN_ASSIGN_OR_RETURN(EngineOptions resolved,
+                        resolve_precision(*graph, optimized, options, report));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));
 
-  std::shared_ptr<CudaEngineState> cuda_state;
-  if (cuda) {
-    KILN_ASSIGN_OR_RETURN(cuda_state, make_cuda_engine_state(resolved, tactics));
-  }
   auto impl = std::make_unique<Engine::Impl>();
   impl->options = resolved;
   impl->report = std::move(report);
-  for (const Value* v : graph->inputs()) impl->inputs.push_back(info_of(*v));
-  for (const Value* v : graph->outputs()) impl->outputs.push_back(info_of(*v));
-  impl->metadata = graph->metadata;
-  KILN_RETURN_IF_ERROR(check_ranges(impl->inputs, options.shape_ranges));
-  impl->profiles = options.shape_profiles;
-  if (!options.shape_ranges.empty()) {
-    std::map<std::string, std::vector<int64_t>> opt;
-    for (const auto& [name, r] : options.shape_ranges) opt[name] = r.opt;
-    impl->profiles.push_back(std::move(opt));
-  }
-
-  for (Value* o : graph->outputs()) o->is_graph_output = true;
-  const Backend& ref = reference_backend();
-  // "auto": oneDNN for the nodes it supports, the reference kernels for the rest.
-  // CUDA engines lower nodes per input shape (runtime/cuda_runtime.h); the reference
-  // backend recorded here is what their CPU fallback steps run.
-  if (options.backend == "auto" && !cuda)
-    impl->onednn = make_onednn_backend({options.threads, options.cpu_conv_algo, options.cpu_layout,
-                                        resolved.precision, resolved.precision_overrides});
-  const Backend* fast = impl->onednn.get();
-  for (const auto& n : graph->nodes()) {
-    const Backend* b = fast && fast->supports(*n) ? fast : &ref;
-    if (b == &ref && !ref.supports(*n))
-      return unsupported(n->describe() + ": op " + op_name(n->op) + " has no kernel");
-    impl->order.push_back(n.get());
-    impl->node_backend.push_back(b);
-  }
-  impl->last_use.assign(graph->value_id_limit(), -1);
-  impl->is_graph_output.assign(graph->value_id_limit(), false);
-  for (size_t i = 0; i < impl->order.size(); ++i)
-    for (const Value* in : impl->order[i]->inputs)
-      if (in) impl->last_use[in->id()] = static_cast<int>(i);
-  for (const Value* o : graph->outputs()) impl->is_graph_output[o->id()] = true;
-  impl->graph = std::move(graph);
-  impl->cuda = std::move(cuda_state);
-  if (impl->cuda) {
+  KILN_RETURN_IF_ERROR(set_shapes(*graph, options, *impl));
+  KILN_RETURN_IF_ERROR(assign_kernels(*graph, *impl));
+  // The CUDA state is made once the precision overrides are resolved (fp32_values adds some).
+  if (options.device == Device::kCuda) {
+    KILN_ASSIGN_OR_RETURN(impl->cuda, make_cuda_engine_state(resolved, tactics));
     impl->model_bytes = std::move(model_bytes);
     impl->model_dir = std::move(model_dir);
   }
-  auto engine = std::make_shared<Engine>(std::move(impl));
-  // Each profile once, at build: the layers are timed and the layouts chosen now.
-  // Their plans go in the engine's report: the engine is not shared yet.
-  if (!engine_impl(*engine).profiles.empty()) {
+  impl->graph = std::move(graph);
+  // Each profile once, at build: the layers are timed and the layouts chosen now, and their
+  // plans go in the report before the engine is shared.
+  if (!impl->profiles.empty()) {
+    auto engine = std::make_shared<Engine>(std::move(impl));
     auto ctx = bare_context(*engine);
-    auto& report = const_cast<EngineReport&>(engine_impl(*engine).report);
-    KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx, &report.plans));
+    std::vector<PlanInfo> plans;
+    KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx, &plans));
+    engine_impl(*engine).report.plans = std::move(plans);
+    return engine;
   }
-  return engine;
+  return std::make_shared<Engine>(std::move(impl));
 }
 
 namespace {
@@ -328,24 +330,15 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   if (tag != plan.device_tag)
     return invalid_argument("plan file '" + path + "' was built for " + plan.device_tag +
                             "; this machine has " + tag + ": rebuild it with `kiln build`");
+  // The options that shape the plans (options.def's kPlan) are the file's; the others the
+  // caller's. A caller may add CUDA graphs to a plan built without.
   EngineOptions o = opts;
-  o.precision = plan.options.precision;
-  o.precision_overrides = plan.options.precision_overrides;
-  o.cudnn_conv_path = plan.options.cudnn_conv_path;
-  o.space_to_depth = plan.options.space_to_depth;
-  o.cuda_graph = opts.cuda_graph || plan.options.cuda_graph;
-  o.optimize = plan.options.optimize;
-  o.reuse_memory = plan.options.reuse_memory;
-  o.workspace_limit = plan.options.workspace_limit;
-  o.shape_profiles = plan.options.shape_profiles;
-  o.shape_ranges = plan.options.shape_ranges;
-  o.only_profile_shapes = plan.options.only_profile_shapes;
-  o.time_tactics = plan.options.time_tactics;
-  o.max_tactics = plan.options.max_tactics;
-  o.max_tensor_bytes = plan.options.max_tensor_bytes;
-  o.input_format = plan.options.input_format;
-  o.input_mean = plan.options.input_mean;
-  o.input_std = plan.options.input_std;
+  for (const OptionInfo& info : option_list()) {
+    if (info.kind != OptionInfo::Kind::kPlan) continue;
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> texts, option_texts(plan.options, info.name));
+    KILN_RETURN_IF_ERROR(set_option(o, info.name, texts).with_context("plan file '" + path + "'"));
+  }
+  o.cuda_graph = o.cuda_graph || opts.cuda_graph;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
   KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), o, plan.tactics,
                                                   std::move(plan.onnx_bytes), dir_of(path)));

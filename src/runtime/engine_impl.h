@@ -52,6 +52,7 @@ struct Context::Impl {
 };
 
 inline const Engine::Impl& engine_impl(const Engine& e) { return *e.impl_; }
+inline Engine::Impl& engine_impl(Engine& e) { return *e.impl_; }
 inline Context::Impl& context_impl(Context& c) { return *c.impl_; }
 
 // Zero inputs of the engine's shape profile `k` (Engine::Impl::profiles); an error names the

@@ -37,7 +37,7 @@ struct Pipeline::Impl {
       ++stats.submitted;
       caller_submitted = caller_submitted || by_caller;
     }
-    return queue->submit(std::move(inputs));
+    return queue->submit(std::move(inputs)).result;
   }
   // One round of `inputs` through the queue, 2 per Context in flight, until at least
   // `requests` after the pipeline filled were submitted and `seconds` passed: requests per
@@ -56,6 +56,7 @@ struct Pipeline::Impl {
     std::lock_guard<std::mutex> lock(mu);
     ++stats.completed;
     stats.failed += out.is_ok() ? 0 : 1;
+    stats.cancelled += !out.is_ok() && out.status().code() == StatusCode::kCancelled ? 1 : 0;
     if (k < contexts.size()) ++stats.per_context[k];
     if (out.is_ok() && t.is_ok()) {
       stats.upload_ms += t->h2d_ms;
@@ -212,6 +213,25 @@ ComputeOrderTiming Pipeline::compute_order_timing() const { return impl_->order_
 std::future<Result<Outputs>> Pipeline::submit(Outputs inputs) {
   return impl_->submit(std::move(inputs), true);
 }
+
+Result<Pipeline::Submitted> Pipeline::try_submit(Outputs inputs) {
+  {
+    // Counted before it is queued, as submit() does, so no result is seen uncounted.
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    ++impl_->stats.submitted;
+    impl_->caller_submitted = true;
+  }
+  Result<RequestQueue::Queued> q = impl_->queue->try_submit(std::move(inputs));
+  if (!q.is_ok()) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    --impl_->stats.submitted;
+    ++impl_->stats.refused;
+    return q.status();
+  }
+  return Submitted{q->id, std::move(q->result)};
+}
+
+bool Pipeline::cancel(uint64_t id) { return impl_->queue->cancel(id); }
 
 PipelineStats Pipeline::stats() const {
   PipelineStats s;

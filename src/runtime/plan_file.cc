@@ -5,14 +5,18 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <vector>
+
+#include "core/check.h"
 
 namespace kiln {
 
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormat = 2;
+constexpr uint32_t kFormat = 3;  // 3: the options as options.def names them
 
 void put_u32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
 void put_str(std::string& s, const std::string& v) {
@@ -44,130 +48,65 @@ uint32_t crc_of(const char* p, size_t n) {
   return static_cast<uint32_t>(c);
 }
 
-// "1x3x224x224" ("" for a scalar).
-std::string dims_text(const std::vector<int64_t>& dims) {
+// A value on one line: '\\' and line breaks escaped.
+std::string escape(const std::string& v) {
   std::string r;
-  for (size_t d = 0; d < dims.size(); ++d) r += (d ? "x" : "") + std::to_string(dims[d]);
+  for (char c : v) {
+    if (c == '\\')
+      r += "\\\\";
+    else if (c == '\n')
+      r += "\\n";
+    else
+      r += c;
+  }
   return r;
 }
 
-std::string options_text(const EngineOptions& o) {
-  std::ostringstream s;
-  s << "precision=" << precision_name(o.precision) << "\n"
-    << "cudnn_conv_path=" << cudnn_conv_path_name(o.cudnn_conv_path) << "\n"
-    << "space_to_depth=" << space_to_depth_name(o.space_to_depth) << "\n"
-    << "cuda_graph=" << (o.cuda_graph ? 1 : 0) << "\n"
-    << "optimize=" << (o.optimize ? 1 : 0) << "\n"
-    << "reuse_memory=" << (o.reuse_memory ? 1 : 0) << "\n"
-    << "workspace_limit=" << o.workspace_limit << "\n";
-  // precision_override=<precision>:<node name> (the name last: it may hold ':' or '=')
-  for (const auto& [node, p] : o.precision_overrides)
-    s << "precision_override=" << precision_name(p) << ":" << node << "\n";
-  s << "time_tactics=" << (o.time_tactics ? 1 : 0) << "\n"
-    << "max_tactics=" << o.max_tactics << "\n"
-    << "max_tensor_bytes=" << o.max_tensor_bytes << "\n"
-    << "only_profile_shapes=" << (o.only_profile_shapes ? 1 : 0) << "\n"
-    << "input_format=" << input_format_name(o.input_format) << "\n";
-  for (float m : o.input_mean) s << "input_mean=" << m << "\n";
-  for (float d : o.input_std) s << "input_std=" << d << "\n";
-  // shape_range=<min dims>:<opt dims>:<max dims>:<input name>
-  for (const auto& [input, r] : o.shape_ranges)
-    s << "shape_range=" << dims_text(r.min) << ":" << dims_text(r.opt) << ":" << dims_text(r.max)
-      << ":" << input << "\n";
-  // shape_profile=<profile index>:<dims, 1x3x224x224>:<input name>
-  for (size_t k = 0; k < o.shape_profiles.size(); ++k)
-    for (const auto& [input, dims] : o.shape_profiles[k])
-      s << "shape_profile=" << k << ":" << dims_text(dims) << ":" << input << "\n";
-  return s.str();
-}
-
-// "1x3x224x224" (or "" for a scalar) as dims.
-Result<std::vector<int64_t>> parse_dims(const std::string& text) {
-  std::vector<int64_t> dims;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t x = text.find('x', pos);
-    if (x == std::string::npos) x = text.size();
-    size_t used = 0;
-    const int64_t d = std::stoll(text.substr(pos, x - pos), &used);
-    if (used != x - pos || d < 0) return invalid_argument("bad dims '" + text + "'");
-    dims.push_back(d);
-    pos = x + 1;
+Result<std::string> unescape(const std::string& v) {
+  std::string r;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != '\\') {
+      r += v[i];
+      continue;
+    }
+    if (++i == v.size() || (v[i] != '\\' && v[i] != 'n'))
+      return invalid_argument("bad escape in option value '" + v + "'");
+    r += v[i] == 'n' ? '\n' : '\\';
   }
-  return dims;
+  return r;
 }
 
+// Every option options.def marks kPlan, one "name=text" line per text (kiln/options.h).
+std::string options_text(const EngineOptions& o) {
+  std::string s;
+  for (const OptionInfo& info : option_list()) {
+    if (info.kind != OptionInfo::Kind::kPlan) continue;
+    Result<std::vector<std::string>> texts = option_texts(o, info.name);
+    KILN_CHECK(texts.is_ok());  // every listed option has a text form
+    for (const std::string& t : *texts) s += info.name + "=" + escape(t) + "\n";
+  }
+  return s;
+}
+
+// The lines options_text wrote, set on `o`. A list option's lines make its whole value; an
+// option the file does not name keeps o's value.
 Status parse_options(const std::string& text, EngineOptions& o) {
+  std::map<std::string, std::vector<std::string>> texts;
+  std::vector<std::string> order;
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    size_t eq = line.find('=');
+    const size_t eq = line.find('=');
     if (eq == std::string::npos) return invalid_argument("bad option line '" + line + "'");
-    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
-    try {
-      if (k == "precision") {
-        KILN_ASSIGN_OR_RETURN(o.precision, parse_precision(v));
-      } else if (k == "cudnn_conv_path") {
-        KILN_ASSIGN_OR_RETURN(o.cudnn_conv_path, parse_cudnn_conv_path(v));
-      } else if (k == "space_to_depth") {
-        KILN_ASSIGN_OR_RETURN(o.space_to_depth, parse_space_to_depth(v));
-      } else if (k == "cuda_graph")
-        o.cuda_graph = v == "1";
-      else if (k == "optimize")
-        o.optimize = v == "1";
-      else if (k == "reuse_memory")
-        o.reuse_memory = v == "1";
-      else if (k == "workspace_limit")
-        o.workspace_limit = std::stoll(v);
-      else if (k == "precision_override") {
-        const size_t colon = v.find(':');
-        if (colon == std::string::npos)
-          return invalid_argument("bad precision_override '" + v + "'");
-        KILN_ASSIGN_OR_RETURN(Precision p, parse_precision(v.substr(0, colon)));
-        o.precision_overrides[v.substr(colon + 1)] = p;
-      } else if (k == "time_tactics") {
-        o.time_tactics = v == "1";
-      } else if (k == "max_tactics") {
-        o.max_tactics = std::stoi(v);
-      } else if (k == "max_tensor_bytes") {
-        o.max_tensor_bytes = std::stoll(v);
-      } else if (k == "only_profile_shapes") {
-        o.only_profile_shapes = v == "1";
-      } else if (k == "input_format") {
-        KILN_ASSIGN_OR_RETURN(o.input_format, parse_input_format(v));
-      } else if (k == "input_mean") {
-        o.input_mean.push_back(std::stof(v));
-      } else if (k == "input_std") {
-        o.input_std.push_back(std::stof(v));
-      } else if (k == "shape_range") {
-        // min:opt:max:name (the name last: it may hold ':')
-        size_t at[3];
-        size_t from = 0;
-        for (size_t& a : at) {
-          a = v.find(':', from);
-          if (a == std::string::npos) return invalid_argument("bad shape_range '" + v + "'");
-          from = a + 1;
-        }
-        ShapeRange r;
-        KILN_ASSIGN_OR_RETURN(r.min, parse_dims(v.substr(0, at[0])));
-        KILN_ASSIGN_OR_RETURN(r.opt, parse_dims(v.substr(at[0] + 1, at[1] - at[0] - 1)));
-        KILN_ASSIGN_OR_RETURN(r.max, parse_dims(v.substr(at[1] + 1, at[2] - at[1] - 1)));
-        o.shape_ranges[v.substr(at[2] + 1)] = r;
-      } else if (k == "shape_profile") {
-        const size_t a = v.find(':');
-        const size_t b = a == std::string::npos ? a : v.find(':', a + 1);
-        if (b == std::string::npos) return invalid_argument("bad shape_profile '" + v + "'");
-        const size_t index = std::stoul(v.substr(0, a));
-        if (index > 1024) return invalid_argument("bad shape_profile '" + v + "'");
-        KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, parse_dims(v.substr(a + 1, b - a - 1)));
-        if (o.shape_profiles.size() <= index) o.shape_profiles.resize(index + 1);
-        o.shape_profiles[index][v.substr(b + 1)] = dims;
-      } else
-        return invalid_argument("unknown option '" + k + "'");
-    } catch (const std::exception&) {
-      return invalid_argument("bad value for option '" + k + "'");
-    }
+    const std::string name = line.substr(0, eq);
+    const OptionInfo* info = find_option(name);
+    if (!info || info->kind != OptionInfo::Kind::kPlan)
+      return invalid_argument("unknown option '" + name + "'");
+    KILN_ASSIGN_OR_RETURN(std::string value, unescape(line.substr(eq + 1)));
+    if (!texts.count(name)) order.push_back(name);
+    texts[name].push_back(std::move(value));
   }
+  for (const std::string& name : order) KILN_RETURN_IF_ERROR(set_option(o, name, texts[name]));
   return Status::ok();
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/request_queue.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 RequestQueue::RequestQueue(std::vector<Runner> runners, size_t max_queued, OnDone on_done)
@@ -65,31 +67,62 @@ void RequestQueue::work(size_t k) {
     orphans.swap(queue_);
   }
   has_room_.notify_all();
-  for (Request& r : orphans) {
-    Result<Outputs> out(all_failed_);
-    if (on_done_) on_done_(runners_.size(), out);
-    r.result.set_value(std::move(out));
-  }
+  for (Request& r : orphans) fail_unrun(r, all_failed_);
 }
 
-std::future<Result<Outputs>> RequestQueue::submit(Outputs inputs) {
-  Request r;
-  r.inputs = std::move(inputs);
-  std::future<Result<Outputs>> f = r.result.get_future();
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    has_room_.wait(lock, [&] { return queue_.size() < max_queued_ || !all_failed_.is_ok(); });
-    if (all_failed_.is_ok()) {
-      queue_.push_back(std::move(r));
-      lock.unlock();
-      has_work_.notify_one();
-      return f;
-    }
-  }
-  Result<Outputs> out(all_failed_);
+void RequestQueue::fail_unrun(Request& r, const Status& why) {
+  Result<Outputs> out(why);
   if (on_done_) on_done_(runners_.size(), out);
   r.result.set_value(std::move(out));
-  return f;
+}
+
+RequestQueue::Queued RequestQueue::enqueue(Request r, std::unique_lock<std::mutex>& lock) {
+  Queued q;
+  q.id = r.id = next_id_++;
+  q.result = r.result.get_future();
+  if (all_failed_.is_ok()) {
+    queue_.push_back(std::move(r));
+    lock.unlock();
+    has_work_.notify_one();
+    return q;
+  }
+  const Status why = all_failed_;
+  lock.unlock();
+  fail_unrun(r, why);
+  return q;
+}
+
+RequestQueue::Queued RequestQueue::submit(Outputs inputs) {
+  Request r;
+  r.inputs = std::move(inputs);
+  std::unique_lock<std::mutex> lock(mu_);
+  has_room_.wait(lock, [&] { return queue_.size() < max_queued_ || !all_failed_.is_ok(); });
+  return enqueue(std::move(r), lock);
+}
+
+Result<RequestQueue::Queued> RequestQueue::try_submit(Outputs inputs) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.size() >= max_queued_ && all_failed_.is_ok())
+    return unavailable("the queue is full (" + std::to_string(max_queued_) +
+                       " requests waiting): try again later");
+  Request r;
+  r.inputs = std::move(inputs);
+  return enqueue(std::move(r), lock);
+}
+
+bool RequestQueue::cancel(uint64_t id) {
+  Request r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it =
+        std::find_if(queue_.begin(), queue_.end(), [&](const Request& q) { return q.id == id; });
+    if (it == queue_.end()) return false;
+    r = std::move(*it);
+    queue_.erase(it);
+  }
+  has_room_.notify_one();
+  fail_unrun(r, cancelled("request " + std::to_string(id) + " was cancelled before it ran"));
+  return true;
 }
 
 std::vector<std::string> RequestQueue::retired() const {

@@ -42,17 +42,32 @@ class RequestQueue {
   RequestQueue(const RequestQueue&) = delete;
   RequestQueue& operator=(const RequestQueue&) = delete;
 
+  // A request queued: its id (for cancel) and its result to come.
+  struct Queued {
+    uint64_t id = 0;
+    std::future<Result<Outputs>> result;
+  };
   // Blocks while max_queued requests wait.
-  std::future<Result<Outputs>> submit(Outputs inputs);
+  Queued submit(Outputs inputs);
+  // Returns at once: kUnavailable when max_queued requests wait (nothing is queued then).
+  Result<Queued> try_submit(Outputs inputs);
+  // A request still waiting in the queue is taken out and its result becomes kCancelled
+  // (true); one a runner took already, or that has finished, runs to its end (false).
+  bool cancel(uint64_t id);
   // Per runner: the device failure that retired it, empty while it runs.
   std::vector<std::string> retired() const;
 
  private:
   struct Request {
+    uint64_t id = 0;
     Outputs inputs;
     std::promise<Result<Outputs>> result;
   };
   void work(size_t k);
+  // Queues `r` (under the lock held by `lock`) and wakes a runner; with no runner left, fails it.
+  Queued enqueue(Request r, std::unique_lock<std::mutex>& lock);
+  // Gives `r` the result `out`, counted through on_done_ as unrun.
+  void fail_unrun(Request& r, const Status& why);
   bool group_failed(int group) const;  // under mu_
 
   std::vector<Runner> runners_;
@@ -61,6 +76,7 @@ class RequestQueue {
   mutable std::mutex mu_;
   std::condition_variable has_work_, has_room_;
   std::deque<Request> queue_;
+  uint64_t next_id_ = 1;
   bool stopping_ = false;
   std::map<int, std::string> failed_groups_;  // group -> its failure
   std::vector<std::string> retired_;

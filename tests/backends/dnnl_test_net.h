@@ -111,7 +111,6 @@ inline void expect_auto_matches_reference(const std::function<void(Net&)>& make,
                                           const EngineOptions& base = EngineOptions()) {
   std::vector<std::map<std::string, Tensor>> inputs(batches.size());
   std::vector<std::map<std::string, Tensor>> results[2];
-  const char* backends[2] = {"auto", "reference"};
   for (int i = 0; i < 2; ++i) {
     Net net;
     make(net);
@@ -125,7 +124,7 @@ inline void expect_auto_matches_reference(const std::function<void(Net&)>& make,
               random_tensor(s, 7 + static_cast<uint32_t>(b * 10 + inputs[b].size()));
         }
     EngineOptions opts = base;
-    opts.backend = backends[i];
+    opts.backend = i == 0 ? KernelChoice::kAuto : KernelChoice::kReference;
     opts.optimize = false;
     opts.threads = 2;
     auto engine = build_engine(std::move(net.g), opts);

@@ -18,7 +18,8 @@ TEST(CudaStatus, AFaultedGpuIsUnavailableAndOtherErrorsAreNot) {
     const Status s = cuda_status(e, "cudaStreamSynchronize(stream)");
     EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.to_string();
     EXPECT_NE(s.message().find(cudaGetErrorName(e)), std::string::npos) << s.to_string();
-    EXPECT_NE(s.to_string().find("device unavailable"), std::string::npos) << s.to_string();
+    EXPECT_EQ(s.to_string().rfind("unavailable: ", 0), 0u) << s.to_string();
+    EXPECT_NE(s.message().find("the device failed"), std::string::npos) << s.to_string();
   }
   EXPECT_EQ(cuda_status(cudaErrorMemoryAllocation, "cudaMalloc").code(),
             StatusCode::kResourceExhausted);

@@ -81,7 +81,7 @@ TEST(CpuBf16, RunsWithinBf16RoundingWhereTheCpuHasItElseRefused) {
 
 TEST(CpuBf16, TheReferenceBackendAndOtherPrecisionsAreRefused) {
   EngineOptions ref;
-  ref.backend = "reference";
+  ref.backend = KernelChoice::kReference;
   ref.precision = Precision::kBf16;
   auto r = run(ref);
   ASSERT_FALSE(r.is_ok());

@@ -100,7 +100,7 @@ TEST(CpuPlanCache, AlternatingBatchesBuildOncePerShapeAndAllocateNothingAfter) {
   }
   // Against the reference backend (a different summation order).
   EngineOptions ref;
-  ref.backend = "reference";
+  ref.backend = KernelChoice::kReference;
   auto ref_engine = conv_net(ref);
   ASSERT_NE(ref_engine, nullptr);
   auto ref_ctx = ref_engine->create_context();
@@ -325,7 +325,7 @@ TEST(CpuPlanCache, ReshapesAreViewsOfTheirInput) {
     g->outputs() = {e};
     EngineOptions o;
     o.optimize = false;
-    o.backend = backend;
+    o.backend = *parse_kernel_choice(backend);
     auto engine = build_engine(std::move(g), o);
     EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
     return std::move(engine).value();

@@ -16,7 +16,7 @@ TEST(CpuProfile, OneTimedEntryPerNodeAfterARun) {
   for (const char* backend : {"auto", "reference"}) {
     SCOPED_TRACE(backend);
     EngineOptions o;
-    o.backend = backend;
+    o.backend = *parse_kernel_choice(backend);
     o.threads = 1;
     auto engine = Engine::load(path, o);
     ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();

@@ -36,7 +36,7 @@ Optimized optimized() {
   EXPECT_TRUE(g.is_ok()) << g.status().to_string();
   o.g = std::move(g).value();
   o.uses = value_uses(*o.g);
-  EXPECT_TRUE(optimize_graph(*o.g, &o.passes).is_ok());
+  EXPECT_TRUE(optimize_graph(*o.g, EngineOptions{}, &o.passes).is_ok());
   return o;
 }
 

@@ -80,12 +80,12 @@ TEST(InputFormat, EightBitPixelsGiveTheNormalizedFloatResult) {
     };
     for (const Case& c : cases) {
       EngineOptions plain;
-      plain.backend = "reference";
+      plain.backend = KernelChoice::kReference;
       const Tensor want =
           run_one(image_net(c.metadata), plain, normalized(u, nhwc, c.want_mean, c.want_std));
       for (const char* backend : {"reference", "auto"}) {
         EngineOptions o;
-        o.backend = backend;
+        o.backend = *parse_kernel_choice(backend);
         o.input_format = f;
         o.input_mean = c.mean;
         o.input_std = c.stdev;

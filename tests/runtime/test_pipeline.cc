@@ -112,6 +112,85 @@ TEST(Pipeline, ABadRequestFailsAloneAndTheRestRun) {
   EXPECT_EQ(s.failed, 2);
 }
 
+// Overload: try_submit from 4 threads into 2 Contexts and a queue of 4 refuses at once
+// (kUnavailable) what does not fit, and every request it admitted gets its synchronous result;
+// the stats count both.
+TEST(Pipeline, TrySubmitRefusesWhatDoesNotFitAndLosesNothingAdmitted) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  const std::string out = engine->outputs()[0].name;
+  const Outputs in = {{"x", random_tensor({2, 3, 12, 12}, 77)}};
+  auto want = engine->create_context()->run(in);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  auto pipeline = Pipeline::create(engine, PipelineOptions{2, 4});
+  ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
+  constexpr int kThreads = 4, kPerThread = 200;
+  std::vector<std::vector<std::future<Result<Outputs>>>> admitted(kThreads);
+  std::atomic<int> refused{0};
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < kThreads; ++t)
+    submitters.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        Result<Pipeline::Submitted> r = (*pipeline)->try_submit(in);
+        if (r.is_ok()) {
+          admitted[t].push_back(std::move(r->result));
+          continue;
+        }
+        EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().to_string();
+        ++refused;
+      }
+    });
+  for (std::thread& s : submitters) s.join();
+  int64_t ok = 0;
+  for (auto& per_thread : admitted)
+    for (auto& f : per_thread) {
+      Result<Outputs> r = f.get();
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      ASSERT_EQ(r->at(out).to_floats(), want->at(out).to_floats());
+      ++ok;
+    }
+  EXPECT_GT(refused.load(), 0) << "800 requests at once must overflow a queue of 4";
+  EXPECT_GT(ok, 0);
+  EXPECT_EQ(ok + refused.load(), kThreads * kPerThread);
+  const PipelineStats s = (*pipeline)->stats();
+  EXPECT_EQ(s.submitted, ok);
+  EXPECT_EQ(s.completed, ok);
+  EXPECT_EQ(s.failed, 0);
+  EXPECT_EQ(s.refused, refused.load());
+}
+
+// A request still queued is cancelled (kCancelled, counted); the ones before it run.
+TEST(Pipeline, AQueuedRequestCanBeCancelled) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  auto pipeline = Pipeline::create(engine, PipelineOptions{1, 64});
+  ASSERT_TRUE(pipeline.is_ok());
+  // Large requests, so the one Context is busy while the last ones wait.
+  const Outputs big = {{"x", random_tensor({64, 3, 12, 12}, 3)}};
+  std::vector<Pipeline::Submitted> queued;
+  for (int i = 0; i < 40; ++i) {
+    auto r = (*pipeline)->try_submit(big);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    queued.push_back(std::move(*r));
+  }
+  const bool cancelled = (*pipeline)->cancel(queued.back().id);
+  EXPECT_FALSE((*pipeline)->cancel(queued.back().id)) << "cancelled once";
+  for (size_t i = 0; i + 1 < queued.size(); ++i) EXPECT_TRUE(queued[i].result.get().is_ok()) << i;
+  Result<Outputs> last = queued.back().result.get();
+  const PipelineStats s = (*pipeline)->stats();
+  if (cancelled) {
+    ASSERT_FALSE(last.is_ok());
+    EXPECT_EQ(last.status().code(), StatusCode::kCancelled) << last.status().to_string();
+    EXPECT_EQ(s.cancelled, 1);
+    EXPECT_EQ(s.failed, 1);
+  } else {
+    // The Context reached it first (a machine much faster than the 39 runs before it).
+    EXPECT_TRUE(last.is_ok());
+    EXPECT_EQ(s.cancelled, 0);
+  }
+  EXPECT_EQ(s.completed, 40);
+}
+
 // On the CPU there is no compute order to choose: warm_up times nothing, and may be called for
 // several shapes until a request is submitted.
 TEST(Pipeline, WarmUpOnTheCpuTimesNoComputeOrder) {

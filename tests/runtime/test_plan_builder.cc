@@ -48,7 +48,7 @@ std::shared_ptr<Engine> reshape_net() {
   g.add_node(OpKind::Reshape, "flatten", {p, target}, {y});
   g.outputs() = {y};
   EngineOptions o;
-  o.backend = "reference";
+  o.backend = KernelChoice::kReference;
   o.optimize = false;
   auto e = build_engine(std::move(n.g), o);
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
@@ -174,7 +174,7 @@ TEST(PlanBuilder, WithoutMemoryReuseEveryValueKeepsItsOwnBytes) {
   int64_t arena[2] = {};
   for (bool reuse : {true, false}) {
     EngineOptions o;
-    o.backend = "reference";
+    o.backend = KernelChoice::kReference;
     o.threads = 1;
     o.reuse_memory = reuse;
     auto e = build_engine(net(), o);

@@ -77,7 +77,7 @@ int bench_alternating(const Engine& e, const std::string& model, const GlobalOpt
               "alternating", "ratio", "runs");
   for (size_t i = 0; i < batches.size(); ++i) {
     const double a = median_ms(alone[i]), m = median_ms(mixed[i]);
-    std::printf("%-24s %-6s %5lld %12.4f %12.4f %9.3f %7zu\n", name.c_str(), g.device.c_str(),
+    std::printf("%-24s %-6s %5lld %12.4f %12.4f %9.3f %7zu\n", name.c_str(), g.device_name(),
                 static_cast<long long>(batches[i]), a, m, a > 0 ? m / a : 0.0, mixed[i].size());
   }
   std::printf(

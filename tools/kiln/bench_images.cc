@@ -185,7 +185,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
                                                  " JPEGs, quality " + std::to_string(kSynthQ)
                                            : b.dir;
   GlobalOptions gu = g;
-  gu.input_format = InputFormat::kUint8Nhwc;
+  gu.engine.input_format = InputFormat::kUint8Nhwc;
   auto engine_or = load_engine(model, gu);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   std::shared_ptr<Engine> engine = *engine_or;
@@ -199,7 +199,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
         "decoding images needs the model's image height, width and channels "
         "fixed; '" +
         in.name + "' is " + declared_shape(in));
-  const bool cuda = g.device == "cuda";
+  const bool cuda = g.cuda();
   ImageBatchOptions io;
   io.height = static_cast<int>(in.dims[1]);
   io.width = static_cast<int>(in.dims[2]);
@@ -213,7 +213,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
   // cudaFreeHost synchronizes the GPU); the engine stages them on its copy threads.
   if (decoder != "host") {
     io.device = Device::kCuda;
-    io.device_index = g.gpu;
+    io.device_index = g.engine.device_index;
     io.jpeg = decoder == "nvjpeg" ? JpegDecoder::kNvjpeg : JpegDecoder::kAuto;
   }
   const int decoders = std::max(1, b.decoders);
@@ -292,7 +292,7 @@ int bench_images(const std::string& model, const GlobalOptions& g, const ImagesB
               "runs", "median ms", "p90 ms", "p99 ms", "images/s");
   const std::string mode = "images, " + std::to_string(b.streams) + " streams";
   std::printf("%-24s %-6s %5lld %-22s %6zu %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
-              g.device.c_str(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
+              g.device_name(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
               percentile(lat_ms, 50), percentile(lat_ms, 90), percentile(lat_ms, 99), ips);
   std::printf(
       "%zu image files (%s, mean %.1f KB); decode (%s%s) and %s to %dx%dx%d, %d host threads, "

@@ -104,7 +104,7 @@ Status time_runs(double duration, std::vector<double>& lat_ms, double& wall, Run
 Result<Measured> measure(const std::string& model, const GlobalOptions& g, const LadderOptions& o,
                          const Rung& r, int inflight, const std::vector<std::string>& fp32_values,
                          GpuMonitor* monitor, double baseline_mib) {
-  const bool cuda = g.device == "cuda";
+  const bool cuda = g.cuda();
   const int threads = resolved_threads(g);
   KILN_ASSIGN_OR_RETURN(
       std::shared_ptr<Engine> engine,
@@ -251,11 +251,12 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
   if (o.rounds < 1 || o.rounds > 50) return usage_error("--rounds must be 1 to 50");
   if (o.warmup < 0 || o.duration <= 0)
     return usage_error("--ladder needs --warmup >= 0 and --duration > 0");
-  const bool cuda = g.device == "cuda";
+  const bool cuda = g.cuda();
   if (!o.peer_torch.empty() && !cuda) return usage_error("--peer-torch needs --device cuda");
   const int threads = resolved_threads(g);
-  const Precision lowered =
-      g.precision != Precision::kFp32 ? g.precision : (cuda ? Precision::kFp16 : Precision::kFp32);
+  const Precision lowered = g.engine.precision != Precision::kFp32
+                                ? g.engine.precision
+                                : (cuda ? Precision::kFp16 : Precision::kFp32);
   const int streams = o.streams ? o.streams : (cuda ? 4 : std::max(2, threads));
   const int inflight = o.inflight ? o.inflight : 2 * streams;
   std::vector<Rung> rungs = make_rungs(cuda, lowered, streams);
@@ -263,7 +264,7 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
   std::vector<std::string> fp32_values;
   if (cuda && lowered == Precision::kFp16) {
     GlobalOptions fp16 = g;
-    fp16.precision = Precision::kFp16;
+    fp16.engine.precision = Precision::kFp16;
     fp32_values = fp16_guard(model, fp16, o.batch, o.shapes);
   }
   // Device memory as nvidia-smi shows it: NVML's used memory, above what it was before the
@@ -272,7 +273,7 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
   std::unique_ptr<GpuMonitor> monitor;
   double baseline_mib = 0;
   if (cuda) {
-    auto m = open_gpu_monitor(g.gpu);
+    auto m = open_gpu_monitor(g.engine.device_index);
     if (m.is_ok()) {
       monitor = std::move(m).value();
       monitor->start();
@@ -289,7 +290,7 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
   LadderReport report;
   report.model = std::filesystem::path(model).filename().string();
   report.device =
-      cuda ? "cuda:" + std::to_string(g.gpu) +
+      cuda ? "cuda:" + std::to_string(g.engine.device_index) +
                  (monitor && !monitor->name().empty() ? " (" + monitor->name() + ")" : "")
            : "cpu, " + std::to_string(threads) + " threads";
   report.command = g.command_line;

@@ -92,7 +92,7 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
 
   if (Status st = warm_pipeline(pipeline, feeds, streams, warmup); !st.is_ok()) return fail(st);
   const PipelineStats warm = pipeline.stats();
-  if (g.device == "cuda") {
+  if (g.cuda()) {
     const ComputeOrderTiming t = pipeline.compute_order_timing();
     std::printf("compute order: %s", pipeline.compute_ordered() ? "ordered" : "concurrent");
     if (t.rounds > 0)
@@ -114,12 +114,12 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
   const std::string name = std::filesystem::path(model).filename().string();
   const std::string mode =
       std::to_string(streams) + " streams" +
-      (g.device == "cuda" ? std::string(" ") + precision_name(engines[0]->options().precision)
-                          : std::string());
+      (g.cuda() ? std::string(" ") + precision_name(engines[0]->options().precision)
+                : std::string());
   std::printf("%-24s %-6s %5s %-16s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
               "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
   std::printf("%-24s %-6s %5lld %-16s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
-              g.device.c_str(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
+              g.device_name(), static_cast<long long>(batch), mode.c_str(), lat_ms.size(),
               lat_ms[0], percentile(lat_ms, 50), percentile(lat_ms, 90), percentile(lat_ms, 99),
               ips);
   const PipelineStats s = pipeline.stats();
@@ -154,7 +154,7 @@ int bench_streams(const std::vector<std::shared_ptr<const Engine>>& engines,
       std::printf("GPU %d: %lld requests (%.1f%%), %.1f images/s\n", gpu, static_cast<long long>(n),
                   all ? 100.0 * n / all : 0.0, static_cast<double>(batch) * n / total);
   }
-  if (g.device == "cuda") {
+  if (g.cuda()) {
     // Stage times of the requests completed in the timed phase (some may have been submitted
     // in the warm-up's last moments: a small difference).
     const double n = static_cast<double>(timed.completed - warm.completed);

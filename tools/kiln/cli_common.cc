@@ -31,116 +31,18 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
-EngineOptions engine_options(const GlobalOptions& global) {
-  EngineOptions o;
-  o.device = global.device == "cuda" ? Device::kCuda : Device::kCpu;
-  o.threads = global.threads;
-  o.precision = global.precision;
-  o.cpu_conv_algo = global.cpu_conv_algo;
-  o.cpu_layout = global.cpu_layout;
-  o.input_format = global.input_format;
-  o.input_mean = global.input_mean;
-  o.input_std = global.input_std;
-  o.cudnn_conv_path = global.cudnn_conv_path;
-  o.device_index = global.gpu;
-  o.space_to_depth = global.space_to_depth;
-  o.cuda_graph = global.cuda_graph;
-  o.time_tactics = !global.no_tactics;
-  o.max_tactics = global.max_tactics;
-  o.timing_cache = global.timing_cache;
-  o.workspace_limit = global.workspace_mib < 0 ? -1 : global.workspace_mib << 20;
-  return o;
-}
-
 int resolved_threads(const GlobalOptions& global) {
-  if (global.threads > 0) return global.threads;
+  if (global.engine.threads > 0) return global.engine.threads;
   unsigned n = std::thread::hardware_concurrency();
   return n ? static_cast<int>(n) : 1;
-}
-
-Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_profiles(
-    const std::vector<std::string>& specs) {
-  std::vector<std::pair<std::string, std::vector<Shape>>> per_input;
-  size_t count = 1;
-  for (const std::string& spec : specs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      return invalid_argument("--shapes '" + spec + "': expected NAME=DIMS[,DIMS...]");
-    std::vector<Shape> shapes;
-    std::stringstream list(spec.substr(eq + 1));
-    for (std::string item; std::getline(list, item, ',');) {
-      if (item.find_first_not_of("0123456789x") != std::string::npos || item.empty())
-        return invalid_argument("--shapes '" + spec + "': '" + item +
-                                "' is not a shape like 1x3x224x224");
-      KILN_ASSIGN_OR_RETURN(Shape s, parse_dims(item));
-      shapes.push_back(std::move(s));
-    }
-    if (shapes.size() > 1 && count > 1 && shapes.size() != count)
-      return invalid_argument("--shapes: every input needs the same number of shapes (or one)");
-    count = std::max(count, shapes.size());
-    per_input.emplace_back(spec.substr(0, eq), std::move(shapes));
-  }
-  std::vector<std::map<std::string, std::vector<int64_t>>> profiles(specs.empty() ? 0 : count);
-  for (size_t k = 0; k < profiles.size(); ++k)
-    for (const auto& [name, shapes] : per_input)
-      profiles[k][name] = shapes.size() == 1 ? shapes[0] : shapes[k];
-  return profiles;
-}
-
-Result<std::map<std::string, ShapeRange>> parse_shape_ranges(
-    const std::vector<std::string>& specs) {
-  std::map<std::string, ShapeRange> r;
-  for (const std::string& spec : specs) {
-    const size_t eq = spec.find('=');
-    auto bad = [&](const std::string& why) {
-      return invalid_argument("--shape-range '" + spec + "': " + why);
-    };
-    if (eq == std::string::npos || eq == 0) return bad("expected NAME=MIN:OPT:MAX");
-    std::vector<Shape> shapes;
-    std::stringstream list(spec.substr(eq + 1));
-    for (std::string item; std::getline(list, item, ':');) {
-      if (item.empty() || item.find_first_not_of("0123456789x") != std::string::npos)
-        return bad("'" + item + "' is not a shape like 1x3x224x224");
-      KILN_ASSIGN_OR_RETURN(Shape s, parse_dims(item));
-      shapes.push_back(std::move(s));
-    }
-    if (shapes.size() != 3) return bad("expected NAME=MIN:OPT:MAX (three shapes)");
-    const std::string name = spec.substr(0, eq);
-    if (r.count(name)) return bad("input '" + name + "' has a range already");
-    r[name] = ShapeRange{shapes[0], shapes[1], shapes[2]};
-  }
-  return r;
-}
-
-Result<std::map<std::string, Precision>> parse_precision_overrides(
-    const std::vector<std::string>& specs) {
-  std::map<std::string, Precision> r;
-  for (const std::string& spec : specs) {
-    std::stringstream list(spec);
-    for (std::string item; std::getline(list, item, ',');) {
-      const size_t eq = item.rfind('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-        return invalid_argument("--precision-overrides '" + item +
-                                "': expected NODE=PRECISION (such as conv1=fp32)");
-      Result<Precision> p = parse_precision(item.substr(eq + 1));
-      if (!p.is_ok()) return p.status().with_context("--precision-overrides '" + item + "'");
-      r[item.substr(0, eq)] = *p;
-    }
-  }
-  return r;
 }
 
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global,
                                             const std::vector<std::string>& fp32_values,
                                             const std::function<void(EngineOptions&)>& adjust) {
   double t0 = now_seconds();
-  EngineOptions options = engine_options(global);
-  options.fp32_values = fp32_values;
-  KILN_ASSIGN_OR_RETURN(options.shape_profiles, parse_shape_profiles(global.shapes));
-  KILN_ASSIGN_OR_RETURN(options.precision_overrides,
-                        parse_precision_overrides(global.precision_overrides));
-  KILN_ASSIGN_OR_RETURN(options.shape_ranges, parse_shape_ranges(global.shape_ranges));
-  options.only_profile_shapes = global.only_shapes;
+  EngineOptions options = global.engine;
+  options.fp32_values.insert(options.fp32_values.end(), fp32_values.begin(), fp32_values.end());
   if (adjust) adjust(options);
   auto engine = Engine::load(path, options);
   if (engine.is_ok())

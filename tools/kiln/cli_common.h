@@ -25,41 +25,20 @@ constexpr int kExitBadInput = 1;
 constexpr int kExitUsage = 2;
 
 struct GlobalOptions {
-  std::string device = "cpu";
-  int threads = 0;  // 0: the engine's default (all cores)
+  // The engine options: every options.def option with a flag sets its field here (main.cc
+  // makes the flags from option_list()).
+  EngineOptions engine;
   int verbose = 0;  // -v info, -vv debug, -vvv trace
-  Precision precision = Precision::kFp32;
-  CpuConvAlgo cpu_conv_algo = CpuConvAlgo::kDirect;
-  CpuLayout cpu_layout = CpuLayout::kAuto;
-  InputFormat input_format = InputFormat::kFloat32Nchw;
-  // --input-format jpeg: the engine takes uint8-nhwc (input_format), and kiln bench decodes
-  // JPEGs into it (--images DIR, else synthetic photo-like ones).
+  // --input-format jpeg: the engine takes uint8-nhwc (engine.input_format), and kiln bench
+  // decodes JPEGs into it (--images DIR, else synthetic photo-like ones).
   bool jpeg_input = false;
-  // --input-mean/--input-std, scaled to [0, 1] pixels by --input-scale (EngineOptions::
-  // input_mean, input_std); empty: the model's metadata, else ImageNet's.
-  std::vector<float> input_mean, input_std;
-  // CUDA engines (see EngineOptions).
-  int gpu = 0;
-  CudnnConvPath cudnn_conv_path = CudnnConvPath::kAuto;
-  SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
-  bool cuda_graph = false;
-  bool no_tactics = false;
-  int max_tactics = 0;
-  std::string timing_cache;
-  int64_t workspace_mib = -1;  // by precision (EngineOptions::workspace_limit)
-  // --shapes NAME=DIMS[,DIMS...], one per input: the engine's shape profiles (the k-th DIMS
-  // of every input form profile k; an input with one DIMS has it in every profile).
-  std::vector<std::string> shapes;
-  bool only_shapes = false;  // EngineOptions::only_profile_shapes
-  // --shape-range NAME=MIN:OPT:MAX, one per input (EngineOptions::shape_ranges).
-  std::vector<std::string> shape_ranges;
-  // --precision-overrides NODE=PRECISION[,NODE=PRECISION...] (EngineOptions::
-  // precision_overrides), as given; parse_precision_overrides reads them.
-  std::vector<std::string> precision_overrides;
   // --no-fp16-fallback: the fp16 range guard's findings only warn, instead of being kept in
   // fp32 (EngineOptions::fp32_values).
   bool no_fp16_fallback = false;
   std::string command_line;  // the command as typed (argv joined), for reports
+
+  bool cuda() const { return engine.device == Device::kCuda; }
+  const char* device_name() const { return kiln::device_name(engine.device); }
 };
 
 // A registered subcommand: its CLI11 app and what to run once parsing succeeded.
@@ -82,17 +61,6 @@ int fail(const Status& status);
 // Prints the error and returns 2.
 int usage_error(const std::string& message);
 
-EngineOptions engine_options(const GlobalOptions& global);
-// The profiles --shapes gives; an error names the bad spec.
-Result<std::vector<std::map<std::string, std::vector<int64_t>>>> parse_shape_profiles(
-    const std::vector<std::string>& specs);
-// The ranges --shape-range gives ("x=1x3x224x224:8x3x224x224:32x3x224x224"); an error names
-// the bad spec.
-Result<std::map<std::string, ShapeRange>> parse_shape_ranges(const std::vector<std::string>& specs);
-// The per-node precisions --precision-overrides gives ("conv1=fp32,/stem/Conv=fp32"; the
-// last '=' of each item splits the name from the precision); an error names the bad item.
-Result<std::map<std::string, Precision>> parse_precision_overrides(
-    const std::vector<std::string>& specs);
 // The thread count the engine runs with (the option, or the core count when 0).
 int resolved_threads(const GlobalOptions& global);
 // The engine --device, --precision, --shapes... ask for; `fp32_values` are the values kept in

@@ -99,7 +99,7 @@ Status dump_profile(Context& ctx, const std::string& path, int iterations) {
 
 int run(BenchOptions o, const GlobalOptions& g) {
   if (!o.gpus_text.empty()) {
-    if (g.device != "cuda") return usage_error("--gpus needs --device cuda");
+    if (!g.cuda()) return usage_error("--gpus needs --device cuda");
     auto gpus = parse_gpu_list(o.gpus_text, cuda_device_count());
     if (!gpus.is_ok()) return usage_error(gpus.status().message());
     o.gpus = *gpus;
@@ -113,10 +113,10 @@ int run(BenchOptions o, const GlobalOptions& g) {
     return usage_error(
         "--letterbox, --decode-threads, --image-decoder and --decoders need --images or "
         "--input-format jpeg");
-  if (!o.images.empty() && g.input_format != InputFormat::kFloat32Nchw && !g.jpeg_input)
+  if (!o.images.empty() && g.engine.input_format != InputFormat::kFloat32Nchw && !g.jpeg_input)
     return usage_error(std::string("--images decodes into the engine's uint8-nhwc input: it "
                                    "takes --input-format jpeg (or none), not ") +
-                       input_format_name(g.input_format));
+                       input_format_name(g.engine.input_format));
   if (images) {
     if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
         !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor ||
@@ -133,7 +133,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
     ib.decoder = o.image_decoder;
     // On the GPU, three decoders by default: one's host work (parsing, its share of the JPEGs
     // on the threads) overlaps the others' decoding (bench/results/throughput.md).
-    const bool gpu_decoding = g.device == "cuda" && o.image_decoder != "host";
+    const bool gpu_decoding = g.cuda() && o.image_decoder != "host";
     ib.decoders = o.decoders ? o.decoders : (gpu_decoding ? 3 : 1);
     ib.streams = o.streams ? o.streams : 2;
     ib.inflight = o.inflight;
@@ -165,8 +165,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
     lo.peer_script = o.peer_script;
     return bench_ladder(o.model, g, lo);
   }
-  if (o.no_transfers && g.device != "cuda")
-    return usage_error("--no-transfers needs --device cuda");
+  if (o.no_transfers && !g.cuda()) return usage_error("--no-transfers needs --device cuda");
   if ((o.no_transfers || !o.dump_profile.empty()) && (o.pinned || o.gpu_inputs))
     return usage_error(
         "--no-transfers and --dump-profile repeat the compute on inputs kept on the GPU: they "
@@ -185,7 +184,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
         "--inflight, --unordered-compute, --ordered-compute and --gpus need --streams");
   if (o.unordered && o.ordered)
     return usage_error("--ordered-compute and --unordered-compute: choose one");
-  if (o.gpu_inputs && (g.device != "cuda" || o.pinned || o.no_transfers ||
+  if (o.gpu_inputs && (!g.cuda() || o.pinned || o.no_transfers ||
                        std::set<int>(o.gpus.begin(), o.gpus.end()).size() > 1))
     return usage_error(
         "--gpu-inputs holds the inputs in one CUDA GPU's memory: it needs --device cuda and "
@@ -193,7 +192,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
   // With --gpus, the first entry's engine; each other GPU gets its own below.
   GlobalOptions first = g;
-  if (!o.gpus.empty()) first.gpu = o.gpus[0];
+  if (!o.gpus.empty()) first.engine.device_index = o.gpus[0];
   auto engine_or = load_engine(o.model, first, fp32_values);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const Engine& e = **engine_or;
@@ -212,22 +211,22 @@ int run(BenchOptions o, const GlobalOptions& g) {
   }
   if (o.gpu_inputs) {
     // Copied to the engine's GPU once; each run copies them device to device.
-    if (Status st = inputs_to_gpu(*feeds_or, first.gpu); !st.is_ok())
+    if (Status st = inputs_to_gpu(*feeds_or, first.engine.device_index); !st.is_ok())
       return fail(st.with_context("--gpu-inputs"));
     std::printf(
         "inputs held in the memory of GPU %d (--gpu-inputs): each run copies them "
         "device to device\n",
-        first.gpu);
+        first.engine.device_index);
   }
   const std::map<std::string, Tensor>& feeds = *feeds_or;
   const int64_t batch = images_per_run(e, feeds);
-  const bool cuda = g.device == "cuda";
+  const bool cuda = g.cuda();
   if (o.streams > 0) {
     // One engine per GPU listed (an entry repeated shares its GPU's engine), in list order;
     // the first GPU's engine built again for the others (Engine::for_gpu: its layer timings
     // taken over where the GPUs are the same model).
     std::vector<std::shared_ptr<const Engine>> engines{*engine_or};
-    std::map<int, std::shared_ptr<const Engine>> by_gpu{{first.gpu, *engine_or}};
+    std::map<int, std::shared_ptr<const Engine>> by_gpu{{first.engine.device_index, *engine_or}};
     for (size_t i = 1; i < o.gpus.size(); ++i) {
       auto& slot = by_gpu[o.gpus[i]];
       if (!slot) {
@@ -247,7 +246,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
     b.duration = o.duration;
     // --monitor watches each GPU the contexts run on.
     BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv,
-                           o.gpus.empty() ? std::vector<int>{first.gpu} : o.gpus);
+                           o.gpus.empty() ? std::vector<int>{first.engine.device_index} : o.gpus);
     b.monitors = monitors.monitors();
     const int rc = bench_streams(engines, o.model, g, b, feeds, batch);
     if (Status st = monitors.finish(); !st.is_ok()) return fail(st);
@@ -269,7 +268,8 @@ int run(BenchOptions o, const GlobalOptions& g) {
 
   std::vector<double> lat_ms;
   DeviceFigures dev;
-  BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv, {first.gpu});
+  BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv,
+                         {first.engine.device_index});
   monitors.start();
   start = now_seconds();
   if (o.no_transfers) {
@@ -319,7 +319,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
   std::printf("%-24s %-6s %5s %-14s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
               "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
   std::printf("%-24s %-6s %5lld %-14s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
-              g.device.c_str(), static_cast<long long>(batch), what.c_str(), lat_ms.size(),
+              g.device_name(), static_cast<long long>(batch), what.c_str(), lat_ms.size(),
               lat_ms[0], med, p90, p99, ips);
   const double mib = 1.0 / (1 << 20);
   if (cuda) {
@@ -345,7 +345,7 @@ int run(BenchOptions o, const GlobalOptions& g) {
   if (!o.json.empty()) {
     nlohmann::json j = {
         {"model", o.model},
-        {"device", g.device},
+        {"device", g.device_name()},
         {"precision", precision_name(e.options().precision)},
         {"batch", batch},
         {"threads", threads},

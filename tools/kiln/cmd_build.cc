@@ -17,7 +17,7 @@ struct BuildOptions {
 };
 
 int run(const BuildOptions& o, const GlobalOptions& g) {
-  if (g.device != "cuda") return usage_error("kiln build writes CUDA plans: add --device cuda");
+  if (!g.cuda()) return usage_error("kiln build writes CUDA plans: add --device cuda");
   double t0 = now_seconds();
   // The guard's values are kept in fp32 as overrides, which the plan file records.
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
@@ -29,15 +29,13 @@ int run(const BuildOptions& o, const GlobalOptions& g) {
     return feeds.status().code() == StatusCode::kInvalidArgument
                ? usage_error(feeds.status().message())
                : fail(feeds.status());
-  if (g.shapes.empty()) {
+  if (g.engine.shape_profiles.empty()) {
     // The shapes to tune for become the engine's shape profile: its plan is built with the
     // engine (every layer's tactic timed), and the plan file records it.
     GlobalOptions with_profile = g;
-    for (const auto& [name, t] : *feeds) {
-      std::string dims;
-      for (int64_t d : t.shape()) dims += (dims.empty() ? "" : "x") + std::to_string(d);
-      with_profile.shapes.push_back(name + "=" + dims);
-    }
+    std::map<std::string, std::vector<int64_t>> profile;
+    for (const auto& [name, t] : *feeds) profile[name] = t.shape();
+    with_profile.engine.shape_profiles = {profile};
     engine_or = load_engine(o.model, with_profile, fp32_values);
     if (!engine_or.is_ok()) return fail(engine_or.status());
   }

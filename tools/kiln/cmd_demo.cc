@@ -197,7 +197,7 @@ int run(const DemoOptions& o, const GlobalOptions& g) {
 
   std::printf("Fashion-MNIST test set: %lld images, model %s\n", static_cast<long long>(total),
               model->c_str());
-  std::printf("device %s, %d threads, batch %lld\n", g.device.c_str(), resolved_threads(g),
+  std::printf("device %s, %d threads, batch %lld\n", g.device_name(), resolved_threads(g),
               static_cast<long long>(batch));
   std::printf("accuracy    %.2f%% (%lld/%lld)\n", total ? 100.0 * correct / total : 0.0,
               static_cast<long long>(correct), static_cast<long long>(total));

@@ -78,7 +78,7 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
   const Engine& e = **engine_or;
   // A CUDA engine runs passes of its own after the optimizer's (fuse_concat_affine,
   // fuse_squeeze_excite): its report, not the CPU engine's, says what its plan runs.
-  if (o.passes && g.device == "cuda") print_passes(e.report(), " (the CUDA engine's)");
+  if (o.passes && g.cuda()) print_passes(e.report(), " (the CUDA engine's)");
   if (!e.report().fp32_kept.empty()) {
     std::printf("\nkept in fp32 (%zu)\n", e.report().fp32_kept.size());
     for (const std::string& line : e.report().fp32_kept) std::printf("  %s\n", line.c_str());
@@ -99,7 +99,7 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
     converts += l.op == "Convert";
     total += l.ms;
   }
-  const bool cuda = g.device == "cuda";
+  const bool cuda = g.cuda();
   if (cuda)
     std::printf(
         "\nCUDA plan (%s, batch %lld): %zu steps, %d on the CPU, %d layout/dtype "
@@ -136,9 +136,9 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
 int run(const InspectOptions& o, const GlobalOptions& g) {
   // A plan file holds a CUDA engine: its summary comes from that engine itself.
   const bool plan_file = is_plan_file(o.model);
-  if (plan_file && g.device != "cuda")
+  if (plan_file && !g.cuda())
     return usage_error(o.model + " is a CUDA plan file (.kiln): inspect it with --device cuda");
-  EngineOptions opts = engine_options(g);
+  EngineOptions opts = g.engine;
   if (!plan_file) {
     opts.device = Device::kCpu;         // the CUDA plan is printed below
     opts.precision = Precision::kFp32;  // --precision: the CUDA plan's, and the fp16 range check
@@ -178,14 +178,14 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     if (!imported.is_ok()) return fail(imported.status());
     std::printf("\n%s", (*imported)->graph_text().c_str());
   }
-  if (o.passes && g.device != "cuda") print_passes(report, "");
+  if (o.passes && !g.cuda()) print_passes(report, "");
   std::vector<std::string> fp32_values;
-  if (g.precision == Precision::kFp16 && !plan_file) {
+  if (g.engine.precision == Precision::kFp16 && !plan_file) {
     std::printf("\n");
     fp32_values = print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
     if (g.no_fp16_fallback) fp32_values.clear();
   }
-  if (g.device == "cuda" || o.plan || o.plan_steps) return print_plan(o, g, fp32_values);
+  if (g.cuda() || o.plan || o.plan_steps) return print_plan(o, g, fp32_values);
   return kExitOk;
 }
 

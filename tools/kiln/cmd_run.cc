@@ -166,7 +166,7 @@ std::vector<std::string> warn_fp16_nonfinite(const RunOptions& o, const GlobalOp
   for (const auto& [name, t] : outputs) bad += nonfinite_count(t);
   if (bad == 0 || is_plan_file(o.model)) return {};
   EngineOptions cpu;
-  cpu.threads = g.threads;
+  cpu.threads = g.engine.threads;
   auto fp32 = Engine::load(o.model, cpu);
   if (!fp32.is_ok()) return {};
   auto want = (*fp32)->create_context()->run(feeds);
@@ -229,7 +229,7 @@ int run(RunOptions& o, const GlobalOptions& g) {
   if (!outputs.is_ok()) return fail(outputs.status());
   spdlog::info("ran in {:.2f} ms", (now_seconds() - t0) * 1e3);
   for (const std::string& note : ctx->stats().notes) spdlog::warn("{}", note);
-  if (e.options().device == Device::kCuda && g.precision == Precision::kFp16) {
+  if (e.options().device == Device::kCuda && g.engine.precision == Precision::kFp16) {
     const std::vector<std::string> values = warn_fp16_nonfinite(o, g, feeds, *outputs);
     // Unless asked not to, run again with what overflowed kept in fp32, and keep that answer.
     if (!values.empty() && !g.no_fp16_fallback) {

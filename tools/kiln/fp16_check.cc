@@ -19,7 +19,7 @@ Result<Fp16RangeReport> fp16_range_report(const std::string& model, const Global
                                           int64_t batch, const std::vector<std::string>& shapes) {
   EngineOptions o;
   o.device = Device::kCpu;
-  o.threads = g.threads;
+  o.threads = g.engine.threads;
   KILN_ASSIGN_OR_RETURN(auto engine, Engine::load(model, o));
   // A value's range is a property of each image, not of the batch: at most two images a sample
   // keep the check's cost independent of --batch (at batch 64 ConvNeXt-T's float32 run on the
@@ -52,7 +52,7 @@ std::vector<std::string> print_fp16_range(const std::string& model, const Global
     return {};
   }
   std::FILE* out = always ? stdout : stderr;
-  const bool kept = g.device == "cuda" && !g.no_fp16_fallback;
+  const bool kept = g.cuda() && !g.no_fp16_fallback;
   std::fprintf(out,
                "%sfp16 range: %zu of %lld float values leave fp16's range (float32 run on %d "
                "random inputs); %s:\n",
@@ -69,7 +69,7 @@ std::vector<std::string> print_fp16_range(const std::string& model, const Global
 
 std::vector<std::string> fp16_guard(const std::string& model, const GlobalOptions& g, int64_t batch,
                                     const std::vector<std::string>& shapes) {
-  if (g.device != "cuda" || g.precision != Precision::kFp16 || is_plan_file(model)) return {};
+  if (!g.cuda() || g.engine.precision != Precision::kFp16 || is_plan_file(model)) return {};
   std::vector<std::string> values = print_fp16_range(model, g, batch, shapes, false);
   if (g.no_fp16_fallback) return {};
   return values;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <vector>
 
@@ -17,60 +18,99 @@ namespace {
 
 using namespace kiln::cli;
 
-// An enum's CLI spellings: name → value for its first `count` enumerators.
-template <typename E>
-std::map<std::string, E> names_of(const char* (*name)(E), int count) {
-  std::map<std::string, E> m;
-  for (int i = 0; i < count; ++i) m[name(static_cast<E>(i))] = static_cast<E>(i);
-  return m;
+// One flag of options.def (option_list()): what the command line gave it, set on the engine
+// options once parsing succeeded.
+struct OptionFlag {
+  const kiln::OptionInfo* info = nullptr;
+  CLI::Option* option = nullptr;
+  std::string text;                // a single-valued option's text
+  std::vector<std::string> texts;  // a list option's
+  bool on = false;                 // a bool option's
+  bool given = false;              // a bool option's flag appeared
+};
+
+// The CLI's own additions to two options' help.
+std::string flag_help(const kiln::OptionInfo& info) {
+  if (info.name == "input_format")
+    return info.help +
+           ", or jpeg (kiln bench: JPEGs decoded into uint8-nhwc, from --images DIR "
+           "or synthetic)";
+  if (info.name == "input_mean" || info.name == "input_std")
+    return info.help + "; in --input-scale's units";
+  return info.help;
 }
 
-// Its spellings as the help's type: "{fp32,tf32,fp16}" (CLI11's own description of the map
-// would print the enum values as characters).
-template <typename E>
-std::string choices_of(const char* (*name)(E), int count) {
-  std::string s = "{";
-  for (int i = 0; i < count; ++i) s += std::string(i ? "," : "") + name(static_cast<E>(i));
-  return s + "}";
+// Adds one flag per option of options.def that has one: a bool option gets --flag and
+// --no-flag, an enum its choices as the type, a list option may be repeated.
+void add_option_flags(CLI::App& app, std::deque<OptionFlag>& flags) {
+  for (const kiln::OptionInfo& info : kiln::option_list()) {
+    if (info.flag.empty()) continue;
+    OptionFlag& f = flags.emplace_back();
+    f.info = &info;
+    const std::string flag = "--" + info.flag;
+    const std::string help = flag_help(info);
+    if (info.type == "bool") {
+      const bool on_by_default = info.default_text == "1";
+      auto set = [&f](bool on) {
+        return [&f, on](int64_t) {
+          f.on = on;
+          f.given = true;
+        };
+      };
+      f.option =
+          app.add_flag_function(flag, set(true), help + (on_by_default ? " (the default)" : ""));
+      app.add_flag_function("--no-" + info.flag, set(false),
+                            on_by_default ? "turn --" + info.flag + " off" : "(the default)");
+      continue;
+    }
+    if (info.list) {
+      f.option = app.add_option(flag, f.texts, help)->type_name("SPEC");
+    } else {
+      f.option = app.add_option(flag, f.text, help);
+      if (!info.default_text.empty()) f.option->default_str(info.default_text);
+      f.option->type_name(info.type == "int"      ? "INT"
+                          : info.type == "bytes"  ? "BYTES"
+                          : info.type == "floats" ? "X[,X...]"
+                                                  : "TEXT");
+    }
+    if (!info.choices.empty()) {
+      std::string type = "{";
+      for (const std::string& c : info.choices) type += (type.size() > 1 ? "," : "") + c;
+      f.option->type_name(type + (info.name == "input_format" ? ",jpeg}" : "}"));
+    }
+  }
 }
 
-// An option taking one of an enum's spellings, with its choices in the help.
-template <typename E>
-CLI::Option* add_enum(CLI::App& app, const std::string& flag, E& value, const std::string& help,
-                      const char* (*name)(E), int count, const char* default_value) {
-  return app.add_option(flag, value, help)
-      ->transform(CLI::CheckedTransformer(names_of(name, count)).description(""))
-      ->type_name(choices_of(name, count))
-      ->default_str(default_value);
-}
-
-// --input-format, --input-mean, --input-std and --input-scale into `global`: the mean and
-// std in [0, 1] pixel units (a value v given at scale S is v / S there).
-kiln::Status image_input_options(const std::string& format, const std::string& mean,
-                                 const std::string& stdev, double scale, GlobalOptions& global) {
-  KILN_ASSIGN_OR_RETURN(global.input_format,
-                        kiln::parse_input_format(format == "jpeg" ? "uint8-nhwc" : format));
-  const bool eight_bit = global.input_format != kiln::InputFormat::kFloat32Nchw;
-  if (!eight_bit && (!mean.empty() || !stdev.empty() || scale != 1))
+// The given flags on global.engine: --input-format jpeg is uint8-nhwc (and jpeg_input), and
+// --input-mean/--input-std are scaled to [0, 1] pixels by --input-scale.
+kiln::Status set_option_flags(const std::deque<OptionFlag>& flags, double input_scale,
+                              GlobalOptions& global) {
+  bool mean_or_std = false;
+  for (const OptionFlag& f : flags) {
+    if (f.info->type == "bool" ? !f.given : f.option->count() == 0) continue;
+    const std::string& name = f.info->name;
+    std::vector<std::string> texts = f.info->type == "bool"
+                                         ? std::vector<std::string>{f.on ? "1" : "0"}
+                                     : f.info->list ? f.texts
+                                                    : std::vector<std::string>{f.text};
+    if (name == "input_format" && texts[0] == "jpeg") {
+      global.jpeg_input = true;
+      texts[0] = "uint8-nhwc";
+    }
+    mean_or_std = mean_or_std || name == "input_mean" || name == "input_std";
+    KILN_RETURN_IF_ERROR(kiln::set_option(global.engine, name, texts, "--" + f.info->flag));
+  }
+  kiln::EngineOptions& e = global.engine;
+  if (e.input_format == kiln::InputFormat::kFloat32Nchw && (mean_or_std || input_scale != 1))
     return kiln::invalid_argument(
         "--input-mean, --input-std and --input-scale are for 8-bit or jpeg input "
         "(--input-format uint8-nchw, uint8-nhwc or jpeg); a float32 input is the model's own");
-  if (!(scale > 0) || !std::isfinite(scale))
+  if (!(input_scale > 0) || !std::isfinite(input_scale))
     return kiln::invalid_argument("--input-scale must be a positive number, not " +
-                                  std::to_string(scale));
-  if (!mean.empty()) {
-    KILN_ASSIGN_OR_RETURN(global.input_mean, parse_floats(mean, "--input-mean"));
-    for (float& v : global.input_mean) v = static_cast<float>(v / scale);
-  }
-  if (!stdev.empty()) {
-    KILN_ASSIGN_OR_RETURN(global.input_std, parse_floats(stdev, "--input-std"));
-    for (float& v : global.input_std) {
-      if (!(v != 0.f) || !std::isfinite(v))
-        return kiln::invalid_argument("--input-std '" + stdev + "': every value must be nonzero");
-      v = static_cast<float>(v / scale);
-    }
-  }
-  return kiln::Status::ok();
+                                  std::to_string(input_scale));
+  for (float& v : e.input_mean) v = static_cast<float>(v / input_scale);
+  for (float& v : e.input_std) v = static_cast<float>(v / input_scale);
+  return kiln::validate_options(e);
 }
 
 int run_main(int argc, char** argv) {
@@ -81,80 +121,17 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
   app.fallthrough();
   app.require_subcommand(1);
-  app.add_option("--device", global.device, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  app.add_option("--threads", global.threads, "CPU threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
   app.add_flag("-v,--verbose", global.verbose, "log more (-vv, -vvv for even more)");
-  add_enum(app, "--precision", global.precision, "fp32 or bf16 (CPU and CUDA), tf32 or fp16 (CUDA)",
-           kiln::precision_name, 4, "fp32");
-  app.add_option("--precision-overrides", global.precision_overrides,
-                 "CUDA: NODE=PRECISION[,...]: nodes computed in their own precision, e.g. one "
-                 "layer in fp32 in an fp16 engine; a fused group by its first node (kiln "
-                 "inspect --passes)")
-      ->type_name("NODE=fp32,...");
+  std::deque<OptionFlag> flags;
+  add_option_flags(app, flags);
   app.add_flag("--no-fp16-fallback", global.no_fp16_fallback,
                "CUDA fp16: run in fp16 the layers whose values the fp16 range guard finds "
                "outside fp16's range (by default they are kept in fp32)");
-  add_enum(app, "--cpu-conv-algo", global.cpu_conv_algo,
-           "CPU 3x3 convs: direct (exact fp32 rounding), auto (time Winograd too) or "
-           "winograd",
-           kiln::cpu_conv_algo_name, 3, "direct");
-  add_enum(app, "--cpu-layout", global.cpu_layout,
-           "CPU activation layouts between oneDNN kernels: auto (timed per group), nhwc, "
-           "blocked, value (timed per value) or alternate (for tests)",
-           kiln::cpu_layout_name, 5, "auto");
-  std::string input_format = "float32-nchw", input_mean, input_std;
   double input_scale = 1;
-  app.add_option("--input-format", input_format,
-                 "image inputs as float32-nchw (as the model declares them), 8-bit pixels "
-                 "(uint8-nchw, uint8-nhwc) normalized on the engine's device, or jpeg (kiln "
-                 "bench: JPEGs decoded into uint8-nhwc, from --images DIR or synthetic)")
-      ->check(CLI::IsMember({"float32-nchw", "uint8-nchw", "uint8-nhwc", "jpeg"}))
-      ->capture_default_str();
-  app.add_option("--input-mean", input_mean,
-                 "8-bit and jpeg input: per-channel mean, one value or C comma-separated "
-                 "(default: the model's kiln.mean metadata, else ImageNet's for 3 channels)");
-  app.add_option("--input-std", input_std,
-                 "8-bit and jpeg input: per-channel std (default: kiln.std, else ImageNet's)");
   app.add_option("--input-scale", input_scale,
                  "8-bit and jpeg input: the value pixel 255 stands for in --input-mean and "
                  "--input-std's units: 1 ([0,1] pixels) or 255 (raw pixel values)")
       ->capture_default_str();
-  add_enum(app, "--cudnn-conv-path", global.cudnn_conv_path,
-           "CUDA convs: auto (time both cuDNN APIs), legacy or graph", kiln::cudnn_conv_path_name,
-           3, "auto");
-  add_enum(app, "--space-to-depth", global.space_to_depth,
-           "CUDA stride-2 stem convs as space-to-depth: auto (timed), on or off",
-           kiln::space_to_depth_name, 3, "auto");
-  app.add_option("--shapes", global.shapes,
-                 "NAME=DIMS[,DIMS...]: the input shapes to build for (shape profiles), timed and "
-                 "planned at load; one per input, the k-th DIMS of each forming profile k")
-      ->type_name("NAME=1x3x224x224,8x3x224x224");
-  app.add_option("--shape-range", global.shape_ranges,
-                 "NAME=MIN:OPT:MAX: the shapes an input may take (as TensorRT's optimization "
-                 "profiles); OPT is planned and timed at load, the others on first use")
-      ->type_name("NAME=1x3x224x224:8x3x224x224:32x3x224x224");
-  app.add_flag("--only-shapes", global.only_shapes,
-               "with --shapes or --shape-range: refuse inputs outside them instead of planning "
-               "them on first use");
-  app.add_option("--gpu", global.gpu, "CUDA: which GPU (0, 1...; after CUDA_VISIBLE_DEVICES)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_flag("--cuda-graph", global.cuda_graph,
-               "CUDA: capture each run in a CUDA graph once and replay it");
-  app.add_flag("--no-tactics", global.no_tactics,
-               "CUDA: take the libraries' first choice instead of timing each layer's options");
-  app.add_option("--max-tactics", global.max_tactics,
-                 "CUDA: time at most N candidates per layer and library path, in heuristic "
-                 "order (0: all; a faster build)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--timing-cache", global.timing_cache,
-                 "CUDA: file that keeps layer timings across builds");
-  app.add_option(
-         "--workspace-mib", global.workspace_mib,
-         "CUDA: scratch memory limit per layer (default 1024 in fp32, 256 in tf32/fp16/bf16)")
-      ->check(CLI::NonNegativeNumber);
 
   std::vector<Command> commands = {
       add_run_command(app, global),   add_inspect_command(app, global),
@@ -184,11 +161,8 @@ int run_main(int argc, char** argv) {
     return usage_error(message + " (see kiln --help)");
   }
 
-  if (kiln::Status st =
-          image_input_options(input_format, input_mean, input_std, input_scale, global);
-      !st.is_ok())
+  if (kiln::Status st = set_option_flags(flags, input_scale, global); !st.is_ok())
     return usage_error(st.message());
-  global.jpeg_input = input_format == "jpeg";
   for (const Command& c : commands)
     if (c.app->parsed() && global.jpeg_input && c.app->get_name() != "bench")
       return usage_error(

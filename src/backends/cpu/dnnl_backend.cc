@@ -3,10 +3,8 @@
 // Resize. Everything else stays on the reference backend (see runtime/engine.cc); shapes a
 // claimed kernel cannot run go to the reference kernel too (DnnlKernel::prepare).
 
-#include <malloc.h>
 #include <omp.h>
 
-#include <limits>
 #include <mutex>
 #include <new>
 #include <string>
@@ -22,7 +20,10 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
-void set_threads(int threads) { omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs()); }
+OmpThreadScope::OmpThreadScope(int threads) : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(threads > 0 ? threads : omp_get_num_procs());
+}
+OmpThreadScope::~OmpThreadScope() { omp_set_num_threads(saved_); }
 
 bool is_f32(const Value* v, bool optional) {
   if (!v) return optional;
@@ -143,7 +144,7 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
     if (out[i].present())
       out[i].layout = prepared_out_layouts_[i] =
           stored_layout(shared_, node_.output(i), out[i].shape);
-  set_threads(shared_.options.threads);
+  const OmpThreadScope threads(shared_.options.threads);
   try {
     fallback_ = !try_prepare(in, out);
   } catch (const dnnl::error&) {
@@ -185,7 +186,7 @@ std::string impl_info_of(const dnnl::primitive& p) {
 Status DnnlKernel::execute(const std::vector<const TensorRef*>& in,
                            const std::vector<TensorRef*>& out, const RunContext&) {
   if (fallback_) return run_reference(in, out);
-  set_threads(shared_.options.threads);
+  const OmpThreadScope threads(shared_.options.threads);
   try {
     run(in, out);
   } catch (const dnnl::error& e) {
@@ -243,22 +244,6 @@ const DnnlShared* shared_of(const Backend& backend) {
 
 namespace kiln {
 
-namespace {
-
-// The runtime allocates every activation anew on each run and frees it after its last
-// reader. glibc serves large blocks with fresh mappings and gives freed heap tops back to
-// the system, so each run page-faulted its activations in again, inside the parallel
-// kernels that first write them: MobileNet-V2 batch 8's 38 MB expand conv took ~190 ms
-// instead of ~4 ms, and ResNet-50 batch 8 spent a fifth of its time in the kernel. Serving
-// every block from the heap (no mmap) and never trimming it keeps freed activation memory
-// warm for the next run; the process keeps its peak footprint, as an arena would.
-void keep_freed_activations() {
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-}
-
-}  // namespace
-
 Status cpu_precision_status(Precision p) {
   if (p == Precision::kFp32) return Status::ok();
   if (p != Precision::kBf16)
@@ -288,8 +273,6 @@ Status cpu_precision_status(Precision p) {
 }
 
 std::unique_ptr<Backend> make_onednn_backend(const OnednnOptions& options) {
-  static const bool malloc_tuned = (keep_freed_activations(), true);
-  (void)malloc_tuned;
   return std::make_unique<dnnl_cpu::OnednnBackend>(options);
 }
 

@@ -38,9 +38,20 @@ struct DnnlShared : BackendState {
 const DnnlShared* shared_of(const Backend& backend);
 
 dnnl::engine& cpu_engine();
-// OpenMP's thread count is per calling thread, so kernels set it on every prepare/execute;
-// 0 means all cores.
-void set_threads(int threads);
+// oneDNN's OpenMP thread count for the kernels this thread prepares or runs while the scope
+// lives (0: all cores). OpenMP keeps the count per calling thread; the scope puts the caller's
+// own count back when it ends, so a kiln call never changes the calling program's OpenMP
+// setting (omp_get_max_threads() is the same after as before).
+class OmpThreadScope {
+ public:
+  explicit OmpThreadScope(int threads);
+  ~OmpThreadScope();
+  OmpThreadScope(const OmpThreadScope&) = delete;
+  OmpThreadScope& operator=(const OmpThreadScope&) = delete;
+
+ private:
+  int saved_;
+};
 
 // Whether `v` is a float32 value (or an omitted optional input when `optional`).
 bool is_f32(const Value* v, bool optional = false);

@@ -33,7 +33,8 @@ Status cuda_status(cudaError_t e, const char* what) {
                     : device_failed(e)             ? StatusCode::kUnavailable
                                                    : StatusCode::kInternal;
   return Status(code, std::string(what) + ": CUDA error " + cudaGetErrorName(e) + " (" +
-                          cudaGetErrorString(e) + ")");
+                          cudaGetErrorString(e) + ")" +
+                          (code == StatusCode::kUnavailable ? ": the device failed" : ""));
 }
 
 Status cudnn_status(cudnnStatus_t e, const char* what) {

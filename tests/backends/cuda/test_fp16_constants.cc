@@ -48,7 +48,7 @@ TEST(CudaFp16Constants, TinyEpsAndHugeMaskStayFinite) {
 
   ModelBuilder b = normalize_model();
   EngineOptions ref;
-  ref.backend = "reference";
+  ref.backend = KernelChoice::kReference;
   auto want_engine = Engine::from_bytes(b.bytes(), ref);
   ASSERT_TRUE(want_engine.is_ok()) << want_engine.status().to_string();
   auto want = (*want_engine)->create_context()->run({{"x", x}});

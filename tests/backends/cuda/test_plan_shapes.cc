@@ -147,7 +147,7 @@ Run run_on(const ModelBuilder& b, const EngineOptions& o, const Tensor& x) {
 void expect_gpu_matches(const ModelBuilder& b, const Shape& x_shape) {
   Tensor x = Tensor::from_floats(x_shape, random_floats(shape_numel(x_shape), 11));
   EngineOptions ref;
-  ref.backend = "reference";
+  ref.backend = KernelChoice::kReference;
   Run want = run_on(b, ref, x);
   ASSERT_TRUE(want.y.defined());
   for (const char* precision : {"fp32", "fp16"}) {
@@ -173,7 +173,7 @@ void expect_gpu_matches(const ModelBuilder& b, const Shape& x_shape) {
 ContextStats expect_runs_match(const ModelBuilder& b, const EngineOptions& o,
                                const std::vector<Shape>& shapes, uint32_t seed, double tol) {
   EngineOptions ref;
-  ref.backend = "reference";
+  ref.backend = KernelChoice::kReference;
   auto want_engine = Engine::from_bytes(b.bytes(), ref);
   auto engine = Engine::from_bytes(b.bytes(), o);
   EXPECT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();

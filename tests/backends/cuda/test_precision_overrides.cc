@@ -62,7 +62,7 @@ TEST(CudaPrecisionOverrides, OneLayerInAnotherPrecision) {
   for (float& v : xv) v = d(gen);
   Tensor x = Tensor::from_floats({3, 8, 10, 10}, xv);
   EngineOptions ref;
-  ref.backend = "reference";
+  ref.backend = KernelChoice::kReference;
   Got want = run(ref, x);
   ASSERT_TRUE(want.y.defined());
 

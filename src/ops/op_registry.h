@@ -43,6 +43,10 @@ using RunFn = Status (*)(const Node& node, const std::vector<const Tensor*>& in,
 struct OpDef {
   InferFn infer = nullptr;
   RunFn run = nullptr;
+  // The output shapes follow the values of the inputs (NonZero's count, NonMaxSuppression's
+  // selected boxes, TopK's k when computed): infer needs every input's value, so a plan can be
+  // made past such a node only once its inputs were computed.
+  bool shape_follows_data = false;
 };
 
 class OpRegistry {
@@ -72,3 +76,7 @@ Status run_reference(const Node& node, const std::vector<const Tensor*>& in,
 #define KILN_REGISTER_OP(kind, infer_fn, run_fn)                 \
   [[maybe_unused]] static const bool kiln_op_registered_##kind = \
       ::kiln::OpRegistry::add(::kiln::OpKind::kind, ::kiln::OpDef{infer_fn, run_fn})
+// An op whose output shapes follow its inputs' values (OpDef::shape_follows_data).
+#define KILN_REGISTER_DATA_SHAPED_OP(kind, infer_fn, run_fn)     \
+  [[maybe_unused]] static const bool kiln_op_registered_##kind = \
+      ::kiln::OpRegistry::add(::kiln::OpKind::kind, ::kiln::OpDef{infer_fn, run_fn, true})

@@ -406,11 +406,13 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
     const Status inferred = infer_node(*def, n, hin, want);
     if (!inferred.is_ok()) {
       // A shape that follows a value computed from the inputs' data (small or integer, not
-      // known at build) cannot be planned ahead.
+      // known at build; any input of an op whose shapes follow its data) cannot be planned
+      // ahead.
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const Value* v = n.inputs[i];
         if (v && !hin[i].value &&
-            (hin[i].numel() <= kKeyedInputElements || !dtype_is_float(hin[i].dtype))) {
+            (def->shape_follows_data || hin[i].numel() <= kKeyedInputElements ||
+             !dtype_is_float(hin[i].dtype))) {
           p_.needs_data = true;
           return unsupported(n.describe() + ": its output shapes follow input '" + v->name +
                              "', computed from the data at every run");

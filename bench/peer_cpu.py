@@ -2,13 +2,16 @@
 """CPU peer benchmark: kiln against ONNX Runtime on the same model, batch and thread count.
 
   bench/peer_cpu.py MODEL.onnx --batch N --threads T --rounds R --duration S
-                    [--warmup W] [--kiln build/kiln] [--node node] [--markdown FILE]
+                    [--warmup W] [--kiln build/kiln] [--kiln-before OTHER/kiln]
+                    [--node node] [--markdown FILE]
 
 Runs `kiln bench --json` and bench/ort_bench.mjs R times each, alternating (each run a
 separate process with the same warmup and duration; the one going first swaps every round so
 neither always gets the cooler machine), takes the median throughput of each across rounds
 and prints both and the ratio kiln/ORT. Alternating and taking medians is what makes the
 ratio meaningful on a shared, noisy machine; the absolute numbers are not.
+With --kiln-before, a second kiln build (the one before a change) joins the rotation, and the
+table adds its throughput and the ratio after/before: a before-and-after comparison in one run.
 Standard library only (Debian /usr/bin/python3).
 """
 
@@ -71,6 +74,7 @@ def main():
     p.add_argument("--duration", type=float, default=5.0, help="timed seconds per run")
     p.add_argument("--warmup", type=float, default=1.0, help="untimed seconds per run")
     p.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
+    p.add_argument("--kiln-before", help="a second kiln binary (before a change) to alternate with")
     p.add_argument("--node", default="node")
     p.add_argument("--markdown", help="append the result row to this Markdown file")
     a = p.parse_args()
@@ -84,7 +88,7 @@ def main():
     command = shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:])
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     times = ["--warmup", str(a.warmup), "--duration", str(a.duration)]
-    results = {"ort": [], "kiln": []}
+    results = {"ort": [], "kiln": [], "before": []}
     with tempfile.TemporaryDirectory(prefix="kiln_peer_") as tmp:
         out = os.path.join(tmp, "result.json")
         cmds = {
@@ -93,8 +97,12 @@ def main():
             "ort": [a.node, ORT_BENCH, a.model, "--batch", str(a.batch), "--threads",
                     str(a.threads), *times, "--json", out],
         }
+        if a.kiln_before:
+            cmds["before"] = [a.kiln_before] + cmds["kiln"][1:]
+        names = list(cmds)
         for r in range(a.rounds):
-            order = ["ort", "kiln"] if r % 2 == 0 else ["kiln", "ort"]
+            # Each contender goes first in turn (with two, the order swaps every round).
+            order = names[r % len(names):] + names[:r % len(names)]
             for name in order:
                 if os.path.exists(out):
                     os.remove(out)
@@ -110,11 +118,15 @@ def main():
     ort_ips = statistics.median(results["ort"])
     kiln_ips = statistics.median(results["kiln"])
     ratio = kiln_ips / ort_ips
+    before_ips = statistics.median(results["before"]) if results["before"] else None
     name = os.path.basename(a.model)
     mach = machine()
     print(f"{'model':24} {'batch':>5} {'threads':>7} {'ORT img/s':>10} {'kiln img/s':>10} "
           f"{'kiln/ORT':>8}")
     print(f"{name:24} {a.batch:5d} {a.threads:7d} {ort_ips:10.1f} {kiln_ips:10.1f} {ratio:8.3f}")
+    if before_ips:
+        print(f"kiln before: {before_ips:.1f} img/s ({before_ips / ort_ips:.3f} of ORT); "
+              f"after/before {kiln_ips / before_ips:.3f}")
     print(f"median of {a.rounds} alternating rounds of {a.duration:g} s each")
     print(f"machine: {mach}")
     print(f"date:    {date}")
@@ -128,6 +140,11 @@ def main():
             f.write(f"| {name} | {a.batch} | {a.threads} | {ort_ips:.1f} | {kiln_ips:.1f} | "
                     f"{ratio:.3f} | {a.rounds} × {a.duration:g} | {mach} | {date} | "
                     f"`{command}` |\n")
+            if before_ips:
+                f.write(f"| {name} (before) | {a.batch} | {a.threads} | {ort_ips:.1f} | "
+                        f"{before_ips:.1f} | {before_ips / ort_ips:.3f} | {a.rounds} × "
+                        f"{a.duration:g} | {mach} | {date} | after/before "
+                        f"{kiln_ips / before_ips:.3f} |\n")
 
 
 if __name__ == "__main__":

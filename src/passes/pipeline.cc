@@ -116,7 +116,7 @@ Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report
     Groups groups;
     auto changed = p.run(g, options, &groups);
     if (!changed.is_ok()) return changed.status().with_context(std::string("pass ") + p.name);
-    if (verify_each_pass)
+    if (verify_each_pass || options.verify_passes)
       KILN_RETURN_IF_ERROR_CTX(verify_graph(g), std::string("after pass ") + p.name);
     if (!report) continue;
     if (after)

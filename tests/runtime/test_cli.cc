@@ -158,7 +158,8 @@ TEST_F(Cli, BadInputsAreOneLineErrors) {
     expect_error(kiln(c.args), c.code, c.says);
   }
   // A good profile builds and runs.
-  auto r = kiln("bench " + model + " --shapes x=3x4x5 --only-shapes --warmup 0.02 --duration 0.05");
+  auto r = kiln("bench " + model +
+                " --shapes x=3x4x5 --only-shapes --verify-passes --warmup 0.02 --duration 0.05");
   EXPECT_EQ(r.code, 0) << r.err;
 }
 

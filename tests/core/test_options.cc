@@ -242,7 +242,6 @@ TEST(OptionList, ValidationNamesTheOptionAndWhatItMustBe) {
   refused([](EngineOptions& o) { o.max_tactics = -2; }, "option max_tactics must be");
   refused([](EngineOptions& o) { o.max_tensor_bytes = 0; },
           "option max_tensor_bytes must be positive");
-  refused([](EngineOptions& o) { o.device_index = -1; }, "option device_index must be 0 to 1023");
   refused([](EngineOptions& o) { o.input_std.resize(4097, 1.f); },
           "option input_std must be at most 4096 values");
   refused([](EngineOptions& o) { o.precision = static_cast<Precision>(9); },

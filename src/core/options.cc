@@ -29,7 +29,7 @@ Result<E> parse_name(const std::string& s, const char* what, const char* const (
     if (s == names[i]) return static_cast<E>(i);
     accepted += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(names[i]);
   }
-  return invalid_argument(std::string(what) + " '" + s + "': expected " + accepted);
+  return invalid_argument((*what ? std::string(what) + " '" : "'") + s + "': expected " + accepted);
 }
 
 const char* const kDevices[] = {"cpu", "cuda"};
@@ -85,6 +85,16 @@ Status one_text(const std::vector<std::string>& texts) {
   return invalid_argument("takes one value, got " + std::to_string(texts.size()));
 }
 
+// What most text forms share: no enum names; one text (PlainText) or several (ListText).
+struct PlainText {
+  static constexpr bool kList = false;
+  static std::vector<std::string> choices() { return {}; }
+};
+struct ListText {
+  static constexpr bool kList = true;
+  static std::vector<std::string> choices() { return {}; }
+};
+
 template <typename E, size_t N, const char* const (&kNames)[N]>
 struct EnumText {
   static constexpr const char* kType = "enum";
@@ -92,15 +102,8 @@ struct EnumText {
   static std::vector<std::string> choices() { return {std::begin(kNames), std::end(kNames)}; }
   static Status parse(const std::vector<std::string>& t, E& v) {
     KILN_RETURN_IF_ERROR(one_text(t));
-    for (size_t i = 0; i < N; ++i)
-      if (t[0] == kNames[i]) {
-        v = static_cast<E>(i);
-        return Status::ok();
-      }
-    std::string accepted;
-    for (size_t i = 0; i < N; ++i)
-      accepted += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(kNames[i]);
-    return invalid_argument("'" + t[0] + "': expected " + accepted);
+    KILN_ASSIGN_OR_RETURN(v, parse_name<E>(t[0], "", kNames));
+    return Status::ok();
   }
   static std::vector<std::string> format(E v) { return {name_of(v, kNames)}; }
   static bool valid(E v) { return static_cast<size_t>(v) < N; }
@@ -136,10 +139,8 @@ requires requires(T v) { OptionText<T>::valid(v); }
 bool valid_value(const T& v) { return OptionText<T>::valid(v); }
 
 template <>
-struct OptionText<bool> {
+struct OptionText<bool> : PlainText {
   static constexpr const char* kType = "bool";
-  static constexpr bool kList = false;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, bool& v) {
     KILN_RETURN_IF_ERROR(one_text(t));
     const std::string& s = t[0];
@@ -183,10 +184,8 @@ Status parse_integer(const std::string& s, bool sizes, int64_t lo, int64_t hi, i
 }
 
 template <>
-struct OptionText<int> {
+struct OptionText<int> : PlainText {
   static constexpr const char* kType = "int";
-  static constexpr bool kList = false;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, int& v) {
     KILN_RETURN_IF_ERROR(one_text(t));
     int64_t n = 0;
@@ -199,10 +198,8 @@ struct OptionText<int> {
 
 // Every int64 option counts bytes.
 template <>
-struct OptionText<int64_t> {
+struct OptionText<int64_t> : PlainText {
   static constexpr const char* kType = "bytes";
-  static constexpr bool kList = false;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, int64_t& v) {
     KILN_RETURN_IF_ERROR(one_text(t));
     return parse_integer(t[0], true, INT64_MIN, INT64_MAX, v);
@@ -211,10 +208,8 @@ struct OptionText<int64_t> {
 };
 
 template <>
-struct OptionText<std::string> {
+struct OptionText<std::string> : PlainText {
   static constexpr const char* kType = "string";
-  static constexpr bool kList = false;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, std::string& v) {
     KILN_RETURN_IF_ERROR(one_text(t));
     v = t[0];
@@ -225,10 +220,8 @@ struct OptionText<std::string> {
 
 // One text of comma-separated numbers ("0.485,0.456,0.406"); the empty text is no value.
 template <>
-struct OptionText<Floats> {
+struct OptionText<Floats> : PlainText {
   static constexpr const char* kType = "floats";
-  static constexpr bool kList = false;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, Floats& v) {
     KILN_RETURN_IF_ERROR(one_text(t));
     Floats r;
@@ -258,10 +251,8 @@ struct OptionText<Floats> {
 
 // Names, one a text (a name may hold any character).
 template <>
-struct OptionText<Names> {
+struct OptionText<Names> : ListText {
   static constexpr const char* kType = "names";
-  static constexpr bool kList = true;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, Names& v) {
     v = t;
     return Status::ok();
@@ -314,10 +305,8 @@ bool split_name(const std::string& s, std::string& name, std::string& rest) {
 // One text per input: "NAME=DIMS[,DIMS...]", the k-th DIMS its shape in profile k; one DIMS
 // stands for every profile, and "-" leaves the input out of profile k (its declared shape).
 template <>
-struct OptionText<ShapeProfiles> {
+struct OptionText<ShapeProfiles> : ListText {
   static constexpr const char* kType = "shape profiles";
-  static constexpr bool kList = true;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, ShapeProfiles& v) {
     std::vector<std::pair<std::string, std::vector<std::string>>> per_input;
     size_t count = 1;
@@ -365,10 +354,8 @@ struct OptionText<ShapeProfiles> {
 
 // One text per input: "NAME=MIN:OPT:MAX".
 template <>
-struct OptionText<ShapeRanges> {
+struct OptionText<ShapeRanges> : ListText {
   static constexpr const char* kType = "shape ranges";
-  static constexpr bool kList = true;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, ShapeRanges& v) {
     ShapeRanges r;
     for (const std::string& spec : t) {
@@ -400,10 +387,8 @@ struct OptionText<ShapeRanges> {
 // Texts of "NODE=PRECISION[,NODE=PRECISION...]". A node name may hold ',' or '=': an item
 // that does not end in "=<precision>" is the start of the next item's name.
 template <>
-struct OptionText<PrecisionMap> {
+struct OptionText<PrecisionMap> : ListText {
   static constexpr const char* kType = "node precisions";
-  static constexpr bool kList = true;
-  static std::vector<std::string> choices() { return {}; }
   static Status parse(const std::vector<std::string>& t, PrecisionMap& v) {
     PrecisionMap r;
     for (const std::string& spec : t) {

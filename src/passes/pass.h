@@ -110,8 +110,8 @@ Result<bool> eliminate_dead_nodes(Graph& g);
 Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vector<float>& mean,
                                     const std::vector<float>& stdev);
 
-// Structural checks after each pass cost a graph walk: on in debug builds (tests pass
-// true explicitly, since they build in Release too).
+// Structural checks after each pass cost a graph walk: on in debug builds (tests set
+// EngineOptions::verify_passes, since they build in Release too).
 #ifdef NDEBUG
 inline constexpr bool kVerifyEachPass = false;
 #else
@@ -119,8 +119,8 @@ inline constexpr bool kVerifyEachPass = true;
 #endif
 
 // Runs every pass pipeline.cc lists for an engine with `options` (its device, input format,
-// whether to optimize), in order; verify_graph after each one when `verify_each_pass`.
-Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report = nullptr,
-                      bool verify_each_pass = kVerifyEachPass);
+// whether to optimize), in order; verify_graph after each one with options.verify_passes, and
+// always in debug builds (kVerifyEachPass).
+Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report = nullptr);
 
 }  // namespace kiln

@@ -101,8 +101,8 @@ void report_groups(const Graph& g, const Groups& groups, bool merge, PassReport&
 
 }  // namespace
 
-Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report,
-                      bool verify_each_pass) {
+Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report) {
+  const bool verify = kVerifyEachPass || options.verify_passes;
   const bool cuda = options.device == Device::kCuda;
   if (report) report->nodes_before = static_cast<int64_t>(g.nodes().size());
   Groups optimizer_groups;
@@ -116,8 +116,7 @@ Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report
     Groups groups;
     auto changed = p.run(g, options, &groups);
     if (!changed.is_ok()) return changed.status().with_context(std::string("pass ") + p.name);
-    if (verify_each_pass || options.verify_passes)
-      KILN_RETURN_IF_ERROR_CTX(verify_graph(g), std::string("after pass ") + p.name);
+    if (verify) KILN_RETURN_IF_ERROR_CTX(verify_graph(g), std::string("after pass ") + p.name);
     if (!report) continue;
     if (after)
       report_groups(g, groups, false, *report);

@@ -333,11 +333,7 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   // The options that shape the plans (options.def's kPlan) are the file's; the others the
   // caller's. A caller may add CUDA graphs to a plan built without.
   EngineOptions o = opts;
-  for (const OptionInfo& info : option_list()) {
-    if (info.kind != OptionInfo::Kind::kPlan) continue;
-    KILN_ASSIGN_OR_RETURN(std::vector<std::string> texts, option_texts(plan.options, info.name));
-    KILN_RETURN_IF_ERROR(set_option(o, info.name, texts).with_context("plan file '" + path + "'"));
-  }
+  take_plan_options(plan.options, o);
   o.cuda_graph = o.cuda_graph || opts.cuda_graph;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
   KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), o, plan.tactics,

@@ -112,6 +112,13 @@ Status parse_options(const std::string& text, EngineOptions& o) {
 
 }  // namespace
 
+void take_plan_options(const EngineOptions& from, EngineOptions& to) {
+#define KILN_OPTION(Type, name, default_value, flag, kind, check, requirement, help) \
+  if (OptionInfo::Kind::kind == OptionInfo::Kind::kPlan) to.name = from.name;
+#include "kiln/options.def"
+#undef KILN_OPTION
+}
+
 const char* kiln_version() { return KILN_VERSION; }
 
 bool looks_like_plan(const std::string& path) {

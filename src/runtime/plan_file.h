@@ -34,6 +34,10 @@ struct PlanFile {
   std::string onnx_bytes;
 };
 
+// Every option options.def marks kPlan (what shapes the plans), copied from a plan file's
+// options into `to`; the others stay `to`'s.
+void take_plan_options(const EngineOptions& from, EngineOptions& to);
+
 bool looks_like_plan(const std::string& path);
 std::string serialize_plan(const PlanFile& plan);
 // Parses and checks integrity and the kiln version (the device tag is checked by the

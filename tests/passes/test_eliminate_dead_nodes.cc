@@ -50,11 +50,12 @@ TEST(OptimizeGraph, ConvBnResidualReluPipeline) {
   g.inputs() = {x};
   g.outputs() = {y};
   PassReport report;
+  EngineOptions verified;
+  verified.verify_passes = true;
   EXPECT_TRUE(run_pass_and_compare(
       g,
       [&](Graph& gr) -> Result<bool> {
-        KILN_RETURN_IF_ERROR(
-            optimize_graph(gr, EngineOptions{}, &report, /*verify_each_pass=*/true));
+        KILN_RETURN_IF_ERROR(optimize_graph(gr, verified, &report));
         return true;
       },
       {random_tensor({1, 2, 5, 5}, 6)}, 1e-5, 1e-4));

@@ -97,6 +97,293 @@ Status dump_profile(Context& ctx, const std::string& path, int iterations) {
   return Status::ok();
 }
 
+// --images / --input-format jpeg: decoding and the model end to end (bench_images.cc).
+int run_images(const BenchOptions& o, const GlobalOptions& g) {
+  if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
+      !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor || !o.monitor_csv.empty() ||
+      !o.shapes.empty() || o.unordered || o.ordered)
+    return usage_error(
+        "--images and --input-format jpeg run decoding and the model end to end: they take "
+        "--batch, --streams, "
+        "--inflight, --letterbox, --decode-threads, --image-decoder, --warmup and --duration "
+        "only");
+  ImagesBench ib;
+  ib.dir = o.images;
+  ib.letterbox = o.letterbox;
+  ib.decode_threads = o.decode_threads;
+  ib.decoder = o.image_decoder;
+  // On the GPU, three decoders by default: one's host work (parsing, its share of the JPEGs
+  // on the threads) overlaps the others' decoding (bench/results/throughput.md).
+  const bool gpu_decoding = g.cuda() && o.image_decoder != "host";
+  ib.decoders = o.decoders ? o.decoders : (gpu_decoding ? 3 : 1);
+  ib.streams = o.streams ? o.streams : 2;
+  ib.inflight = o.inflight;
+  ib.batch = o.batch;
+  ib.warmup = o.warmup;
+  ib.duration = o.duration;
+  return bench_images(o.model, g, ib);
+}
+
+// --ladder: the optimization stages, a row each (bench_ladder.cc).
+int run_ladder(const BenchOptions& o, const GlobalOptions& g) {
+  if (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty() ||
+      !o.gpus.empty() || o.pinned || o.unordered || o.ordered || o.monitor ||
+      !o.monitor_csv.empty())
+    return usage_error(
+        "--ladder sets each row's options itself: it takes --streams, --inflight, --rounds, "
+        "--ladder-out, --batch, --shape, --warmup and --duration, not --no-transfers, --json, "
+        "--dump-profile, --alternate, --gpus, --pinned, --unordered-compute, "
+        "--ordered-compute or --monitor");
+  LadderOptions lo;
+  lo.batch = o.batch;
+  lo.shapes = o.shapes;
+  lo.seed = o.seed;
+  lo.warmup = o.warmup;
+  lo.duration = o.duration;
+  lo.rounds = o.rounds;
+  lo.streams = o.streams;
+  lo.inflight = o.inflight;
+  lo.out = o.ladder_out;
+  lo.peer_torch = o.peer_torch;
+  lo.peer_script = o.peer_script;
+  return bench_ladder(o.model, g, lo);
+}
+
+// The flags that do not go together in a run of one Context or a Pipeline: a usage error's
+// message, or "" when they do.
+std::string single_conflict(const BenchOptions& o, const GlobalOptions& g) {
+  if (o.no_transfers && !g.cuda()) return std::string("--no-transfers needs --device cuda");
+  if ((o.no_transfers || !o.dump_profile.empty()) && (o.pinned || o.gpu_inputs))
+    return std::string(
+        "--no-transfers and --dump-profile repeat the compute on inputs kept on the GPU: they "
+        "take no --pinned or --gpu-inputs");
+  if (o.streams > 0 &&
+      (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty()))
+    return std::string(
+        "--streams times whole requests through a Pipeline: it takes no --no-transfers, "
+        "--json, --dump-profile or --alternate");
+  if (!o.alternate.empty() && (o.no_transfers || !o.json.empty() || !o.dump_profile.empty()))
+    return std::string(
+        "--alternate times whole runs and prints a table: it takes no "
+        "--no-transfers, --json or --dump-profile");
+  if (o.streams == 0 && (o.inflight || o.unordered || o.ordered || !o.gpus.empty()))
+    return std::string(
+        "--inflight, --unordered-compute, --ordered-compute and --gpus need --streams");
+  if (o.unordered && o.ordered)
+    return std::string("--ordered-compute and --unordered-compute: choose one");
+  if (o.gpu_inputs && (!g.cuda() || o.pinned || o.no_transfers ||
+                       std::set<int>(o.gpus.begin(), o.gpus.end()).size() > 1))
+    return std::string(
+        "--gpu-inputs holds the inputs in one CUDA GPU's memory: it needs --device cuda and "
+        "takes no --pinned, --no-transfers or --gpus over several GPUs");
+  return "";
+}
+
+// --streams N: a Pipeline over one engine per GPU listed (bench_streams.cc).
+int run_streams(const BenchOptions& o, const GlobalOptions& g,
+                const std::shared_ptr<Engine>& engine, int first_gpu,
+                const std::map<std::string, Tensor>& feeds, int64_t batch) {
+  // One engine per GPU listed (an entry repeated shares its GPU's engine), in list order;
+  // the first GPU's engine built again for the others (Engine::for_gpu: its layer timings
+  // taken over where the GPUs are the same model).
+  std::vector<std::shared_ptr<const Engine>> engines{engine};
+  std::map<int, std::shared_ptr<const Engine>> by_gpu{{first_gpu, engine}};
+  for (size_t i = 1; i < o.gpus.size(); ++i) {
+    auto& slot = by_gpu[o.gpus[i]];
+    if (!slot) {
+      auto other = engine->for_gpu(o.gpus[i]);
+      if (!other.is_ok()) return fail(other.status());
+      slot = *other;
+    }
+    engines.push_back(slot);
+  }
+  StreamsBench b;
+  b.streams = o.streams;
+  b.inflight = o.inflight;
+  b.compute_order = o.unordered ? PipelineOptions::ComputeOrder::kConcurrent
+                    : o.ordered ? PipelineOptions::ComputeOrder::kOrdered
+                                : PipelineOptions::ComputeOrder::kTimed;
+  b.warmup = o.warmup;
+  b.duration = o.duration;
+  // --monitor watches each GPU the contexts run on.
+  BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv,
+                         o.gpus.empty() ? std::vector<int>{first_gpu} : o.gpus);
+  b.monitors = monitors.monitors();
+  const int rc = bench_streams(engines, o.model, g, b, feeds, batch);
+  if (Status st = monitors.finish(); !st.is_ok()) return fail(st);
+  return rc;
+}
+
+// What the timed phase of one Context saw: each run's latency, the phase's wall time and,
+// on CUDA, each run's device figures.
+struct SingleTiming {
+  std::vector<double> lat_ms;
+  double total_s = 0;
+  DeviceFigures dev;
+};
+
+// The warm-up, then runs (or, with --no-transfers, device computes) until --duration.
+Result<SingleTiming> time_single(Context& ctx, const BenchOptions& o,
+                                 const std::map<std::string, Tensor>& feeds, bool cuda,
+                                 BenchMonitors& monitors) {
+  SingleTiming t;
+  std::vector<double>& lat_ms = t.lat_ms;
+  DeviceFigures& dev = t.dev;
+  double start = now_seconds();
+  int warmup_runs = 0;
+  // A CUDA context builds its plan (and times tactics) on the first run, and captures its
+  // graph on the second: both stay out of the timed phase.
+  while (warmup_runs < (cuda ? 2 : 1) || now_seconds() - start < o.warmup) {
+    auto r = ctx.run(feeds);
+    if (!r.is_ok()) return r.status();
+    ++warmup_runs;
+  }
+  spdlog::info("warmup: {} runs in {:.2f} s", warmup_runs, now_seconds() - start);
+  for (const std::string& note : ctx.stats().notes) spdlog::warn("{}", note);
+
+  monitors.start();
+  start = now_seconds();
+  if (o.no_transfers) {
+    // Device compute only, timed with CUDA events per run.
+    while (lat_ms.size() < 10 || now_seconds() - start < o.duration) {
+      auto ms = ctx.time_compute(10);
+      if (!ms.is_ok()) return ms.status();
+      lat_ms.insert(lat_ms.end(), ms->begin(), ms->end());
+    }
+  } else {
+    while (lat_ms.size() < 3 || now_seconds() - start < o.duration) {
+      double t0 = now_seconds();
+      auto r = ctx.run(feeds);
+      double t1 = now_seconds();
+      if (!r.is_ok()) return r.status();
+      lat_ms.push_back((t1 - t0) * 1e3);
+      if (cuda) {
+        auto t = ctx.last_device_timing();
+        if (!t.is_ok()) return t.status();
+        dev.h2d.push_back(t->h2d_ms);
+        dev.compute.push_back(t->compute_ms);
+        dev.d2h.push_back(t->d2h_ms);
+      }
+    }
+  }
+  t.total_s = now_seconds() - start;
+  monitors.stop();
+  return t;
+}
+
+// One timed phase's figures, as printed and written to --json.
+struct Summary {
+  double min, median, p90, p99, mean, ips;
+  size_t runs;
+  int threads;
+};
+
+// --json: the figures as `kiln bench --json` writes them (bench/README.md names the keys).
+Status write_json(const BenchOptions& o, const GlobalOptions& g, const Engine& e, int64_t batch,
+                  const Summary& s, const DeviceFigures& dev) {
+  const double mib = 1.0 / (1 << 20);
+  nlohmann::json j = {
+      {"model", o.model},
+      {"device", g.device_name()},
+      {"precision", precision_name(e.options().precision)},
+      {"batch", batch},
+      {"threads", s.threads},
+      {"runs", s.runs},
+      {"throughput_ips", s.ips},
+      {"throughput", s.ips},
+      {"compute_only", o.no_transfers},
+      {"latency_ms",
+       {{"min", s.min},
+        {"median", s.median},
+        {"p50", s.median},
+        {"p90", s.p90},
+        {"p99", s.p99},
+        {"mean", s.mean}}},
+      {"kiln_version", KILN_VERSION},
+  };
+  if (!g.cuda())
+    j["memory_mib"] = {{"arena", dev.memory.arena * mib},
+                       {"arena_lower_bound", dev.memory.arena_lower_bound * mib},
+                       {"weights", dev.memory.weights * mib}};
+  if (g.cuda()) {
+    j["cuda_graph"] = dev.graph;
+    j["peak_device_mib"] = dev.memory.device_total() * mib;
+    j["device_memory_mib"] = {{"arena", dev.memory.arena * mib},
+                              {"arena_lower_bound", dev.memory.arena_lower_bound * mib},
+                              {"workspace", dev.memory.workspace * mib},
+                              {"weights", dev.memory.weights * mib},
+                              {"pinned_host", dev.memory.pinned_host * mib}};
+    if (!o.no_transfers)
+      j["device_ms"] = {{"h2d", median_of(dev.h2d)},
+                        {"compute", median_of(dev.compute)},
+                        {"d2h", median_of(dev.d2h)}};
+  }
+  std::ofstream f(o.json);
+  f << j.dump(2) << "\n";
+  f.close();
+  if (!f) return not_found("cannot write '" + o.json + "'");
+  return Status::ok();
+}
+
+// Prints the timed phase of one Context (and its memory), writes --dump-profile and --json.
+int report_single(const Engine& e, Context& ctx, const BenchOptions& o, const GlobalOptions& g,
+                  SingleTiming& t, int64_t batch, BenchMonitors& monitors) {
+  const bool cuda = g.cuda();
+  std::vector<double>& lat_ms = t.lat_ms;
+  DeviceFigures& dev = t.dev;
+  std::sort(lat_ms.begin(), lat_ms.end());
+  double mean = 0;
+  for (double v : lat_ms) mean += v / lat_ms.size();
+  double med = percentile(lat_ms, 50), p90 = percentile(lat_ms, 90), p99 = percentile(lat_ms, 99);
+  // Throughput: images over wall time with transfers (what a caller sees); over the median
+  // device time per run for compute only.
+  double ips = o.no_transfers ? batch * 1e3 / med : batch * lat_ms.size() / t.total_s;
+  int threads = resolved_threads(g);
+  {
+    auto m = ctx.device_memory();
+    if (!m.is_ok()) return fail(m.status());
+    dev.memory = *m;
+    dev.graph = ctx.uses_cuda_graph();
+  }
+
+  std::string name = std::filesystem::path(o.model).filename().string();
+  std::string what = cuda ? precision_name(e.options().precision) +
+                                std::string(o.no_transfers ? " compute" : " +copies")
+                          : std::to_string(threads) + " thr";
+  std::printf("%-24s %-6s %5s %-14s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
+              "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
+  std::printf("%-24s %-6s %5lld %-14s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
+              g.device_name(), static_cast<long long>(batch), what.c_str(), lat_ms.size(),
+              lat_ms[0], med, p90, p99, ips);
+  const double mib = 1.0 / (1 << 20);
+  if (cuda) {
+    if (!o.no_transfers)
+      std::printf("device time per run (median): h2d %.4g ms, compute %.4g ms, d2h %.4g ms\n",
+                  median_of(dev.h2d), median_of(dev.compute), median_of(dev.d2h));
+    std::printf(
+        "device memory: %.1f MiB (activation arena %.1f MiB [lower bound %.1f], "
+        "workspace %.1f MiB, weights %.1f MiB); pinned host %.1f MiB; CUDA graph %s\n",
+        dev.memory.device_total() * mib, dev.memory.arena * mib, dev.memory.arena_lower_bound * mib,
+        dev.memory.workspace * mib, dev.memory.weights * mib, dev.memory.pinned_host * mib,
+        dev.graph ? "on" : "off");
+  } else {
+    std::printf("memory: activation arena %.1f MiB [lower bound %.1f], weights %.1f MiB\n",
+                dev.memory.arena * mib, dev.memory.arena_lower_bound * mib,
+                dev.memory.weights * mib);
+  }
+  if (!o.dump_profile.empty()) {
+    Status s = dump_profile(ctx, o.dump_profile, 20);
+    if (!s.is_ok()) return fail(s);
+  }
+
+  if (!o.json.empty()) {
+    const Summary sum{lat_ms[0], med, p90, p99, mean, ips, lat_ms.size(), threads};
+    if (Status st = write_json(o, g, e, batch, sum, dev); !st.is_ok()) return fail(st);
+  }
+  if (Status st = monitors.finish(); !st.is_ok()) return fail(st);
+  return kExitOk;
+}
+
 int run(BenchOptions o, const GlobalOptions& g) {
   if (!o.gpus_text.empty()) {
     if (!g.cuda()) return usage_error("--gpus needs --device cuda");
@@ -117,78 +404,9 @@ int run(BenchOptions o, const GlobalOptions& g) {
     return usage_error(std::string("--images decodes into the engine's uint8-nhwc input: it "
                                    "takes --input-format jpeg (or none), not ") +
                        input_format_name(g.engine.input_format));
-  if (images) {
-    if (o.ladder || o.no_transfers || !o.json.empty() || !o.dump_profile.empty() ||
-        !o.alternate.empty() || !o.gpus.empty() || o.pinned || o.monitor ||
-        !o.monitor_csv.empty() || !o.shapes.empty() || o.unordered || o.ordered)
-      return usage_error(
-          "--images and --input-format jpeg run decoding and the model end to end: they take "
-          "--batch, --streams, "
-          "--inflight, --letterbox, --decode-threads, --image-decoder, --warmup and --duration "
-          "only");
-    ImagesBench ib;
-    ib.dir = o.images;
-    ib.letterbox = o.letterbox;
-    ib.decode_threads = o.decode_threads;
-    ib.decoder = o.image_decoder;
-    // On the GPU, three decoders by default: one's host work (parsing, its share of the JPEGs
-    // on the threads) overlaps the others' decoding (bench/results/throughput.md).
-    const bool gpu_decoding = g.cuda() && o.image_decoder != "host";
-    ib.decoders = o.decoders ? o.decoders : (gpu_decoding ? 3 : 1);
-    ib.streams = o.streams ? o.streams : 2;
-    ib.inflight = o.inflight;
-    ib.batch = o.batch;
-    ib.warmup = o.warmup;
-    ib.duration = o.duration;
-    return bench_images(o.model, g, ib);
-  }
-  if (o.ladder) {
-    if (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty() ||
-        !o.gpus.empty() || o.pinned || o.unordered || o.ordered || o.monitor ||
-        !o.monitor_csv.empty())
-      return usage_error(
-          "--ladder sets each row's options itself: it takes --streams, --inflight, --rounds, "
-          "--ladder-out, --batch, --shape, --warmup and --duration, not --no-transfers, --json, "
-          "--dump-profile, --alternate, --gpus, --pinned, --unordered-compute, "
-          "--ordered-compute or --monitor");
-    LadderOptions lo;
-    lo.batch = o.batch;
-    lo.shapes = o.shapes;
-    lo.seed = o.seed;
-    lo.warmup = o.warmup;
-    lo.duration = o.duration;
-    lo.rounds = o.rounds;
-    lo.streams = o.streams;
-    lo.inflight = o.inflight;
-    lo.out = o.ladder_out;
-    lo.peer_torch = o.peer_torch;
-    lo.peer_script = o.peer_script;
-    return bench_ladder(o.model, g, lo);
-  }
-  if (o.no_transfers && !g.cuda()) return usage_error("--no-transfers needs --device cuda");
-  if ((o.no_transfers || !o.dump_profile.empty()) && (o.pinned || o.gpu_inputs))
-    return usage_error(
-        "--no-transfers and --dump-profile repeat the compute on inputs kept on the GPU: they "
-        "take no --pinned or --gpu-inputs");
-  if (o.streams > 0 &&
-      (o.no_transfers || !o.json.empty() || !o.dump_profile.empty() || !o.alternate.empty()))
-    return usage_error(
-        "--streams times whole requests through a Pipeline: it takes no --no-transfers, "
-        "--json, --dump-profile or --alternate");
-  if (!o.alternate.empty() && (o.no_transfers || !o.json.empty() || !o.dump_profile.empty()))
-    return usage_error(
-        "--alternate times whole runs and prints a table: it takes no "
-        "--no-transfers, --json or --dump-profile");
-  if (o.streams == 0 && (o.inflight || o.unordered || o.ordered || !o.gpus.empty()))
-    return usage_error(
-        "--inflight, --unordered-compute, --ordered-compute and --gpus need --streams");
-  if (o.unordered && o.ordered)
-    return usage_error("--ordered-compute and --unordered-compute: choose one");
-  if (o.gpu_inputs && (!g.cuda() || o.pinned || o.no_transfers ||
-                       std::set<int>(o.gpus.begin(), o.gpus.end()).size() > 1))
-    return usage_error(
-        "--gpu-inputs holds the inputs in one CUDA GPU's memory: it needs --device cuda and "
-        "takes no --pinned, --no-transfers or --gpus over several GPUs");
+  if (images) return run_images(o, g);
+  if (o.ladder) return run_ladder(o, g);
+  if (const std::string why = single_conflict(o, g); !why.empty()) return usage_error(why);
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
   // With --gpus, the first entry's engine; each other GPU gets its own below.
   GlobalOptions first = g;
@@ -221,171 +439,13 @@ int run(BenchOptions o, const GlobalOptions& g) {
   const std::map<std::string, Tensor>& feeds = *feeds_or;
   const int64_t batch = images_per_run(e, feeds);
   const bool cuda = g.cuda();
-  if (o.streams > 0) {
-    // One engine per GPU listed (an entry repeated shares its GPU's engine), in list order;
-    // the first GPU's engine built again for the others (Engine::for_gpu: its layer timings
-    // taken over where the GPUs are the same model).
-    std::vector<std::shared_ptr<const Engine>> engines{*engine_or};
-    std::map<int, std::shared_ptr<const Engine>> by_gpu{{first.engine.device_index, *engine_or}};
-    for (size_t i = 1; i < o.gpus.size(); ++i) {
-      auto& slot = by_gpu[o.gpus[i]];
-      if (!slot) {
-        auto other = (*engine_or)->for_gpu(o.gpus[i]);
-        if (!other.is_ok()) return fail(other.status());
-        slot = *other;
-      }
-      engines.push_back(slot);
-    }
-    StreamsBench b;
-    b.streams = o.streams;
-    b.inflight = o.inflight;
-    b.compute_order = o.unordered ? PipelineOptions::ComputeOrder::kConcurrent
-                      : o.ordered ? PipelineOptions::ComputeOrder::kOrdered
-                                  : PipelineOptions::ComputeOrder::kTimed;
-    b.warmup = o.warmup;
-    b.duration = o.duration;
-    // --monitor watches each GPU the contexts run on.
-    BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv,
-                           o.gpus.empty() ? std::vector<int>{first.engine.device_index} : o.gpus);
-    b.monitors = monitors.monitors();
-    const int rc = bench_streams(engines, o.model, g, b, feeds, batch);
-    if (Status st = monitors.finish(); !st.is_ok()) return fail(st);
-    return rc;
-  }
-
+  if (o.streams > 0) return run_streams(o, g, *engine_or, first.engine.device_index, feeds, batch);
   auto ctx = e.create_context();
-  double start = now_seconds();
-  int warmup_runs = 0;
-  // A CUDA context builds its plan (and times tactics) on the first run, and captures its
-  // graph on the second: both stay out of the timed phase.
-  while (warmup_runs < (cuda ? 2 : 1) || now_seconds() - start < o.warmup) {
-    auto r = ctx->run(feeds);
-    if (!r.is_ok()) return fail(r.status());
-    ++warmup_runs;
-  }
-  spdlog::info("warmup: {} runs in {:.2f} s", warmup_runs, now_seconds() - start);
-  for (const std::string& note : ctx->stats().notes) spdlog::warn("{}", note);
-
-  std::vector<double> lat_ms;
-  DeviceFigures dev;
   BenchMonitors monitors(o.monitor || !o.monitor_csv.empty(), o.monitor_csv,
                          {first.engine.device_index});
-  monitors.start();
-  start = now_seconds();
-  if (o.no_transfers) {
-    // Device compute only, timed with CUDA events per run.
-    while (lat_ms.size() < 10 || now_seconds() - start < o.duration) {
-      auto ms = ctx->time_compute(10);
-      if (!ms.is_ok()) return fail(ms.status());
-      lat_ms.insert(lat_ms.end(), ms->begin(), ms->end());
-    }
-  } else {
-    while (lat_ms.size() < 3 || now_seconds() - start < o.duration) {
-      double t0 = now_seconds();
-      auto r = ctx->run(feeds);
-      double t1 = now_seconds();
-      if (!r.is_ok()) return fail(r.status());
-      lat_ms.push_back((t1 - t0) * 1e3);
-      if (cuda) {
-        auto t = ctx->last_device_timing();
-        if (!t.is_ok()) return fail(t.status());
-        dev.h2d.push_back(t->h2d_ms);
-        dev.compute.push_back(t->compute_ms);
-        dev.d2h.push_back(t->d2h_ms);
-      }
-    }
-  }
-  double total = now_seconds() - start;
-  monitors.stop();
-  std::sort(lat_ms.begin(), lat_ms.end());
-  double mean = 0;
-  for (double v : lat_ms) mean += v / lat_ms.size();
-  double med = percentile(lat_ms, 50), p90 = percentile(lat_ms, 90), p99 = percentile(lat_ms, 99);
-  // Throughput: images over wall time with transfers (what a caller sees); over the median
-  // device time per run for compute only.
-  double ips = o.no_transfers ? batch * 1e3 / med : batch * lat_ms.size() / total;
-  int threads = resolved_threads(g);
-  {
-    auto m = ctx->device_memory();
-    if (!m.is_ok()) return fail(m.status());
-    dev.memory = *m;
-    dev.graph = ctx->uses_cuda_graph();
-  }
-
-  std::string name = std::filesystem::path(o.model).filename().string();
-  std::string what = cuda ? precision_name(e.options().precision) +
-                                std::string(o.no_transfers ? " compute" : " +copies")
-                          : std::to_string(threads) + " thr";
-  std::printf("%-24s %-6s %5s %-14s %6s %9s %9s %9s %9s %12s\n", "model", "device", "batch", "mode",
-              "runs", "min ms", "median ms", "p90 ms", "p99 ms", "images/s");
-  std::printf("%-24s %-6s %5lld %-14s %6zu %9.4g %9.4g %9.4g %9.4g %12.1f\n", name.c_str(),
-              g.device_name(), static_cast<long long>(batch), what.c_str(), lat_ms.size(),
-              lat_ms[0], med, p90, p99, ips);
-  const double mib = 1.0 / (1 << 20);
-  if (cuda) {
-    if (!o.no_transfers)
-      std::printf("device time per run (median): h2d %.4g ms, compute %.4g ms, d2h %.4g ms\n",
-                  median_of(dev.h2d), median_of(dev.compute), median_of(dev.d2h));
-    std::printf(
-        "device memory: %.1f MiB (activation arena %.1f MiB [lower bound %.1f], "
-        "workspace %.1f MiB, weights %.1f MiB); pinned host %.1f MiB; CUDA graph %s\n",
-        dev.memory.device_total() * mib, dev.memory.arena * mib, dev.memory.arena_lower_bound * mib,
-        dev.memory.workspace * mib, dev.memory.weights * mib, dev.memory.pinned_host * mib,
-        dev.graph ? "on" : "off");
-  } else {
-    std::printf("memory: activation arena %.1f MiB [lower bound %.1f], weights %.1f MiB\n",
-                dev.memory.arena * mib, dev.memory.arena_lower_bound * mib,
-                dev.memory.weights * mib);
-  }
-  if (!o.dump_profile.empty()) {
-    Status s = dump_profile(*ctx, o.dump_profile, 20);
-    if (!s.is_ok()) return fail(s);
-  }
-
-  if (!o.json.empty()) {
-    nlohmann::json j = {
-        {"model", o.model},
-        {"device", g.device_name()},
-        {"precision", precision_name(e.options().precision)},
-        {"batch", batch},
-        {"threads", threads},
-        {"runs", lat_ms.size()},
-        {"throughput_ips", ips},
-        {"throughput", ips},
-        {"compute_only", o.no_transfers},
-        {"latency_ms",
-         {{"min", lat_ms[0]},
-          {"median", med},
-          {"p50", med},
-          {"p90", p90},
-          {"p99", p99},
-          {"mean", mean}}},
-        {"kiln_version", KILN_VERSION},
-    };
-    if (!cuda)
-      j["memory_mib"] = {{"arena", dev.memory.arena * mib},
-                         {"arena_lower_bound", dev.memory.arena_lower_bound * mib},
-                         {"weights", dev.memory.weights * mib}};
-    if (cuda) {
-      j["cuda_graph"] = dev.graph;
-      j["peak_device_mib"] = dev.memory.device_total() * mib;
-      j["device_memory_mib"] = {{"arena", dev.memory.arena * mib},
-                                {"arena_lower_bound", dev.memory.arena_lower_bound * mib},
-                                {"workspace", dev.memory.workspace * mib},
-                                {"weights", dev.memory.weights * mib},
-                                {"pinned_host", dev.memory.pinned_host * mib}};
-      if (!o.no_transfers)
-        j["device_ms"] = {{"h2d", median_of(dev.h2d)},
-                          {"compute", median_of(dev.compute)},
-                          {"d2h", median_of(dev.d2h)}};
-    }
-    std::ofstream f(o.json);
-    f << j.dump(2) << "\n";
-    f.close();
-    if (!f) return fail(not_found("cannot write '" + o.json + "'"));
-  }
-  if (Status st = monitors.finish(); !st.is_ok()) return fail(st);
-  return kExitOk;
+  auto timed = time_single(*ctx, o, feeds, cuda, monitors);
+  if (!timed.is_ok()) return fail(timed.status());
+  return report_single(e, *ctx, o, g, *timed, batch, monitors);
 }
 
 }  // namespace

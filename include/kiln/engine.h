@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -124,30 +125,54 @@ Result<HostMemoryRegistration> register_host_memory(void* data, size_t bytes);
 // Whether `path` is a plan file Engine::save_plan wrote (Engine::load takes either).
 bool is_plan_file(const std::string& path);
 
+// Where Context::enqueue puts a run's outputs.
+struct OutputPlacement {
+  // The caller's tensors, by output name: the output is written into its tensor (host memory,
+  // or the memory of the engine's GPU; the output's dtype and shape), which the run returns.
+  std::map<std::string, Tensor> buffers;
+  // On a GPU engine, the outputs not in `buffers` stay in the GPU's memory: GPU tensors
+  // (Tensor::gpu()) the caller keeps, in the graph's dtypes. Ignored on the CPU.
+  bool on_device = false;
+};
+
 class Context {
  public:
   ~Context();
   // Runs the model. Every graph input must be given, with the declared dtype and a shape
-  // that matches the declared one (symbolic dimensions take any size).
+  // that matches the declared one (symbolic dimensions take any size). The same as enqueue()
+  // and then waiting for it, with the outputs in host memory.
   Result<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs);
 
+  // Gives the device a run and returns without waiting for it. `on_done` gets the outputs
+  // (or the error) once they are ready: on a GPU, on the CUDA runtime's callback thread, which
+  // must not call CUDA or kiln (hand the result to a thread of yours); on the CPU, which
+  // computes on the calling thread, before enqueue returns. Runs enqueued on one Context run
+  // in order; the inputs must stay unchanged until `on_done`. An error found before anything
+  // was given to the device (a bad input, a plan that cannot be built) is returned, and
+  // `on_done` is not called. Once the input shapes have a plan, nothing on the way allocates
+  // or waits for the device, except device-resident outputs (allocated in the stream's order)
+  // and, before staging an input, the previous run's copy of it.
+  using OnDone = std::function<void(Result<std::map<std::string, Tensor>>)>;
+  Status enqueue(const std::map<std::string, Tensor>& inputs, OnDone on_done,
+                 const OutputPlacement& outputs = {});
+  // Waits until every run enqueued on this Context is done.
+  Status wait();
+
   // About the plan of the last run's shapes, on every device (an error before a run):
-  // the last run()'s times: on CUDA the GPU's (copies in, compute, copies out), on the CPU
-  // the whole run as compute.
+  // the last run()'s times: the copies in, the compute and the copies out (on the CPU, which
+  // copies nothing, the compute only).
   Result<DeviceTiming> last_device_timing() const;
   // Runs the compute of the last run again `iterations` times on the last run's inputs, ms
-  // per run. On CUDA only the compute is timed (the CUDA graph when enabled): the inputs are
-  // put back from a device copy before each run, untimed, with no host copies; an error when
-  // the last run took an input in place (pinned or GPU memory). On the CPU the whole run
-  // through the cached plan.
+  // per run: only the compute is timed (on CUDA the CUDA graph when enabled); the inputs are
+  // put back before each run, untimed (on CUDA from a device copy, an error when the last run
+  // took an input in place: pinned or GPU memory).
   Result<std::vector<double>> time_compute(int iterations);
-  // Every step's mean time over `iterations` runs of the last run's inputs: device time per
-  // step on CUDA (steps launched one by one; the inputs put back as for time_compute, and the
-  // same error after a run that took an input in place), each node's kernel time on the CPU.
+  // Every step's mean time over `iterations` runs of the last run's inputs, steps run one by
+  // one (the inputs put back as for time_compute, with the same error).
   Result<std::vector<LayerProfile>> profile_layers(int iterations);
-  // The memory the last run's plan holds. On the CPU: the plans' shared activation arena and
-  // the model's constants (oneDNN's reordered copies of weights not counted), no workspace
-  // or pinned staging.
+  // The memory the last run's plan holds: its activation arena and workspace, the constants
+  // (on the CPU the model's, oneDNN's reordered copies of weights not counted), the pinned
+  // host staging of a GPU.
   Result<DeviceMemoryInfo> device_memory() const;
   // The plan of the last run's input shapes, as data: every step with its device, kernel and
   // operands (dtype, shape, layout, place in the arena), and the memory (an error before a
@@ -158,8 +183,9 @@ class Context {
   // Plan builds, cache use and arena size so far.
   ContextStats stats() const;
 
-  // CPU engines only: runs the model and returns the statistics of every float32 value a
-  // node writes, in execution order (graph inputs and constants are not included).
+  // Runs the model and returns the statistics of every float32 value a node writes, in
+  // execution order (graph inputs and constants are not included), on any device: a value
+  // the device holds in fp16 or bf16 is counted as it holds it.
   Result<std::vector<ValueStats>> value_stats(const std::map<std::string, Tensor>& inputs);
 
   struct Impl;

@@ -1,6 +1,5 @@
-// Context::run (inputs checked against the model's declarations, then the CPU plan cache of
-// runtime/cpu_plan.h or the CUDA runtime) and the Context accessors, CUDA ones forwarded to
-// cuda_runtime.
+// Context::run (inputs checked against the model's declarations, then the Context's plans of
+// runtime/context_plans.h, the same on every device) and the Context accessors.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -9,8 +8,7 @@
 
 #include "ir/op_kind.h"
 #include "ops/op_registry.h"
-#include "runtime/cpu_plan.h"
-#include "runtime/cuda_runtime.h"
+#include "runtime/context_plans.h"
 #include "runtime/engine_impl.h"
 #include "runtime/tensor_limit.h"
 
@@ -139,9 +137,12 @@ Result<std::map<std::string, Tensor>> profile_inputs(const Engine::Impl& e, size
 Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Context::~Context() = default;
 
-Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, Tensor>& inputs) {
-  const Engine::Impl& e = *impl_->engine;
-  const Graph& g = *e.graph;
+namespace {
+
+// The inputs in the graph's order, each checked against its declaration and the engine's
+// device, and their shapes against the profiles where only those may run.
+Result<std::vector<const Tensor*>> checked_inputs(const Engine::Impl& e,
+                                                  const std::map<std::string, Tensor>& inputs) {
   for (const auto& [name, t] : inputs) {
     bool known = false;
     for (const auto& info : e.inputs) known |= info.name == name;
@@ -157,7 +158,7 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
                               "' (the model's inputs: " + names_of(e.inputs) + ")");
     KILN_RETURN_IF_ERROR(check_input(e.inputs[i], it->second));
     const int gpu = it->second.gpu();
-    if (gpu >= 0 && e.options.device != Device::kCuda)
+    if (gpu >= 0 && e.options.device == Device::kCpu)
       return invalid_argument("input '" + e.inputs[i].name + "' is in the memory of GPU " +
                               std::to_string(gpu) + "; a CPU engine takes host tensors");
     if (gpu >= 0 && gpu != e.options.device_index)
@@ -182,112 +183,139 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
                               profiles_text(e) + "), and only those may run (only_profile_shapes)");
     }
   }
-  std::vector<Tensor> out;
-  if (e.cuda) {
-    std::vector<Tensor> in_list;
-    for (const Tensor* t : in) in_list.push_back(*t);
-    KILN_RETURN_IF_ERROR(cuda_run(e, impl_->cuda, in_list, out));
-  } else {
-    impl_->last_inputs = inputs;
-    CpuRunHooks hooks;
-    hooks.node_seconds = impl_->node_seconds;
-    hooks.value_stats = impl_->value_stats;
-    const auto t0 = std::chrono::steady_clock::now();
-    KILN_RETURN_IF_ERROR(impl_->cpu->run(in, out, hooks));
-    impl_->last_run_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
+  return in;
+}
+
+std::map<std::string, Tensor> named_outputs(const Graph& g, std::vector<Tensor>& out) {
   std::map<std::string, Tensor> result;
-  for (size_t i = 0; i < out.size(); ++i) result[g.outputs()[i]->name] = out[i];
+  for (size_t i = 0; i < out.size(); ++i) result[g.outputs()[i]->name] = std::move(out[i]);
   return result;
 }
+
+}  // namespace
+
+Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, Tensor>& inputs) {
+  const Engine::Impl& e = *impl_->engine;
+  KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, checked_inputs(e, inputs));
+  std::vector<Tensor> out;
+  KILN_RETURN_IF_ERROR(impl_->plans->run(in, out, impl_->observer));
+  return named_outputs(*e.graph, out);
+}
+
+Status Context::enqueue(const std::map<std::string, Tensor>& inputs, OnDone on_done,
+                        const OutputPlacement& outputs) {
+  const Engine::Impl& e = *impl_->engine;
+  const Graph& g = *e.graph;
+  KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, checked_inputs(e, inputs));
+  std::vector<Tensor> targets(g.outputs().size());
+  for (const auto& [name, t] : outputs.buffers) {
+    size_t i = 0;
+    while (i < g.outputs().size() && g.outputs()[i]->name != name) ++i;
+    if (i == g.outputs().size())
+      return not_found("output buffer for unknown output '" + name +
+                       "' (the model's outputs: " + names_of(e.outputs) + ")");
+    if (!t.defined()) return invalid_argument("output buffer '" + name + "' is empty");
+    targets[i] = t;
+  }
+  const Graph* graph = &g;
+  return impl_->plans->enqueue(
+      in, targets, outputs.on_device,
+      [graph, on_done = std::move(on_done)](Result<std::vector<Tensor>> out) {
+        if (!out.is_ok()) {
+          on_done(out.status());
+          return;
+        }
+        on_done(named_outputs(*graph, *out));
+      });
+}
+
+Status Context::wait() { return impl_->plans->wait(); }
 
 }  // namespace kiln
 
 namespace kiln {
 
-Result<DeviceTiming> Context::last_device_timing() const {
-  if (impl_->engine->cuda) return cuda_last_timing(impl_->cuda.get());
-  // CPU: no copies; the compute is the whole run (the outputs' allocation included).
-  if (impl_->last_run_ms < 0) return invalid_argument("last_device_timing needs a run() first");
-  return DeviceTiming{0, impl_->last_run_ms, 0};
-}
+Context::Impl::~Impl() = default;
+
+Result<DeviceTiming> Context::last_device_timing() const { return impl_->plans->last_timing(); }
 
 Result<std::vector<double>> Context::time_compute(int iterations) {
-  if (impl_->engine->cuda) return cuda_time_compute(impl_->cuda.get(), iterations);
-  // CPU: the last run's inputs through its cached plan again (the inputs are in host memory
-  // already, as on the device there).
-  if (impl_->last_inputs.empty()) return invalid_argument("time_compute needs a run() first");
-  const std::map<std::string, Tensor> inputs = impl_->last_inputs;
-  std::vector<double> ms;
-  for (int i = 0; i < iterations; ++i) {
-    KILN_RETURN_IF_ERROR(run(inputs).status());
-    ms.push_back(impl_->last_run_ms);
-  }
-  return ms;
+  return impl_->plans->time_compute(iterations);
 }
 
 Result<std::vector<LayerProfile>> Context::profile_layers(int iterations) {
-  if (impl_->engine->cuda) return cuda_profile_layers(impl_->cuda.get(), iterations);
-  // CPU: the last run's inputs again, each node's execute() timed (allocation and the
-  // runtime's bookkeeping between nodes are not counted).
-  if (impl_->last_inputs.empty()) return invalid_argument("profile_layers needs a run() first");
-  if (iterations < 1) return invalid_argument("profile_layers needs at least one iteration");
-  const Engine::Impl& e = *impl_->engine;
-  std::vector<double> seconds(e.order.size(), 0.0);
-  impl_->node_seconds = &seconds;
-  const std::map<std::string, Tensor> inputs = impl_->last_inputs;
-  Status status = Status::ok();
-  for (int i = 0; i < iterations && status.is_ok(); ++i) status = run(inputs).status();
-  impl_->node_seconds = nullptr;
-  KILN_RETURN_IF_ERROR(status);
-  std::vector<LayerProfile> layers;
-  const std::vector<std::string> tactics = impl_->cpu->last_plan_tactics();
-  for (size_t k = 0; k < e.order.size(); ++k) {
-    LayerProfile l;
-    l.name = e.order[k]->name;
-    l.op = op_name(e.order[k]->op);
-    // The kernel's own account where it gives one, else its backend's name.
-    l.tactic = k < tactics.size() && !tactics[k].empty() ? tactics[k]
-               : e.node_backend[k]                       ? e.node_backend[k]->name()
-                                                         : "";
-    l.on_cpu = true;
-    l.ms = seconds[k] * 1e3 / iterations;
-    layers.push_back(std::move(l));
-  }
-  return layers;
+  return impl_->plans->profile_steps(iterations);
 }
 
-Result<DeviceMemoryInfo> Context::device_memory() const {
-  if (impl_->engine->cuda) return cuda_device_memory(*impl_->engine->cuda, impl_->cuda.get());
-  // CPU: the plans' shared arena and the model's constants, in host memory.
-  DeviceMemoryInfo m;
-  m.arena = impl_->cpu->stats().arena_bytes;
-  m.arena_lower_bound = impl_->cpu->last_plan_lower_bound();
-  for (const auto& v : impl_->engine->graph->values())
-    if (v->is_constant()) m.weights += static_cast<int64_t>(v->constant.nbytes());
-  return m;
-}
+Result<DeviceMemoryInfo> Context::device_memory() const { return impl_->plans->memory(); }
+
+namespace {
+
+// The statistics of one value, whatever its device, dtype and layout (a blocked or NHWC value
+// holds the same elements in another order).
+class ValueStatsObserver final : public RunObserver {
+ public:
+  std::vector<ValueStats> stats;
+  Status observe(const Node& node, size_t i, const TensorRef& ref, ContextDevice& device) override {
+    const Value* v = node.outputs[i];
+    if (!v || v->dtype != DataType::kFloat32) return Status::ok();
+    const size_t n = ref.desc.nbytes();
+    const void* bytes = ref.data;
+    if (!device.computes_in_host_memory()) {
+      host_.resize(n);
+      KILN_RETURN_IF_ERROR(device.read(host_.data(), ref.data, n));
+      bytes = host_.data();
+    }
+    const Tensor t = tensor_from_bytes(bytes, ref.desc.dtype, ref.desc.shape, DataType::kFloat32);
+    stats.push_back(stats_of(t, node, *v));
+    return Status::ok();
+  }
+
+ private:
+  static ValueStats stats_of(const Tensor& t, const Node& node, const Value& v) {
+    ValueStats s;
+    s.value = v.name;
+    s.node = node.name;
+    s.op = op_name(node.op);
+    s.count = t.numel();
+    const float* p = t.data<float>();
+    constexpr float kMinNormal = 6.103515625e-05f;  // 2^-14
+    double max_abs = 0;
+    int64_t nonzero = 0, below = 0, nonfinite = 0;
+    for (int64_t k = 0; k < s.count; ++k) {
+      const float a = std::fabs(p[k]);
+      if (!std::isfinite(a)) {
+        ++nonfinite;
+        continue;
+      }
+      nonzero += a != 0.f;
+      below += a != 0.f && a < kMinNormal;
+      max_abs = std::max<double>(max_abs, a);
+    }
+    s.nonzero = nonzero;
+    s.below_fp16_normal = below;
+    s.nonfinite = nonfinite;
+    s.max_abs = max_abs;
+    return s;
+  }
+  std::vector<uint8_t> host_;
+};
+
+}  // namespace
 
 Result<std::vector<ValueStats>> Context::value_stats(const std::map<std::string, Tensor>& inputs) {
-  if (impl_->engine->cuda) return invalid_argument("value_stats is for CPU engines");
-  std::vector<ValueStats> stats;
-  impl_->value_stats = &stats;
+  ValueStatsObserver observer;
+  impl_->observer = &observer;
   auto r = run(inputs);
-  impl_->value_stats = nullptr;
+  impl_->observer = nullptr;
   KILN_RETURN_IF_ERROR(r.status());
-  return stats;
+  return std::move(observer.stats);
 }
 
-bool Context::uses_cuda_graph() const { return cuda_uses_graph(impl_->cuda.get()); }
+bool Context::uses_cuda_graph() const { return impl_->plans->replayed(); }
 
-Result<PlanInfo> Context::plan() const {
-  if (impl_->engine->cuda) return cuda_plan_info(*impl_->engine, impl_->cuda.get());
-  return impl_->cpu->last_plan_info();
-}
+Result<PlanInfo> Context::plan() const { return impl_->plans->last_plan_info(); }
 
-ContextStats Context::stats() const {
-  return impl_->cpu ? impl_->cpu->stats() : cuda_stats(impl_->cuda.get());
-}
+ContextStats Context::stats() const { return impl_->plans->stats(); }
 
 }  // namespace kiln

@@ -7,8 +7,8 @@
 #include "core/check.h"
 #include "onnx/importer.h"
 #include "passes/pass.h"
-#include "runtime/cpu_plan.h"
-#include "runtime/cuda_runtime.h"
+#include "runtime/context_plans.h"
+#include "runtime/devices.h"
 #include "runtime/engine_impl.h"
 #include "runtime/fp32_values.h"
 #include "runtime/plan_file.h"
@@ -40,7 +40,7 @@ Status warm_profiles(const Engine& e, Context& ctx, std::vector<PlanInfo>* plans
 std::unique_ptr<Context> bare_context(const Engine& e) {
   auto impl = std::make_unique<Context::Impl>();
   impl->engine = &engine_impl(e);
-  if (!impl->engine->cuda) impl->cpu = std::make_shared<CpuPlanCache>(*impl->engine);
+  impl->plans = std::make_unique<ContextPlans>(*impl->engine);
   return std::make_unique<Context>(std::move(impl));
 }
 
@@ -206,7 +206,7 @@ Status set_shapes(const Graph& graph, const EngineOptions& options, Engine::Impl
 
 // Step 4: the kernels' owner per node and each value's last use. "auto": oneDNN for the nodes
 // it supports, the reference kernels for the rest. CUDA engines lower nodes per input shape
-// (runtime/cuda_runtime.h); the reference backend recorded here is what their CPU fallback
+// (runtime/context_plans.h); the reference backend recorded here is what their CPU fallback
 // steps run.
 Status assign_kernels(Graph& graph, Engine::Impl& impl) {
   const EngineOptions& options = impl.options;
@@ -255,9 +255,11 @@ Result<std::shared_ptr<Engine>> build_engine(
   impl->report = std::move(report);
   KILN_RETURN_IF_ERROR(set_shapes(*graph, options, *impl));
   KILN_RETURN_IF_ERROR(assign_kernels(*graph, *impl));
-  // The CUDA state is made once the precision overrides are resolved (fp32_values adds some).
+  // The device state is made once the precision overrides are resolved (fp32_values adds
+  // some).
+  KILN_ASSIGN_OR_RETURN(const DeviceProvider* provider, provider_of(options.device));
+  KILN_ASSIGN_OR_RETURN(impl->device, provider->open(resolved, tactics));
   if (options.device == Device::kCuda) {
-    KILN_ASSIGN_OR_RETURN(impl->cuda, make_cuda_engine_state(resolved, tactics));
     impl->model_bytes = std::move(model_bytes);
     impl->model_dir = std::move(model_dir);
   }
@@ -326,7 +328,7 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   KILN_ASSIGN_OR_RETURN(PlanFile plan, parse_plan(bytes, path));
   if (opts.device != Device::kCuda)
     return invalid_argument("'" + path + "' is a CUDA plan file; run it with --device cuda");
-  KILN_ASSIGN_OR_RETURN(std::string tag, cuda_current_device_tag(opts.device_index));
+  KILN_ASSIGN_OR_RETURN(std::string tag, device_tag(opts.device, opts.device_index));
   if (tag != plan.device_tag)
     return invalid_argument("plan file '" + path + "' was built for " + plan.device_tag +
                             "; this machine has " + tag + ": rebuild it with `kiln build`");
@@ -357,7 +359,7 @@ Result<std::shared_ptr<Engine>> Engine::load(const std::string& path, const Engi
 }
 
 Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
-  if (!impl_->cuda)
+  if (impl_->options.device != Device::kCuda)
     return invalid_argument("Engine::for_gpu: a CPU engine has no GPU to build for");
   if (impl_->model_bytes.empty())
     return invalid_argument("Engine::for_gpu: this engine has no model bytes to build again");
@@ -367,10 +369,10 @@ Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
   // The same GPU model (and libraries): this engine's timings stand, so no layer is timed
   // again; another model times its own.
   KILN_ASSIGN_OR_RETURN(const std::string here,
-                        cuda_current_device_tag(impl_->options.device_index));
-  KILN_ASSIGN_OR_RETURN(const std::string there, cuda_current_device_tag(device_index));
+                        device_tag(Device::kCuda, impl_->options.device_index));
+  KILN_ASSIGN_OR_RETURN(const std::string there, device_tag(Device::kCuda, device_index));
   std::vector<std::pair<std::string, std::string>> tactics;
-  if (here == there) tactics = cuda_tactic_entries(*impl_->cuda);
+  if (here == there) tactics = impl_->device->tactic_entries();
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(impl_->model_bytes, impl_->model_dir));
   return build_engine(std::move(graph), o, tactics, impl_->model_bytes, impl_->model_dir)
       .with_context("Engine::for_gpu(" + std::to_string(device_index) + ")");
@@ -379,14 +381,16 @@ Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
 bool is_plan_file(const std::string& path) { return looks_like_plan(path); }
 
 Status Engine::save_plan(const std::string& path) const {
-  if (!impl_->cuda) return invalid_argument("plan files are for CUDA engines (--device cuda)");
+  if (impl_->options.device != Device::kCuda)
+    return invalid_argument("plan files are for CUDA engines (--device cuda)");
   if (impl_->model_bytes.empty())
     return invalid_argument("this engine has no model bytes to save (load it from a file)");
   PlanFile plan;
   plan.kiln_version = kiln_version();
-  KILN_ASSIGN_OR_RETURN(plan.device_tag, cuda_current_device_tag(impl_->options.device_index));
+  KILN_ASSIGN_OR_RETURN(plan.device_tag,
+                        device_tag(impl_->options.device, impl_->options.device_index));
   plan.options = impl_->options;
-  plan.tactics = cuda_tactic_entries(*impl_->cuda);
+  plan.tactics = impl_->device->tactic_entries();
   for (size_t k = 0; k < impl_->report.plans.size() && k < impl_->options.shape_profiles.size();
        ++k)
     plan.plans.push_back(impl_->report.plans[k].structure());

@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/device.h"
 #include "ir/graph.h"
 #include "kiln/engine.h"
 
 namespace kiln {
 
-struct CudaEngineState;
-struct CudaContextState;
-class CpuPlanCache;
+class ContextPlans;
+class RunObserver;
 
 struct Engine::Impl {
   std::unique_ptr<Graph> graph;
@@ -33,22 +33,18 @@ struct Engine::Impl {
   // For each value id: index in `order` of its last reader, or -1 (never read by a node).
   std::vector<int> last_use;
   std::vector<bool> is_graph_output;  // by value id
-  // CUDA engines: weights on the device, timing cache; and the ONNX bytes (for plan files).
-  std::shared_ptr<CudaEngineState> cuda;
+  // What the engine keeps on its device (uploaded constants, timing cache), shared by its
+  // Contexts; and for CUDA engines the ONNX bytes (for plan files).
+  std::shared_ptr<EngineDevice> device;
   std::string model_bytes;
   std::string model_dir = ".";  // where the model's external data files lie (for_gpu)
 };
 
 struct Context::Impl {
   const Engine::Impl* engine = nullptr;
-  std::shared_ptr<CpuPlanCache> cpu;       // CPU engines: plans by input shape, arena
-  std::shared_ptr<CudaContextState> cuda;  // CUDA engines: stream, handles, plan
-  // CPU engines: the last run's inputs (shared buffers, not copies), for profile_layers(),
-  // and while profiling, each node's summed execute() seconds.
-  std::map<std::string, Tensor> last_inputs;
-  std::vector<double>* node_seconds = nullptr;
-  std::vector<ValueStats>* value_stats = nullptr;  // while value_stats() runs
-  double last_run_ms = -1;  // CPU engines: the last run's wall time (last_device_timing)
+  std::unique_ptr<ContextPlans> plans;  // plans by input key, on the engine's device
+  RunObserver* observer = nullptr;      // while value_stats() runs
+  ~Impl();
 };
 
 inline const Engine::Impl& engine_impl(const Engine& e) { return *e.impl_; }

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "runtime/cuda_runtime.h"
+#include "runtime/context_plans.h"
 #include "runtime/engine_impl.h"
 #include "runtime/request_queue.h"
 
@@ -20,14 +20,15 @@ struct Pipeline::Impl {
   PipelineOptions options;
   std::vector<std::unique_ptr<Context>> contexts;
   std::vector<int> devices;  // per context: its GPU, or -1
-  // CUDA: each GPU's compute order, joined by all its Contexts (on or off).
-  std::map<int, std::shared_ptr<CudaComputeOrder>> orders;
+  // Each GPU's compute order (on a device that has one), joined by all its Contexts (on or
+  // off).
+  std::map<int, std::shared_ptr<ComputeOrder>> orders;
   bool ordered = false;
   ComputeOrderTiming order_timing;
   bool caller_submitted = false;  // submit() was called (warm_up's own rounds do not count)
 
   void set_ordered(bool on) {
-    for (auto& [gpu, order] : orders) set_cuda_compute_order(order.get(), on);
+    for (auto& [gpu, order] : orders) order->set_enabled(on);
     ordered = on && !orders.empty();
   }
   // A request into the queue, counted (`by_caller`: from Pipeline::submit, not warm_up).
@@ -102,13 +103,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(
     const bool cuda = e.options().device == Device::kCuda;
     const int gpu = cuda ? e.options().device_index : -1;
     impl->devices.push_back(gpu);
-    if (cuda) {
-      auto& order = impl->orders[gpu];
-      if (!order) order = make_cuda_compute_order();
-      KILN_RETURN_IF_ERROR(
-          cuda_join_compute_order(engine_impl(e), context_impl(*impl->contexts.back()).cuda, order)
-              .with_context("Pipeline context " + std::to_string(k)));
+    auto& order = impl->orders[gpu];
+    if (!order) order = engine_impl(e).device->make_compute_order();
+    if (!order) {
+      impl->orders.erase(gpu);
+      continue;
     }
+    KILN_RETURN_IF_ERROR(context_impl(*impl->contexts.back())
+                             .plans->join(order)
+                             .with_context("Pipeline context " + std::to_string(k)));
   }
   impl->set_ordered(options.compute_order != PipelineOptions::ComputeOrder::kConcurrent);
   // The Contexts of one GPU fail together (a faulted GPU fails all of the process's work

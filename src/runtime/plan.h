@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/device.h"
 #include "ir/graph.h"
 #include "kiln/options.h"
 #include "kiln/report.h"
@@ -73,9 +74,12 @@ struct PlanStep {
 // dtype) computed from the data makes the shapes after it follow the data.
 inline constexpr int64_t kKeyedInputElements = 16;
 
-// Per device (indexed by DeviceKind).
-inline constexpr size_t kDeviceKinds = 2;
-inline size_t device_index(DeviceKind d) { return static_cast<size_t>(d); }
+// Graph inputs of an integer or bool dtype with at most kKeyedInputElements elements are part
+// of a plan's key (shapes, axes, pads given as inputs): values computed from them alone are
+// fixed in the plan.
+inline bool is_keyed_input(const Tensor& t) {
+  return t.numel() <= kKeyedInputElements && !dtype_is_float(t.dtype());
+}
 
 struct Plan {
   DeviceKind main = DeviceKind::kCpu;  // where the kernels run unless they fall back

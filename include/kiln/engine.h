@@ -193,6 +193,8 @@ class Context {
 
  private:
   friend Impl& context_impl(Context& c);
+  // The error of planning the profiles at create_context(), once (then ok).
+  Status take_unplanned();
   std::unique_ptr<Impl> impl_;
 };
 

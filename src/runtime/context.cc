@@ -32,20 +32,25 @@ std::string declared_shape(const TensorInfo& info) {
   return r + "]";
 }
 
+// `shape` against the input's declared one (symbolic dimensions take any size).
+Status check_shape(const TensorInfo& info, const Shape& shape) {
+  if (!info.has_shape) return Status::ok();
+  bool ok = shape.size() == info.dims.size();
+  for (size_t i = 0; ok && i < info.dims.size(); ++i)
+    if (info.dims[i] >= 0 && info.dims[i] != shape[i]) ok = false;
+  if (!ok)
+    return invalid_argument("input '" + info.name + "': expected shape " + declared_shape(info) +
+                            ", got " + shape_str(shape));
+  return Status::ok();
+}
+
 Status check_input(const TensorInfo& info, const Tensor& t) {
   std::string where = "input '" + info.name + "'";
   if (!t.defined()) return invalid_argument(where + ": tensor is empty");
   if (t.dtype() != info.dtype)
     return invalid_argument(where + ": expected dtype " + dtype_name(info.dtype) + ", got " +
                             dtype_name(t.dtype()));
-  if (!info.has_shape) return Status::ok();
-  bool ok = t.rank() == static_cast<int64_t>(info.dims.size());
-  for (size_t i = 0; ok && i < info.dims.size(); ++i)
-    if (info.dims[i] >= 0 && info.dims[i] != t.shape()[i]) ok = false;
-  if (!ok)
-    return invalid_argument(where + ": expected shape " + declared_shape(info) + ", got " +
-                            shape_str(t.shape()));
-  return Status::ok();
+  return check_shape(info, t.shape());
 }
 
 // "shape profile 2", or "the shape ranges' opt" for the profile the ranges add.
@@ -123,15 +128,24 @@ bool inside_ranges(const Engine::Impl& e, const std::vector<const Tensor*>& in) 
 
 }  // namespace
 
-Result<std::map<std::string, Tensor>> profile_inputs(const Engine::Impl& e, size_t k) {
+Result<std::vector<TensorDesc>> profile_descs(const Engine::Impl& e, size_t k) {
   KILN_ASSIGN_OR_RETURN(std::vector<Shape> shapes, profile_shapes(e, k));
-  std::map<std::string, Tensor> inputs;
+  std::vector<TensorDesc> descs;
   for (size_t i = 0; i < shapes.size(); ++i) {
-    Tensor t = Tensor::zeros(e.inputs[i].dtype, shapes[i]);
-    KILN_RETURN_IF_ERROR_CTX(check_input(e.inputs[i], t), profile_name(e, k));
-    inputs[e.inputs[i].name] = std::move(t);
+    KILN_RETURN_IF_ERROR_CTX(check_shape(e.inputs[i], shapes[i]), profile_name(e, k));
+    descs.push_back(TensorDesc{e.inputs[i].dtype, shapes[i]});
   }
-  return inputs;
+  return descs;
+}
+
+Status plan_profiles(const Engine::Impl& e, Context& ctx, std::vector<PlanInfo>* plans) {
+  for (size_t k = 0; k < e.profiles.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(std::vector<TensorDesc> descs, profile_descs(e, k));
+    KILN_ASSIGN_OR_RETURN(PlanInfo plan,
+                          context_impl(ctx).plans->plan(descs).with_context(profile_name(e, k)));
+    if (plans) plans->push_back(std::move(plan));
+  }
+  return Status::ok();
 }
 
 Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -196,6 +210,7 @@ std::map<std::string, Tensor> named_outputs(const Graph& g, std::vector<Tensor>&
 
 Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, Tensor>& inputs) {
   const Engine::Impl& e = *impl_->engine;
+  KILN_RETURN_IF_ERROR(take_unplanned());
   KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, checked_inputs(e, inputs));
   std::vector<Tensor> out;
   KILN_RETURN_IF_ERROR(impl_->plans->run(in, out, impl_->observer));
@@ -206,6 +221,7 @@ Status Context::enqueue(const std::map<std::string, Tensor>& inputs, OnDone on_d
                         const OutputPlacement& outputs) {
   const Engine::Impl& e = *impl_->engine;
   const Graph& g = *e.graph;
+  KILN_RETURN_IF_ERROR(take_unplanned());
   KILN_ASSIGN_OR_RETURN(std::vector<const Tensor*> in, checked_inputs(e, inputs));
   std::vector<Tensor> targets(g.outputs().size());
   for (const auto& [name, t] : outputs.buffers) {
@@ -230,6 +246,12 @@ Status Context::enqueue(const std::map<std::string, Tensor>& inputs, OnDone on_d
 }
 
 Status Context::wait() { return impl_->plans->wait(); }
+
+Status Context::take_unplanned() {
+  Status st = std::move(impl_->unplanned);
+  impl_->unplanned = Status::ok();
+  return st.with_context("planning the engine's shape profiles for this context");
+}
 
 }  // namespace kiln
 

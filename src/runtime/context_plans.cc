@@ -15,14 +15,23 @@ namespace {
 // order), compute done, outputs copied.
 constexpr size_t kEvents = 5;
 
-std::string key_of(const std::vector<const Tensor*>& inputs) {
+// The inputs as the builder takes them: a keyed input's value is known at build.
+std::vector<TensorDesc> descs_of(const std::vector<const Tensor*>& inputs) {
+  std::vector<TensorDesc> descs;
+  for (const Tensor* t : inputs)
+    descs.push_back(TensorDesc{t->dtype(), t->shape(), is_keyed_input(*t) ? t : nullptr});
+  return descs;
+}
+
+// A plan's key: the inputs' dtypes and shapes, and the bytes of those known at build.
+std::string key_of(const std::vector<TensorDesc>& inputs) {
   std::string k;
-  for (const Tensor* t : inputs) {
-    k += std::to_string(static_cast<int>(t->dtype()));
-    for (int64_t d : t->shape()) k += "," + std::to_string(d);
-    if (is_keyed_input(*t)) {
+  for (const TensorDesc& t : inputs) {
+    k += std::to_string(static_cast<int>(t.dtype));
+    for (int64_t d : t.shape) k += "," + std::to_string(d);
+    if (t.value) {
       k += "=";
-      k.append(static_cast<const char*>(t->raw()), t->nbytes());
+      k.append(static_cast<const char*>(t.value->raw()), t.value->nbytes());
     }
     k += ";";
   }
@@ -136,13 +145,14 @@ Status ContextPlans::bind(Entry& e) {
   return Status::ok();
 }
 
-Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<const Tensor*>& inputs,
+Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<TensorDesc>& descs,
+                                                         const std::vector<const Tensor*>* inputs,
                                                          std::vector<Tensor>& outputs,
                                                          RunObserver* observer, bool* ran,
                                                          bool* cached) {
   *ran = false;
   *cached = true;
-  const std::string key = key_of(inputs);
+  const std::string key = key_of(descs);
   auto it = std::find_if(plans_.begin(), plans_.end(),
                          [&](const std::unique_ptr<Entry>& p) { return p->key == key; });
   if (it != plans_.end()) {
@@ -159,9 +169,6 @@ Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<const
 
   auto entry = std::make_unique<Entry>();
   entry->key = key;
-  std::vector<TensorDesc> descs;
-  for (const Tensor* t : inputs)
-    descs.push_back(TensorDesc{t->dtype(), t->shape(), is_keyed_input(*t) ? t : nullptr});
   auto plan = std::make_unique<Plan>();
   const Status built =
       build_plan(*e_.graph, e_.order, descs, plan_options(e_, *device_), devices_, *plan);
@@ -180,13 +187,15 @@ Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<const
     KILN_ASSIGN_OR_RETURN(entry->events, device_->make_events(kEvents));
     // The memory now, so the build's cost is all paid here.
     KILN_RETURN_IF_ERROR(bind(*entry));
+  } else if (plan->needs_data && !inputs) {
+    return nullptr;  // nothing to plan ahead: the plan follows the data
   } else if (plan->needs_data && device_->computes_in_host_memory()) {
     RunningHooks hooks;
     hooks.observer = observer;
     hooks.device = device_.get();
     KILN_ASSIGN_OR_RETURN(entry->events, device_->make_events(kEvents));
     for (size_t i = 0; i < 3; ++i) KILN_RETURN_IF_ERROR(entry->events->record(i));
-    KILN_ASSIGN_OR_RETURN(entry->running, RunningPlan::build(e_, inputs, outputs, hooks));
+    KILN_ASSIGN_OR_RETURN(entry->running, RunningPlan::build(e_, *inputs, outputs, hooks));
     for (size_t i = 3; i < kEvents; ++i) KILN_RETURN_IF_ERROR(entry->events->record(i));
     *ran = true;
   } else {
@@ -204,7 +213,8 @@ Status ContextPlans::run(const std::vector<const Tensor*>& inputs, std::vector<T
   KILN_RETURN_IF_ERROR(device().status());
   while (true) {
     bool ran = false, cached = false;
-    KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(inputs, outputs, observer, &ran, &cached));
+    KILN_ASSIGN_OR_RETURN(
+        Entry * e, find_or_build(descs_of(inputs), &inputs, outputs, observer, &ran, &cached));
     e->last_inputs.clear();
     for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
     if (ran) return Status::ok();  // built by running these inputs
@@ -426,7 +436,8 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
   KILN_RETURN_IF_ERROR(device().status());
   std::vector<Tensor> outputs;
   bool ran = false, cached = false;
-  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(inputs, outputs, nullptr, &ran, &cached));
+  KILN_ASSIGN_OR_RETURN(Entry * e,
+                        find_or_build(descs_of(inputs), &inputs, outputs, nullptr, &ran, &cached));
   if (!e->plan) {  // built by running: runs now, on the calling thread
     if (!ran) {
       KILN_RETURN_IF_ERROR(run(inputs, outputs));
@@ -460,6 +471,19 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
     }
     done(std::move(*finished));
   });
+}
+
+Result<PlanInfo> ContextPlans::plan(const std::vector<TensorDesc>& inputs) {
+  KILN_RETURN_IF_ERROR(device().status());
+  std::vector<Tensor> outputs;
+  bool ran = false, cached = false;
+  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(inputs, nullptr, outputs, nullptr, &ran, &cached));
+  if (!e) {
+    PlanInfo r;
+    r.dynamic = "its output shapes follow values computed from the inputs' data";
+    return r;
+  }
+  return plan_info(*e->plan, *e_.graph);
 }
 
 Status ContextPlans::wait() {

@@ -51,6 +51,10 @@ class ContextPlans {
   using Done = std::function<void(Result<std::vector<Tensor>>)>;
   Status enqueue(const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& targets,
                  bool on_device, Done done);
+  // Builds (or finds) the plan of inputs of these dtypes and shapes (a value where known at
+  // build) without running it: the engine's shape profiles. A graph whose shapes follow the
+  // data has nothing to plan ahead: its PlanInfo says so.
+  Result<PlanInfo> plan(const std::vector<TensorDesc>& inputs);
   // Waits until everything given to the device is done.
   Status wait();
 
@@ -72,7 +76,11 @@ class ContextPlans {
 
  private:
   Result<ContextDevice*> device();
-  Result<Entry*> find_or_build(const std::vector<const Tensor*>& inputs,
+  // The cached plan of `descs`, or a new one: planned ahead, or where the shapes follow the
+  // data and `inputs` are given, built by running them (*ran; `outputs` then hold the run's);
+  // nullptr where there are none.
+  Result<Entry*> find_or_build(const std::vector<TensorDesc>& descs,
+                               const std::vector<const Tensor*>* inputs,
                                std::vector<Tensor>& outputs, RunObserver* observer, bool* ran,
                                bool* cached);
   Status bind(Entry& e);

@@ -18,24 +18,6 @@ namespace kiln {
 
 namespace {
 
-// Runs every shape profile of `e` on `ctx` once (its plans are then built and cached), and
-// gives their plans in `plans` where asked.
-Status warm_profiles(const Engine& e, Context& ctx, std::vector<PlanInfo>* plans = nullptr) {
-  const Engine::Impl& impl = engine_impl(e);
-  for (size_t k = 0; k < impl.profiles.size(); ++k) {
-    KILN_ASSIGN_OR_RETURN(auto inputs, profile_inputs(impl, k));
-    const std::string what = k < impl.options.shape_profiles.size()
-                                 ? "shape profile " + std::to_string(k + 1)
-                                 : std::string("the shape ranges' opt");
-    KILN_RETURN_IF_ERROR_CTX(ctx.run(inputs).status(), what);
-    if (plans) {
-      KILN_ASSIGN_OR_RETURN(PlanInfo plan, ctx.plan());
-      plans->push_back(std::move(plan));
-    }
-  }
-  return Status::ok();
-}
-
 // A Context of `e` with no plan yet.
 std::unique_ptr<Context> bare_context(const Engine& e) {
   auto impl = std::make_unique<Context::Impl>();
@@ -270,7 +252,7 @@ Result<std::shared_ptr<Engine>> build_engine(
     auto engine = std::make_shared<Engine>(std::move(impl));
     auto ctx = bare_context(*engine);
     std::vector<PlanInfo> plans;
-    KILN_RETURN_IF_ERROR(warm_profiles(*engine, *ctx, &plans));
+    KILN_RETURN_IF_ERROR(plan_profiles(engine_impl(*engine), *ctx, &plans));
     engine_impl(*engine).report.plans = std::move(plans);
     return engine;
   }
@@ -417,9 +399,9 @@ Result<std::shared_ptr<Engine>> Engine::from_bytes(const std::string& bytes,
 
 std::unique_ptr<Context> Engine::create_context() const {
   auto ctx = bare_context(*this);
-  // The profiles' plans now, so no request builds them. They ran at the engine's build, so
-  // this does not fail but for lack of memory, which the first run of that shape reports.
-  (void)warm_profiles(*this, *ctx);
+  // The profiles' plans now, so no request builds them. They were planned at the engine's
+  // build, so this fails only for lack of memory: the first run returns that error.
+  context_impl(*ctx).unplanned = plan_profiles(*impl_, *ctx, nullptr);
   return ctx;
 }
 

@@ -44,6 +44,9 @@ struct Context::Impl {
   const Engine::Impl* engine = nullptr;
   std::unique_ptr<ContextPlans> plans;  // plans by input key, on the engine's device
   RunObserver* observer = nullptr;      // while value_stats() runs
+  // Planning the profiles at create_context() failed (out of memory): the first run returns
+  // it, and plans its shapes again.
+  Status unplanned = Status::ok();
   ~Impl();
 };
 
@@ -51,9 +54,12 @@ inline const Engine::Impl& engine_impl(const Engine& e) { return *e.impl_; }
 inline Engine::Impl& engine_impl(Engine& e) { return *e.impl_; }
 inline Context::Impl& context_impl(Context& c) { return *c.impl_; }
 
-// Zero inputs of the engine's shape profile `k` (Engine::Impl::profiles); an error names the
+// The inputs of the engine's shape profile `k` (Engine::Impl::profiles); an error names the
 // profile and what is wrong with it.
-Result<std::map<std::string, Tensor>> profile_inputs(const Engine::Impl& e, size_t k);
+Result<std::vector<TensorDesc>> profile_descs(const Engine::Impl& e, size_t k);
+// Plans every shape profile of the engine on `ctx` (built without running, and cached), and
+// gives their plans in `plans` where asked.
+Status plan_profiles(const Engine::Impl& e, Context& ctx, std::vector<PlanInfo>* plans);
 
 // Op counts, parameters and FLOPs per image of `g` (Engine::stats of its graph).
 ModelStats model_stats(const Graph& g);

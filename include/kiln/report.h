@@ -80,6 +80,8 @@ struct PlanStepInfo {
   std::string name;    // the node's name, or "convert <value>" / "copy <value>"
   std::string op;      // the op kind, "Convert", "Copy", or "CPU:<op>" for a host fallback
   std::string tactic;  // the implementation chosen, or why a node fell back to the host
+  // The candidates asked before the one chosen that declined the node: "BACKEND: reason".
+  std::vector<std::string> declined;
   // Each operand: "%SLOT:DEVICE DTYPE[SHAPE] [LAYOUT] @OFFSET" (in its device's arena),
   // "const", "external" (the caller's tensor) or "view of %SLOT"; "-" for an omitted one.
   std::vector<std::string> inputs, outputs;

@@ -16,19 +16,36 @@ std::vector<Layout> Kernel::input_layouts(const std::vector<Layout>& offered) co
   return want;
 }
 
+std::vector<Layout> Kernel::input_layouts_for(const std::vector<TensorDesc>& offered) const {
+  std::vector<Layout> layouts(offered.size(), Layout::kPlain);
+  for (size_t i = 0; i < offered.size(); ++i) layouts[i] = offered[i].layout;
+  return input_layouts(layouts);
+}
+
 namespace {
 std::vector<KernelCandidate>& registry() {
   static std::vector<KernelCandidate> r;
   return r;
 }
+std::vector<BackendStateFactory>& state_factories() {
+  static std::vector<BackendStateFactory> r;
+  return r;
+}
 }  // namespace
 
 bool KernelRegistry::add(const KernelCandidate& c) {
-  KILN_CHECK(c.make != nullptr && c.op != OpKind::kCount);
+  KILN_CHECK(c.make != nullptr);
   // Two kernels of one backend for one op would leave which runs to static initialization
   // order.
-  KILN_CHECK(find(c.op, c.device, c.backend) == nullptr);
+  for (const KernelCandidate& o : registry())
+    KILN_CHECK(!(o.op == c.op && o.device == c.device && std::strcmp(o.backend, c.backend) == 0));
   registry().push_back(c);
+  return true;
+}
+
+bool KernelRegistry::add_state(const BackendStateFactory& f) {
+  KILN_CHECK(f.make != nullptr);
+  state_factories().push_back(f);
   return true;
 }
 
@@ -36,13 +53,39 @@ std::vector<const KernelCandidate*> KernelRegistry::candidates(OpKind op, Device
   std::vector<const KernelCandidate*> r;
   for (const KernelCandidate& c : registry())
     if (c.op == op && c.device == device) r.push_back(&c);
+  for (const KernelCandidate& c : registry())
+    if (c.op == OpKind::kCount && c.device == device) r.push_back(&c);
   return r;
 }
 
 const KernelCandidate* KernelRegistry::find(OpKind op, DeviceKind device, const char* backend) {
-  for (const KernelCandidate& c : registry())
-    if (c.op == op && c.device == device && std::strcmp(c.backend, backend) == 0) return &c;
+  for (const KernelCandidate* c : candidates(op, device))
+    if (std::strcmp(c->backend, backend) == 0) return c;
   return nullptr;
+}
+
+BackendStates KernelRegistry::make_states(DeviceKind device, const EngineOptions& options) {
+  BackendStates s;
+  for (const BackendStateFactory& f : state_factories())
+    if (f.device == device) s.by_backend.emplace_back(f.backend, f.make(options));
+  return s;
+}
+
+const BackendState* BackendStates::find(const char* backend) const {
+  for (const auto& [name, state] : by_backend)
+    if (name == backend) return state.get();
+  return nullptr;
+}
+
+std::vector<const KernelCandidate*> candidates_for(const Node& node, DeviceKind device,
+                                                   bool reference_only) {
+  std::vector<const KernelCandidate*> r;
+  for (const KernelCandidate* c : KernelRegistry::candidates(node.op, device)) {
+    if (reference_only && std::strcmp(c->backend, "reference") != 0) continue;
+    if (c->supports && !c->supports(node)) continue;
+    r.push_back(c);
+  }
+  return r;
 }
 
 TensorRef host_ref(const Tensor& t) {

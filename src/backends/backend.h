@@ -76,6 +76,9 @@ class Kernel {
   // input_layout() for each; a kernel whose inputs must agree (a binary op on equal shapes)
   // answers for all at once here.
   virtual std::vector<Layout> input_layouts(const std::vector<Layout>& offered) const;
+  // The same asked with the inputs' descs (dtype, shape, the offered layout; the value where
+  // known at build), which the planner knows: the default asks input_layouts().
+  virtual std::vector<Layout> input_layouts_for(const std::vector<TensorDesc>& offered) const;
   // The layout input i must arrive in, given the one its producer offers. Default: kPlain.
   virtual Layout input_layout(int i, Layout offered) const { return Layout::kPlain; }
   // True when input i may arrive exactly as its producer stores it (dtype and layout), for
@@ -121,12 +124,26 @@ using KernelFactory = Result<std::unique_ptr<Kernel>> (*)(const Node& node,
 // One registered kernel candidate: a backend's kernel for one op kind on one device.
 struct KernelCandidate {
   DeviceKind device = DeviceKind::kCpu;
-  const char* backend = "";  // "onednn", "cuda"
-  OpKind op = OpKind::kCount;
+  const char* backend = "";    // "onednn", "cuda", "reference"
+  OpKind op = OpKind::kCount;  // kCount: any op (asked after the op's own candidates)
   // Whether it runs `node` (dtypes, attribute values), asked without making a kernel;
   // nullptr: ask the factory (it returns kUnsupported).
   bool (*supports)(const Node& node) = nullptr;
   KernelFactory make = nullptr;
+};
+
+// A backend's state for one engine (its caches, shared by the kernels it makes), made from the
+// engine's options by the factory the backend registers.
+struct BackendStateFactory {
+  DeviceKind device = DeviceKind::kCpu;
+  const char* backend = "";
+  std::unique_ptr<BackendState> (*make)(const EngineOptions& options) = nullptr;
+};
+
+// An engine's backend states, by backend name.
+struct BackendStates {
+  std::vector<std::pair<std::string, std::unique_ptr<BackendState>>> by_backend;
+  const BackendState* find(const char* backend) const;
 };
 
 // Every backend's kernels register here, one file per kernel. A candidate registered twice
@@ -134,25 +151,21 @@ struct KernelCandidate {
 class KernelRegistry {
  public:
   static bool add(const KernelCandidate& c);
-  // The candidates for `op` on `device`, in registration order per backend.
+  static bool add_state(const BackendStateFactory& f);
+  // The candidates for `op` on `device`: the op's own in registration order per backend, then
+  // those for any op (the reference kernels).
   static std::vector<const KernelCandidate*> candidates(OpKind op, DeviceKind device);
-  // The candidate of `backend` for `op`, or nullptr.
+  // The candidate of `backend` for `op` (its own, or one for any op), or nullptr.
   static const KernelCandidate* find(OpKind op, DeviceKind device, const char* backend);
+  // The states of the backends of `device` that registered one, for an engine of `options`.
+  static BackendStates make_states(DeviceKind device, const EngineOptions& options);
 };
 
-// A device's kernel provider as the host runtime sees it: claims nodes and makes kernels.
-class Backend {
- public:
-  virtual ~Backend() = default;
-  virtual const char* name() const = 0;
-  // Whether this backend can run `node` (op, dtypes, attribute values).
-  virtual bool supports(const Node& node) const = 0;
-  // Builds the kernel for a node supports() accepted. The node outlives the kernel.
-  virtual Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const = 0;
-};
+// The candidates of `node` on `device` an engine may use: every one, or with `reference_only`
+// (EngineOptions::backend = reference) the reference kernels alone.
+std::vector<const KernelCandidate*> candidates_for(const Node& node, DeviceKind device,
+                                                   bool reference_only);
 
-// The CPU reference backend: every op with a reference kernel, single-threaded.
-const Backend& reference_backend();
 // The reference kernel of `node` (a host step of any plan), or kUnsupported when the op has
 // none.
 Result<std::unique_ptr<Kernel>> make_reference_kernel(const Node& node);
@@ -207,7 +220,8 @@ class PlanDevice {
   virtual Status copy_from_host(void* device, const void* host, size_t n) = 0;
 };
 // The host as a plan device: kernels run in the calling thread, constants are the graph's
-// bytes, conversions change float dtypes (float32/float16/bfloat16) and plain <-> NHWC.
+// bytes, conversions change float dtypes (float32/float16/bfloat16) and layouts (plain, NHWC,
+// oneDNN's nChw8c and nChw16c).
 std::unique_ptr<PlanDevice> make_host_plan_device();
 // A Tensor over a host operand's bytes (no copy), for code written on Tensors.
 Tensor host_tensor(const TensorRef& r);

@@ -57,12 +57,8 @@ PlanOptions plan_options(const Engine::Impl& e, const ContextDevice& d) {
   o.arena_alignment = d.arena_alignment();
   o.external_io = d.computes_in_host_memory();
   o.reuse_memory = e.options.reuse_memory;
-  // The engine's host kernel per node (oneDNN where the CPU engine has it, else the reference).
-  o.host_kernel = [&e](const Node& node, size_t k) -> Result<std::unique_ptr<Kernel>> {
-    auto made = e.node_backend[k]->create_kernel(node);
-    if (!made.is_ok()) return made.status().with_context(node.describe());
-    return std::move(made).value();
-  };
+  o.states = &e.states;
+  o.reference_only = e.options.backend == KernelChoice::kReference;
   return o;
 }
 

@@ -3,7 +3,7 @@
 #include <set>
 #include <sstream>
 
-#include "backends/cpu/dnnl_backend.h"
+#include "backends/cpu/dnnl_backend.h"  // cpu_precision_status
 #include "core/check.h"
 #include "onnx/importer.h"
 #include "passes/pass.h"
@@ -186,24 +186,18 @@ Status set_shapes(const Graph& graph, const EngineOptions& options, Engine::Impl
   return Status::ok();
 }
 
-// Step 4: the kernels' owner per node and each value's last use. "auto": oneDNN for the nodes
-// it supports, the reference kernels for the rest. CUDA engines lower nodes per input shape
-// (runtime/context_plans.h); the reference backend recorded here is what their CPU fallback
-// steps run.
+// Step 4: the execution order, each value's last use, and the backends' states. Every node
+// must have a kernel on the host (the reference kernels take every op with a shape rule); the
+// plans choose each node's kernel among the registry's candidates (runtime/plan_builder.cc).
 Status assign_kernels(Graph& graph, Engine::Impl& impl) {
   const EngineOptions& options = impl.options;
   for (Value* o : graph.outputs()) o->is_graph_output = true;
-  const Backend& ref = reference_backend();
-  if (options.backend == KernelChoice::kAuto && options.device == Device::kCpu)
-    impl.onednn = make_onednn_backend({options.threads, options.cpu_conv_algo, options.cpu_layout,
-                                       options.precision, options.precision_overrides});
-  const Backend* fast = impl.onednn.get();
+  const DeviceKind main = options.device == Device::kCuda ? DeviceKind::kCuda : DeviceKind::kCpu;
+  impl.states = KernelRegistry::make_states(main, options);
   for (const auto& n : graph.nodes()) {
-    const Backend* b = fast && fast->supports(*n) ? fast : &ref;
-    if (b == &ref && !ref.supports(*n))
+    if (candidates_for(*n, DeviceKind::kCpu, true).empty())
       return unsupported(n->describe() + ": op " + op_name(n->op) + " has no kernel");
     impl.order.push_back(n.get());
-    impl.node_backend.push_back(b);
   }
   impl.last_use.assign(graph.value_id_limit(), -1);
   impl.is_graph_output.assign(graph.value_id_limit(), false);

@@ -26,10 +26,10 @@ struct Engine::Impl {
   // The shape profiles planned at build: options.shape_profiles, then the opt shapes of
   // options.shape_ranges as one more.
   std::vector<std::map<std::string, std::vector<int64_t>>> profiles;
-  std::vector<const Node*> order;            // execution order
-  std::vector<const Backend*> node_backend;  // per node in `order`
-  // CPU engines: the oneDNN backend, its caches (layouts, conv choices) this engine's alone.
-  std::unique_ptr<Backend> onednn;
+  std::vector<const Node*> order;  // execution order
+  // The states of the main device's backends (oneDNN's caches: layouts, conv choices), this
+  // engine's alone, given to the kernels they make.
+  BackendStates states;
   // For each value id: index in `order` of its last reader, or -1 (never read by a node).
   std::vector<int> last_use;
   std::vector<bool> is_graph_output;  // by value id

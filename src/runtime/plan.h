@@ -1,12 +1,14 @@
 // The execution plan, one shape for every device: a graph lowered for one set of input shapes.
 //
-// build_plan() walks the graph in the engine's order. For each node it takes the first kernel
-// of the plan's main device that claims the node, else the reference kernel on the host (a
-// fallback is just a step on another device). Each value a step reads is asked for on the
-// step's device, in the layout and dtype the kernel wants: the plan keeps every form a value
-// has (a slot: device, dtype, shape, layout, bytes) and inserts the steps that make a missing
-// one, a conversion on one device or a copy between the host and the device. Shape arithmetic
-// whose inputs are known at build (Shape, and small tensors computed from constants) is
+// build_plan() walks the graph in the engine's order. For each node it asks the registry's
+// candidates of the plan's main device in order (on the host: oneDNN's, then the reference
+// kernel) and takes the first that takes the node (one that declines, at creation or at
+// prepare, says why, and the plan records it); where none of the main device does, the
+// reference kernel on the host (a fallback is just a step on another device). Each value a step
+// reads is asked for on the step's device, in the layout and dtype the kernel wants: the plan keeps
+// every form a value has (a slot: device, dtype, shape, layout, bytes) and inserts the steps that
+// make a missing one, a conversion on one device or a copy between the host and the device. Shape
+// arithmetic whose inputs are known at build (Shape, and small tensors computed from constants) is
 // evaluated then, and its results reach the kernels as constants. Each kernel prepares once
 // (algorithm choice by timing, weights placed on its device). Then plan_memory() gives every
 // slot that is not a constant a place in its device's arena, from the slots' lifetimes, with
@@ -33,6 +35,19 @@
 namespace kiln {
 
 // One form of a graph value: where it lives and how its bytes are ordered.
+// A value's quantization: real = scale · (q − zero_point), one scale per tensor (axis −1) or
+// one per index of `axis`. Set on the slots of a value that the engine computes in 8 bits;
+// empty elsewhere.
+struct QuantScale {
+  std::vector<float> scale;
+  std::vector<int32_t> zero_point;  // empty: all zero
+  int axis = -1;
+
+  bool empty() const { return scale.empty(); }
+  // " q(scale 0.5)", " q(scale 0.5 zero 3)", " q(axis 1: 4 scales 0.1..0.7)"; "" when empty.
+  std::string text() const;
+};
+
 struct PlanSlot {
   TensorDesc desc;  // dtype, shape, layout (value unset)
   DeviceKind device = DeviceKind::kCpu;
@@ -43,6 +58,7 @@ struct PlanSlot {
   int alias_of = -1;
   // A graph input or output held by the caller, pointed at for each run (set_plan_io).
   bool external = false;
+  QuantScale quant;  // the value's 8-bit scale (PlanOptions::value_scales), or empty
 };
 
 struct PlanBuffer {
@@ -60,13 +76,14 @@ enum class PlanStepKind : uint8_t {
 struct PlanStep {
   PlanStepKind kind = PlanStepKind::kKernel;
   DeviceKind device = DeviceKind::kCpu;
-  const Node* node = nullptr;      // kKernel
-  std::unique_ptr<Kernel> kernel;  // kKernel
-  std::vector<int> in, out;        // slot ids, -1 for omitted
-  bool fallback = false;           // a host kernel standing in for the main device's
-  int order_index = -1;            // kKernel: the node's index in the engine's order
-  LayerProfile info;               // name, op, tactic, on_cpu (ms unset)
-  KernelOperands operands;         // bound to the arenas by bind_plan()
+  const Node* node = nullptr;         // kKernel
+  std::unique_ptr<Kernel> kernel;     // kKernel
+  std::vector<int> in, out;           // slot ids, -1 for omitted
+  bool fallback = false;              // a host kernel standing in for the main device's
+  int order_index = -1;               // kKernel: the node's index in the engine's order
+  LayerProfile info;                  // name, op, tactic, on_cpu (ms unset)
+  std::vector<std::string> declined;  // kKernel: candidates asked first, "BACKEND: reason"
+  KernelOperands operands;            // bound to the arenas by bind_plan()
 };
 
 // Values of at most this many elements may be shapes, axes or pads: an integer or bool graph
@@ -133,14 +150,12 @@ struct PlanDevices {
   PlanDevice& operator[](DeviceKind d) const { return *by_kind[device_index(d)]; }
 };
 
-// The host kernel of the node at `order_index` in a host plan, made for `resolved` (the node
-// with its inputs known at build as constants); the reference kernel when unset.
-using HostKernelFn =
-    std::function<Result<std::unique_ptr<Kernel>>(const Node& resolved, size_t order_index)>;
-
 struct PlanOptions {
   DeviceKind main = DeviceKind::kCpu;
-  HostKernelFn host_kernel;  // main = kCpu
+  // The engine's backend states (oneDNN's caches), given to the candidates of their backend.
+  const BackendStates* states = nullptr;
+  // EngineOptions::backend = reference: the reference kernels alone.
+  bool reference_only = false;
   Precision precision = Precision::kFp32;
   std::map<std::string, Precision> precision_overrides;  // by node name
   int64_t max_tensor_bytes = int64_t{8} << 30;
@@ -150,6 +165,9 @@ struct PlanOptions {
   bool external_io = false;
   // EngineOptions::reuse_memory: off gives every value bytes of its own for the whole run.
   bool reuse_memory = true;
+  // Quantization scales by value name (from calibration or Q/DQ nodes), set on every slot of
+  // that value. A name the graph has no value of is an error.
+  const std::map<std::string, QuantScale>* value_scales = nullptr;
 };
 
 // Lowers `graph` (nodes in `order`) for inputs of `input_descs` (dtype and shape, graph

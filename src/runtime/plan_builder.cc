@@ -46,6 +46,7 @@ class Builder {
       : p_(p), g_(g), o_(o), dev_(d) {}
 
   Status build(const std::vector<const Node*>& order, const std::vector<TensorDesc>& inputs);
+  Status set_scales();
 
  private:
   int new_slot(const TensorDesc& d, DeviceKind device, int value_id, bool arena) {
@@ -303,46 +304,46 @@ Status Builder::add_node(const Node& n, int order_index) {
   if (evaluated) return Status::ok();
 
   const Node& kn = resolved(n);
-  std::string why;
-  if (p_.main != DeviceKind::kCpu) {
-    const std::vector<const KernelCandidate*> candidates =
-        KernelRegistry::candidates(n.op, p_.main);
-    why = std::string("no ") + (p_.main == DeviceKind::kCuda ? "CUDA" : "host") + " kernel for " +
-          op_name(n.op);
-    const Precision prec = precision_of(n);
-    // The first candidate that takes the node; the last one's reason when none does.
-    for (const KernelCandidate* c : candidates) {
-      auto made = c->make(kn, KernelParams{prec, nullptr});
-      if (!made.is_ok()) {
-        if (made.status().code() != StatusCode::kUnsupported)
-          return made.status().with_context(n.describe());
-        why = made.status().message();
-        continue;
-      }
-      std::string declined;
-      KILN_RETURN_IF_ERROR(
-          add_kernel_step(n, kn, order_index, p_.main, std::move(made).value(), "", &declined));
-      if (declined.empty()) return Status::ok();
-      // A kernel may find out only from the shapes that it cannot run the node (conversions
-      // already added for it are harmless).
-      why = declined;
-      break;
+  const Precision prec = precision_of(n);
+  // The main device's candidates in order: the first that takes the node; the others' reasons
+  // are recorded with its step.
+  std::vector<std::string> declined;
+  for (const KernelCandidate* c : candidates_for(kn, p_.main, o_.reference_only)) {
+    const BackendState* state = o_.states ? o_.states->find(c->backend) : nullptr;
+    auto made = c->make(kn, KernelParams{prec, state});
+    if (!made.is_ok()) {
+      if (made.status().code() != StatusCode::kUnsupported)
+        return made.status().with_context(n.describe());
+      declined.push_back(std::string(c->backend) + ": " + made.status().message());
+      continue;
     }
+    std::string why;
+    KILN_RETURN_IF_ERROR(
+        add_kernel_step(n, kn, order_index, p_.main, std::move(made).value(), "", &why));
+    if (why.empty()) {
+      p_.steps.back().declined = std::move(declined);
+      return Status::ok();
+    }
+    // A kernel may find out only from the shapes that it cannot run the node (conversions
+    // already added for it are harmless).
+    declined.push_back(std::string(c->backend) + ": " + why);
   }
-  // On the host: the engine's kernel for the node in a host plan, else the reference kernel
-  // (a fallback step in a plan for another device).
-  std::unique_ptr<Kernel> kernel;
-  if (p_.main == DeviceKind::kCpu && o_.host_kernel) {
-    KILN_ASSIGN_OR_RETURN(kernel, o_.host_kernel(kn, static_cast<size_t>(order_index)));
-  } else {
-    if (!OpRegistry::find(n.op))
-      return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel");
-    KILN_ASSIGN_OR_RETURN(kernel, make_reference_kernel(kn));
+  if (p_.main == DeviceKind::kCpu) {
+    std::string why = declined.empty() ? "no kernel" : declined.back();
+    return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel that takes it (" +
+                       why + ")");
   }
-  std::string declined;
-  KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, order_index, DeviceKind::kCpu, std::move(kernel),
-                                       p_.main != DeviceKind::kCpu ? why : "", &declined));
-  if (!declined.empty()) return unsupported(n.describe() + ": " + declined);
+  // Another main device: the reference kernel on the host, as a fallback step.
+  if (!OpRegistry::find(n.op))
+    return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, make_reference_kernel(kn));
+  const std::string why =
+      declined.empty() ? std::string("no CUDA kernel for ") + op_name(n.op) : declined.back();
+  std::string refused;
+  KILN_RETURN_IF_ERROR(
+      add_kernel_step(n, kn, order_index, DeviceKind::kCpu, std::move(kernel), why, &refused));
+  if (!refused.empty()) return unsupported(n.describe() + ": " + refused);
+  p_.steps.back().declined = std::move(declined);
   return Status::ok();
 }
 
@@ -362,13 +363,15 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
   step.in.assign(n.inputs.size(), -1);
   // The layouts the inputs are offered in (their first form on this device), asked all at
   // once.
-  std::vector<Layout> offered(n.inputs.size(), Layout::kPlain);
+  std::vector<TensorDesc> offered(n.inputs.size());
   for (size_t i = 0; i < n.inputs.size(); ++i)
     if (n.inputs[i]) {
+      offered[i] = host_[n.inputs[i]->id()];
+      offered[i].layout = Layout::kPlain;
       const int s = first_on(n.inputs[i], device);
-      if (s >= 0) offered[i] = p_.slots[s].desc.layout;
+      if (s >= 0) offered[i].layout = p_.slots[s].desc.layout;
     }
-  const std::vector<Layout> wanted = kernel->input_layouts(offered);
+  const std::vector<Layout> wanted = kernel->input_layouts_for(offered);
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Value* v = n.inputs[i];
     if (!v) continue;
@@ -481,6 +484,29 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
   return Status::ok();
 }
 
+Status Builder::set_scales() {
+  if (!o_.value_scales) return Status::ok();
+  for (const auto& [name, q] : *o_.value_scales) {
+    const Value* v = g_.find_value(name);
+    if (!v) return invalid_argument("quantization scale for '" + name + "': no such value");
+    if (q.empty() || (!q.zero_point.empty() && q.zero_point.size() != q.scale.size()))
+      return invalid_argument("quantization scale for '" + name +
+                              "': " + std::to_string(q.scale.size()) + " scales, " +
+                              std::to_string(q.zero_point.size()) + " zero points");
+    const TensorDesc& d = host_[v->id()];
+    const bool per_tensor = q.axis < 0 && q.scale.size() == 1;
+    const bool per_axis = q.axis >= 0 && q.axis < static_cast<int>(d.shape.size()) &&
+                          d.shape[q.axis] == static_cast<int64_t>(q.scale.size());
+    if (!per_tensor && !per_axis)
+      return invalid_argument("quantization scale for '" + name + "' " + shape_str(d.shape) + ": " +
+                              std::to_string(q.scale.size()) + " scales on axis " +
+                              std::to_string(q.axis));
+    for (PlanSlot& s : p_.slots)
+      if (s.value_id == v->id()) s.quant = q;
+  }
+  return Status::ok();
+}
+
 Status Builder::build(const std::vector<const Node*>& order,
                       const std::vector<TensorDesc>& inputs) {
   p_.main = o_.main;
@@ -524,6 +550,7 @@ Status Builder::build(const std::vector<const Node*>& order,
         if (other.buffer == b) other.buffer = -1;
       slot.external = true;
     }
+  KILN_RETURN_IF_ERROR(set_scales());
   return plan_memory(p_, o_.arena_alignment, o_.reuse_memory);
 }
 

@@ -1,9 +1,44 @@
 // A plan as data (PlanInfo, kiln/report.h) and its text.
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 #include "runtime/plan.h"
 
 namespace kiln {
+
+std::string QuantScale::text() const {
+  if (scale.empty()) return "";
+  auto num = [](float f) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.9g", f);
+    return std::string(b);
+  };
+  if (axis < 0) {
+    std::string t = " q(scale " + num(scale[0]);
+    if (!zero_point.empty() && zero_point[0] != 0) t += " zero " + std::to_string(zero_point[0]);
+    return t + ")";
+  }
+  const auto [lo, hi] = std::minmax_element(scale.begin(), scale.end());
+  std::string t = " q(axis " + std::to_string(axis) + ": " + std::to_string(scale.size()) +
+                  " scales " + num(*lo) + ".." + num(*hi);
+  if (std::any_of(zero_point.begin(), zero_point.end(), [](int32_t z) { return z != 0; }))
+    t += " zero points";
+  // Every scale's bits in a digest, so that saved plans differ when any one does.
+  uint32_t h = 2166136261u;
+  auto mix = [&h](uint32_t word) {
+    for (int b = 0; b < 4; ++b) h = (h ^ ((word >> (8 * b)) & 0xFF)) * 16777619u;
+  };
+  for (float f : scale) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    mix(bits);
+  }
+  for (int32_t z : zero_point) mix(static_cast<uint32_t>(z));
+  char digest[16];
+  std::snprintf(digest, sizeof digest, " #%08x", h);
+  return t + digest + ")";
+}
 
 namespace {
 
@@ -31,7 +66,7 @@ std::string slot_text(const Plan& p, int s) {
   } else if (slot.fixed) {
     t += " const";
   }
-  return t;
+  return t + slot.quant.text();
 }
 
 // One step's line, with or without its tactic.
@@ -42,7 +77,10 @@ std::string step_line(size_t k, const PlanStepInfo& s, bool tactic) {
   for (const std::string& in : s.inputs) r += " " + in;
   r += " ->";
   for (const std::string& out : s.outputs) r += " " + out;
-  return r + "\n";
+  r += "\n";
+  if (tactic)
+    for (const std::string& d : s.declined) r += "    declined by " + d + "\n";
+  return r;
 }
 
 std::string plan_text(const PlanInfo& p, bool tactics) {
@@ -75,6 +113,7 @@ PlanInfo plan_info(const Plan& p, const Graph& g) {
     s.name = st.info.name;
     s.op = st.info.op;
     s.tactic = st.info.tactic;
+    s.declined = st.declined;
     for (int in : st.in) s.inputs.push_back(slot_text(p, in));
     for (int out : st.out) s.outputs.push_back(slot_text(p, out));
     r.steps.push_back(std::move(s));

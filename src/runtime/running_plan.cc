@@ -136,7 +136,12 @@ Status RunningPlan::run(const std::vector<const Tensor*>& inputs, std::vector<Te
         s.out_desc.assign(node.outputs.size(), TensorDesc{});
       }
       BuildContext bctx(DeviceKind::kCpu);
-      KILN_RETURN_IF_ERROR(s.kernel->prepare(s.in_desc, s.out_desc, bctx));
+      const Status prepared = s.kernel->prepare(s.in_desc, s.out_desc, bctx);
+      if (prepared.code() == StatusCode::kUnsupported) {  // declines these shapes: build afresh
+        *fits = false;
+        return Status::ok();
+      }
+      KILN_RETURN_IF_ERROR(prepared);
     }
     KILN_RETURN_IF_ERROR(execute(node, k, *s.kernel, s.in, s.out, s.refs, hooks));
   }
@@ -145,10 +150,23 @@ Status RunningPlan::run(const std::vector<const Tensor*>& inputs, std::vector<Te
   return Status::ok();
 }
 
-Result<std::unique_ptr<RunningPlan>> RunningPlan::build(const Engine::Impl& e_,
+Result<std::unique_ptr<RunningPlan>> RunningPlan::build(const Engine::Impl& e,
                                                         const std::vector<const Tensor*>& inputs,
                                                         std::vector<Tensor>& outputs,
                                                         const RunningHooks& hooks) {
+  // The engine's kernels; where one declines the shapes it meets, the reference kernels for
+  // every node (a kernel's stored layouts assume its neighbours are its backend's too).
+  bool declined = false;
+  auto plan = build_with(e, inputs, outputs, hooks, e.options.backend == KernelChoice::kReference,
+                         &declined);
+  if (!declined) return plan;
+  return build_with(e, inputs, outputs, hooks, true, &declined);
+}
+
+Result<std::unique_ptr<RunningPlan>> RunningPlan::build_with(
+    const Engine::Impl& e_, const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs,
+    const RunningHooks& hooks, bool reference_only, bool* declined) {
+  *declined = false;
   const Graph& g = *e_.graph;
   const size_t nv = g.value_id_limit();
   auto plan = std::make_unique<RunningPlanState>();
@@ -176,8 +194,13 @@ Result<std::unique_ptr<RunningPlan>> RunningPlan::build(const Engine::Impl& e_,
   for (size_t k = 0; k < e_.order.size(); ++k) {
     const Node& node = *e_.order[k];
     RunningStep step;
-    auto made = e_.node_backend[k]->create_kernel(node);
-    KILN_CHECK(made.is_ok());  // supports() was checked at build; a failure is a backend bug
+    const std::vector<const KernelCandidate*> candidates =
+        candidates_for(node, DeviceKind::kCpu, reference_only);
+    if (candidates.empty())
+      return unsupported(node.describe() + ": op " + op_name(node.op) + " has no kernel");
+    const KernelCandidate& c = *candidates.front();
+    auto made = c.make(node, KernelParams{Precision::kFp32, e_.states.find(c.backend)});
+    KILN_RETURN_IF_ERROR(made.status().with_context(node.describe()));
     step.kernel = std::move(made).value();
     in.assign(node.inputs.size(), nullptr);
     in_desc.assign(node.inputs.size(), TensorDesc{});
@@ -209,7 +232,12 @@ Result<std::unique_ptr<RunningPlan>> RunningPlan::build(const Engine::Impl& e_,
       out_desc.assign(node.outputs.size(), TensorDesc{});
     }
     BuildContext bctx(DeviceKind::kCpu);
-    KILN_RETURN_IF_ERROR(step.kernel->prepare(in_desc, out_desc, bctx));
+    const Status prepared = step.kernel->prepare(in_desc, out_desc, bctx);
+    if (prepared.code() == StatusCode::kUnsupported && !reference_only) {
+      *declined = true;
+      return std::unique_ptr<RunningPlan>();
+    }
+    KILN_RETURN_IF_ERROR(prepared);
     out.assign(node.outputs.size(), nullptr);
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const Value* v = node.outputs[i];

@@ -60,6 +60,13 @@ class RunningPlan {
 
  private:
   explicit RunningPlan(std::unique_ptr<RunningPlanState> state);
+  // With the registry's first candidate per node (the reference kernels alone with
+  // `reference_only`); *declined (and nothing built) where a kernel declines at prepare.
+  static Result<std::unique_ptr<RunningPlan>> build_with(const Engine::Impl& engine,
+                                                         const std::vector<const Tensor*>& inputs,
+                                                         std::vector<Tensor>& outputs,
+                                                         const RunningHooks& hooks,
+                                                         bool reference_only, bool* declined);
   std::unique_ptr<RunningPlanState> s_;
 };
 

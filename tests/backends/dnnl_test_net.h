@@ -17,7 +17,7 @@ namespace kiln::test {
 
 // The oneDNN state (layout decision, conv choices) of a CPU engine built with the auto backend.
 inline const dnnl_cpu::DnnlShared& dnnl_state(const Engine& e) {
-  return *dnnl_cpu::shared_of(*engine_impl(e).onednn);
+  return *dnnl_cpu::shared_of(engine_impl(e).states.find("onednn"));
 }
 
 // CPU engine options with `layout` and `algo`.

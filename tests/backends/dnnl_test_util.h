@@ -9,15 +9,16 @@
 #include <mutex>
 #include <tuple>
 
+#include "backends/backend_test_util.h"
 #include "backends/cpu/dnnl_backend.h"
 #include "backends/cpu/dnnl_common.h"
 
 namespace kiln::test {
 
-inline const Backend& onednn_backend(int threads, CpuConvAlgo algo = CpuConvAlgo::kDirect,
-                                     CpuLayout layout = CpuLayout::kAuto) {
+inline const KernelSource& onednn_backend(int threads, CpuConvAlgo algo = CpuConvAlgo::kDirect,
+                                          CpuLayout layout = CpuLayout::kAuto) {
   static std::mutex mu;
-  static std::map<std::tuple<int, CpuConvAlgo, CpuLayout>, std::unique_ptr<Backend>> backends;
+  static std::map<std::tuple<int, CpuConvAlgo, CpuLayout>, std::unique_ptr<KernelSource>> backends;
   std::lock_guard<std::mutex> lock(mu);
   auto& b = backends[{threads, algo, layout}];
   if (!b) {
@@ -25,7 +26,7 @@ inline const Backend& onednn_backend(int threads, CpuConvAlgo algo = CpuConvAlgo
     o.threads = threads;
     o.conv_algo = algo;
     o.layout = layout;
-    b = make_onednn_backend(o);
+    b = std::make_unique<KernelSource>("onednn", make_onednn_state(o));
   }
   return *b;
 }
@@ -34,7 +35,7 @@ inline const Backend& onednn_backend(int threads, CpuConvAlgo algo = CpuConvAlgo
 inline const dnnl_cpu::DnnlShared& onednn_shared(int threads,
                                                  CpuConvAlgo algo = CpuConvAlgo::kDirect,
                                                  CpuLayout layout = CpuLayout::kAuto) {
-  return *dnnl_cpu::shared_of(onednn_backend(threads, algo, layout));
+  return *dnnl_cpu::shared_of(onednn_backend(threads, algo, layout).state());
 }
 
 }  // namespace kiln::test

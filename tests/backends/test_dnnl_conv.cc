@@ -117,12 +117,12 @@ void check_conv(const Geometry& c, const Epi& e, uint32_t seed) {
   n->epilogue.act = e.act;
   n->epilogue.alpha = e.alpha;
   n->epilogue.beta = e.beta;
-  const Backend& dnnl = onednn_backend(2);
+  const KernelSource& dnnl = onednn_backend(2);
   ASSERT_TRUE(dnnl.supports(*n));
   std::unique_ptr<Kernel> kernel;
   expect_matches_reference(dnnl, *n, tensors, &kernel);
   ASSERT_TRUE(kernel);
-  EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).uses_reference());
+  EXPECT_TRUE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).prepared());
 }
 
 TEST(DnnlConv, MatchesReferenceOverGeometriesAndEpilogues) {
@@ -150,7 +150,7 @@ TEST(DnnlConv, ReprepareOnShapeChange) {
     auto got = prepare_and_run(**kernel, in);
     ASSERT_TRUE(got.is_ok()) << got.status().to_string();
     expect_near(*got, (*want)[0], 1e-5, 1e-4);
-    EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).uses_reference());
+    EXPECT_TRUE(static_cast<dnnl_cpu::DnnlKernel&>(**kernel).prepared());
   }
 }
 
@@ -242,7 +242,7 @@ void check_winograd(const WinoCase& c, uint32_t seed) {
   ASSERT_TRUE(got.is_ok()) << got.status().to_string();
   auto want = run_backend(reference_backend(), *n, tensors);
   ASSERT_TRUE(want.is_ok()) << want.status().to_string();
-  EXPECT_FALSE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).uses_reference());
+  EXPECT_TRUE(static_cast<dnnl_cpu::DnnlKernel&>(*kernel).prepared());
   const bool wino = dnnl_cpu::conv_uses_winograd(*kernel);
   if (!cpu_has_winograd()) {
     EXPECT_FALSE(wino) << "Winograd reported on a CPU where oneDNN has none";
@@ -323,7 +323,7 @@ TEST(DnnlConv, DirectAndAutoModes) {
 // prepared for: the same question gets the backend's earlier plan, untimed, and the same bits
 // (a context that went to another batch and back, or a second context of the engine).
 TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
-  const Backend& dnnl = onednn_backend(2, CpuConvAlgo::kAuto);
+  const KernelSource& dnnl = onednn_backend(2, CpuConvAlgo::kAuto);
   Graph g;
   // 3×3 stride 1 with a residual and an unusual size: Winograd and direct both exist, and
   // no other test asks this question first.
@@ -366,8 +366,8 @@ TEST(DnnlConv, SameShapeAgainGivesTheSamePlanAndBits) {
   OnednnOptions fresh_options;
   fresh_options.threads = 2;
   fresh_options.conv_algo = CpuConvAlgo::kAuto;
-  auto fresh = make_onednn_backend(fresh_options);
-  auto third = fresh->create_kernel(*n);
+  const KernelSource fresh("onednn", make_onednn_state(fresh_options));
+  auto third = fresh.create_kernel(*n);
   ASSERT_TRUE(third.is_ok());
   dnnl_cpu::ConvPlanSummary p4;
   run(**third, s, &p4);

@@ -85,7 +85,7 @@ TEST(DnnlLayoutPlan, ForcedAndMeasuredLayoutsMatchReference) {
 }
 
 // Prepares `dnnl`'s kernel of `v`'s producer for the declared shapes.
-std::unique_ptr<Kernel> prepared_producer(const Backend& dnnl, const Value* v) {
+std::unique_ptr<Kernel> prepared_producer(const KernelSource& dnnl, const Value* v) {
   const Node& node = *v->producer;
   auto k = dnnl.create_kernel(node);
   EXPECT_TRUE(k.is_ok());
@@ -95,8 +95,9 @@ std::unique_ptr<Kernel> prepared_producer(const Backend& dnnl, const Value* v) {
     EXPECT_TRUE(i->static_shape(&s));
     // As the plan passes it: in the layout the backend stores the value in.
     in.push_back({DataType::kFloat32, s, i->is_constant() ? &i->constant : nullptr,
-                  i->is_constant() ? Layout::kPlain
-                                   : dnnl_cpu::stored_layout(*dnnl_cpu::shared_of(dnnl), i, s)});
+                  i->is_constant()
+                      ? Layout::kPlain
+                      : dnnl_cpu::stored_layout(*dnnl_cpu::shared_of(dnnl.state()), i, s)});
   }
   EXPECT_TRUE(prepare_host(**k, in, out).is_ok());
   return std::move(k).value();
@@ -111,7 +112,7 @@ TEST(DnnlLayoutPlan, WinogradBetweenBlockedNeighboursRunsWithoutReorders) {
   ASSERT_NE(engine, nullptr);
   if (blocked_layout(v.a) != tag::nChw16c) GTEST_SKIP() << "no nChw16c kernels on this CPU";
   {
-    const Backend& blocked = onednn_backend(2, CpuConvAlgo::kWinograd, CpuLayout::kBlocked);
+    const KernelSource& blocked = onednn_backend(2, CpuConvAlgo::kWinograd, CpuLayout::kBlocked);
     const auto s = dnnl_cpu::conv_plan_summary(*prepared_producer(blocked, v.b));
     EXPECT_TRUE(s.winograd);
     EXPECT_FALSE(s.src_reorder);
@@ -126,7 +127,7 @@ TEST(DnnlLayoutPlan, WinogradBetweenBlockedNeighboursRunsWithoutReorders) {
     }
   }
   {
-    const Backend& nhwc = onednn_backend(2, CpuConvAlgo::kWinograd, CpuLayout::kNhwc);
+    const KernelSource& nhwc = onednn_backend(2, CpuConvAlgo::kWinograd, CpuLayout::kNhwc);
     const auto s = dnnl_cpu::conv_plan_summary(*prepared_producer(nhwc, v.b));
     EXPECT_TRUE(s.winograd);
     EXPECT_TRUE(s.src_reorder);

@@ -115,6 +115,60 @@ TEST(PlanBuilder, HostPlanGivesTheReferenceResultAndEvaluatesShapesAtBuild) {
   }
 }
 
+// Quantization scales by value name land on every slot of that value, are printed with it,
+// and so are part of the structure a plan file saves; a scale that does not fit is an error.
+TEST(PlanBuilder, ValueScalesAreKeptOnSlotsAndPrinted) {
+  std::shared_ptr<Engine> engine = reshape_net();
+  ASSERT_TRUE(engine);
+  const Engine::Impl& e = engine_impl(*engine);
+  std::unique_ptr<PlanDevice> host = make_host_plan_device();
+  PlanDevices devices;
+  devices.by_kind[device_index(DeviceKind::kCpu)] = host.get();
+  std::map<std::string, QuantScale> scales;
+  scales["x"] = QuantScale{{0.5f}, {3}, -1};
+  QuantScale per_channel;
+  per_channel.axis = 1;
+  for (int c = 0; c < 200; ++c) per_channel.scale.push_back(0.01f * static_cast<float>(c + 1));
+  scales["out"] = per_channel;
+  PlanOptions options;
+  options.value_scales = &scales;
+  auto build = [&](Plan& plan) {
+    return build_plan(*e.graph, e.order, {TensorDesc{DataType::kFloat32, {2, 3, 10, 10}}}, options,
+                      devices, plan);
+  };
+  Plan plan;
+  ASSERT_TRUE(build(plan).is_ok());
+  const PlanSlot& in = plan.slots[plan.input_slots[0]];
+  ASSERT_EQ(in.quant.scale, std::vector<float>{0.5f});
+  EXPECT_EQ(in.quant.zero_point, std::vector<int32_t>{3});
+  EXPECT_EQ(plan.slots[plan.output_slots[0]].quant.scale.size(), 200u);
+  int unscaled = 0;
+  for (const PlanSlot& s : plan.slots) unscaled += s.quant.empty();
+  EXPECT_GT(unscaled, 0);
+  const std::string structure = plan_info(plan, *e.graph).structure();
+  EXPECT_NE(structure.find(" q(scale 0.5 zero 3)"), std::string::npos) << structure;
+  EXPECT_NE(structure.find(" q(axis 1: 200 scales 0.00999999978..2 #"), std::string::npos)
+      << structure;
+
+  // One scale changed: the saved structure differs.
+  scales["out"].scale[100] *= 2;
+  Plan changed;
+  ASSERT_TRUE(build(changed).is_ok());
+  EXPECT_NE(plan_info(changed, *e.graph).structure(), structure);
+
+  scales["out"].scale.pop_back();
+  Plan wrong_count;
+  const Status count = build(wrong_count);
+  EXPECT_EQ(count.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(count.message().find("199 scales on axis 1"), std::string::npos) << count.message();
+  scales.erase("out");
+  scales["nowhere"] = QuantScale{{1.f}, {}, -1};
+  Plan unknown;
+  const Status missing = build(unknown);
+  EXPECT_NE(missing.message().find("'nowhere': no such value"), std::string::npos)
+      << missing.message();
+}
+
 TEST(PlanBuilder, HostDeviceConvertsLayoutsAndFloatDtypes) {
   std::unique_ptr<PlanDevice> host = make_host_plan_device();
   const Shape s = {2, 3, 4, 5};

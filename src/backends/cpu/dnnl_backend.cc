@@ -1,7 +1,7 @@
 // The oneDNN CPU backend in fp32: Conv and Gemm (with their fused epilogue as post-ops),
 // 2-D pooling, the broadcasting binary ops, the unary activations, Softmax, Concat and
-// Resize. Everything else stays on the reference backend (see runtime/engine.cc); shapes a
-// claimed kernel cannot run go to the reference kernel too (DnnlKernel::prepare).
+// Resize. Everything else takes the reference kernel, the host's next candidate; shapes a
+// claimed kernel cannot run too (DnnlKernel::prepare declines them).
 
 #include <omp.h>
 
@@ -145,14 +145,19 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
       out[i].layout = prepared_out_layouts_[i] =
           stored_layout(shared_, node_.output(i), out[i].shape);
   const OmpThreadScope threads(shared_.options.threads);
+  std::string declined;
   try {
-    fallback_ = !try_prepare(in, out);
-  } catch (const dnnl::error&) {
-    fallback_ = true;  // oneDNN has no implementation for these shapes/attributes
+    if (!try_prepare(in, out)) declined = "oneDNN has no implementation for these shapes";
+  } catch (const dnnl::error& e) {
+    declined = std::string("oneDNN: ") + e.what();  // none for these shapes or attributes
   } catch (const std::bad_alloc&) {
     // Shapes too large for oneDNN's buffers: the reference kernel, and the runtime's size
     // checks, report them.
-    fallback_ = true;
+    declined = "out of memory preparing oneDNN's primitive";
+  }
+  if (!declined.empty()) {
+    prepared_in_.clear();
+    return unsupported(node_.describe() + ": " + declined);
   }
   prepared_in_ = in;
   prepared_values_.assign(in.size(), std::string());
@@ -161,7 +166,6 @@ Status DnnlKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tensor
 }
 
 std::string DnnlKernel::tactic() const {
-  if (fallback_) return "reference (oneDNN declined these shapes)";
   const std::string impl = impl_info();
   return impl.empty() ? "onednn" : "onednn " + impl;
 }
@@ -185,7 +189,6 @@ std::string impl_info_of(const dnnl::primitive& p) {
 
 Status DnnlKernel::execute(const std::vector<const TensorRef*>& in,
                            const std::vector<TensorRef*>& out, const RunContext&) {
-  if (fallback_) return run_reference(in, out);
   const OmpThreadScope threads(shared_.options.threads);
   try {
     run(in, out);
@@ -205,7 +208,8 @@ bool register_dnnl_kernel(const std::vector<OpKind>& ops, bool (*supports)(const
 Result<std::unique_ptr<Kernel>> make_dnnl_kernel(const Node& node, const KernelParams& params,
                                                  bool (*supports)(const Node&), DnnlMakeFn make) {
   const auto* shared = dynamic_cast<const DnnlShared*>(params.state);
-  KILN_CHECK(shared != nullptr);  // the oneDNN backend passes its own
+  // A plan built without the engine's backend states (PlanOptions::states) has no oneDNN.
+  if (!shared) return unsupported(node.describe() + ": planned without oneDNN's state");
   if (!supports(node)) return unsupported(node.describe() + ": not supported by oneDNN");
   return make(node, *shared);
 }
@@ -215,30 +219,22 @@ bool claims(const Node& node) {
   return c && c->supports(node);
 }
 
+const DnnlShared* shared_of(const BackendState* state) {
+  return dynamic_cast<const DnnlShared*>(state);
+}
+
 namespace {
 
-class OnednnBackend final : public Backend {
- public:
-  explicit OnednnBackend(const OnednnOptions& options) { shared_.options = options; }
-  const char* name() const override { return "onednn"; }
-  bool supports(const Node& node) const override { return claims(node); }
-  const DnnlShared& shared() const { return shared_; }
-  Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
-    const KernelCandidate* c = KernelRegistry::find(node.op, DeviceKind::kCpu, "onednn");
-    if (!c) return unsupported(node.describe() + ": not supported by oneDNN");
-    return c->make(node, KernelParams{Precision::kFp32, &shared_});
-  }
+std::unique_ptr<BackendState> state_for_engine(const EngineOptions& o) {
+  return make_onednn_state(
+      {o.threads, o.cpu_conv_algo, o.cpu_layout, o.precision, o.precision_overrides});
+}
 
- private:
-  DnnlShared shared_;
-};
+// An engine's oneDNN caches (layouts, conv choices), shared by the kernels it makes.
+const bool kStateRegistered =
+    KernelRegistry::add_state(BackendStateFactory{DeviceKind::kCpu, "onednn", state_for_engine});
 
 }  // namespace
-
-const DnnlShared* shared_of(const Backend& backend) {
-  auto* b = dynamic_cast<const OnednnBackend*>(&backend);
-  return b ? &b->shared() : nullptr;
-}
 
 }  // namespace kiln::dnnl_cpu
 
@@ -272,8 +268,10 @@ Status cpu_precision_status(Precision p) {
       "lacks: oneDNN has only its reference convolution for it; use fp32, or --device cuda");
 }
 
-std::unique_ptr<Backend> make_onednn_backend(const OnednnOptions& options) {
-  return std::make_unique<dnnl_cpu::OnednnBackend>(options);
+std::unique_ptr<BackendState> make_onednn_state(const OnednnOptions& options) {
+  auto s = std::make_unique<dnnl_cpu::DnnlShared>();
+  s->options = options;
+  return s;
 }
 
 }  // namespace kiln

@@ -1,8 +1,9 @@
 // The oneDNN CPU backend (dnnl_*.cc), fp32 (convolutions also in bf16 where the CPU has it):
 // Conv, Gemm and MatMul by a constant matrix with
 // their epilogues as post-ops, LayerNormalization, the pools, the binary and unary element-wise
-// ops, Softmax, Concat, Resize, Transpose and Slice (reorders), ReduceMean/Sum/L2; a node it
-// claims but cannot run for some shapes runs on the reference kernel. Declared apart from
+// ops, Softmax, Concat, Resize, Transpose and Slice (reorders), ReduceMean/Sum/L2; for a node
+// it claims but cannot run with some shapes, its kernel declines at prepare and the planner
+// takes the reference kernel. Declared apart from
 // dnnl_common.h so the runtime need not see oneDNN's headers.
 #pragma once
 
@@ -30,9 +31,10 @@ struct OnednnOptions {
 // convolutions natively (AVX-512 BF16 or AMX); anything else is refused, with the reason.
 Status cpu_precision_status(Precision p);
 
-// A oneDNN backend with its own caches (the layout decision's plans, the convs' timed
-// choices, the reorders' times), shared by the kernels it creates, so they agree on the
-// layout of every value. An Engine owns one; it must outlive its kernels. Thread-safe.
-std::unique_ptr<Backend> make_onednn_backend(const OnednnOptions& options);
+// The oneDNN state of one engine: its caches (the layout decision's plans, the convs' timed
+// choices, the reorders' times), shared by the kernels made with it (KernelParams::state), so
+// they agree on the layout of every value. An Engine makes one from its options (registered
+// with KernelRegistry::add_state); it must outlive its kernels. Thread-safe.
+std::unique_ptr<BackendState> make_onednn_state(const OnednnOptions& options);
 
 }  // namespace kiln

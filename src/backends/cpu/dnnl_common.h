@@ -34,8 +34,8 @@ struct DnnlShared : BackendState {
   }
 };
 
-// The shared state of a backend from make_onednn_backend (nullptr for any other backend).
-const DnnlShared* shared_of(const Backend& backend);
+// The oneDNN state of an engine (make_onednn_state), or nullptr for another backend's.
+const DnnlShared* shared_of(const BackendState* state);
 
 dnnl::engine& cpu_engine();
 // oneDNN's OpenMP thread count for the kernels this thread prepares or runs while the scope
@@ -149,18 +149,23 @@ class DnnlKernel : public Kernel {
   std::vector<Layout> input_layouts(const std::vector<Layout>& offered) const final {
     return offered;
   }
+  // With the shapes: each rank-4 input in the layout the plan stores it in (stored_layout),
+  // also where its producer is another backend's kernel (one that took a node oneDNN
+  // declined): the planner converts it.
+  std::vector<Layout> input_layouts_for(const std::vector<TensorDesc>& offered) const final;
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  BuildContext& ctx) final;
   Status execute(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const RunContext& run) final;
-  // Whether the prepared shapes run the reference kernel (tests check which path ran).
-  bool uses_reference() const { return fallback_; }
-  // "onednn <oneDNN's implementation name>", or "reference (oneDNN declined these shapes)".
+  // "onednn <oneDNN's implementation name>".
   std::string tactic() const final;
+  // Whether the last prepare built oneDNN's primitive (it did not decline).
+  bool prepared() const { return !prepared_in_.empty(); }
 
  protected:
   // Builds the primitive for `in`; `out` already holds the inferred output descs. Returns
-  // false (not an error) when oneDNN cannot run these shapes.
+  // false (not an error) when oneDNN cannot run these shapes: prepare then declines
+  // (kUnsupported), and the planner takes the next candidate (the reference kernel).
   virtual bool try_prepare(const std::vector<TensorDesc>& in,
                            const std::vector<TensorDesc>& out) = 0;
   virtual void run(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out) = 0;
@@ -171,10 +176,6 @@ class DnnlKernel : public Kernel {
   const DnnlShared& shared_;  // the backend's, which outlives its kernels
 
  private:
-  // The reference kernel reads and writes NCHW: blocked operands are converted around it.
-  Status run_reference(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out);
-
-  bool fallback_ = false;
   std::vector<TensorDesc> prepared_in_;
   std::vector<Layout> prepared_out_layouts_;  // what prepare gave each output
   std::vector<std::string> prepared_values_;  // of the small inputs (dnnl_backend.cc)

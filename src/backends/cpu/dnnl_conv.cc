@@ -68,7 +68,7 @@ bool conv_uses_winograd(const Kernel& kernel) { return conv_plan_summary(kernel)
 
 ConvPlanSummary conv_plan_summary(const Kernel& kernel) {
   auto* k = dynamic_cast<const DnnlConvKernel*>(&kernel);
-  if (!k || k->uses_reference()) return {};
+  if (!k || !k->prepared()) return {};
   const ConvPlan& p = k->plan();
   const bool res = k->has_residual();
   return ConvPlanSummary{p.algo == dnnl::algorithm::convolution_winograd,

@@ -119,39 +119,13 @@ void reorder_once(const memory::desc& src_md, const void* src, const memory::des
   stream.wait();
 }
 
-Status DnnlKernel::run_reference(const std::vector<const TensorRef*>& in,
-                                 const std::vector<TensorRef*>& out) {
-  const OpDef* def = OpRegistry::find(node_.op);
-  // Tensors over the operands, or over plain copies of the blocked ones.
-  std::vector<Tensor> ref_in(in.size()), ref_out(out.size());
-  std::vector<bool> blocked_out(out.size(), false);
-  std::vector<const Tensor*> in_ptr(in.size(), nullptr);
-  std::vector<Tensor*> out_ptr(out.size(), nullptr);
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (!in[i]) continue;
-    const Shape& s = in[i]->desc.shape;
-    if (s.size() == 4 && stored_blocked(shared_, node_.input(i), s[0])) {
-      ref_in[i] = Tensor(in[i]->desc.dtype, s);
-      reorder_once(stored_desc(shared_, node_.input(i), s), in[i]->data,
-                   memory::desc(to_dims(s), dt::f32, tag::nchw), ref_in[i].raw());
-    } else {
-      ref_in[i] = host_tensor(*in[i]);
-    }
-    in_ptr[i] = &ref_in[i];
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!out[i]) continue;
-    const Shape& s = out[i]->desc.shape;
-    blocked_out[i] = s.size() == 4 && stored_blocked(shared_, node_.output(i), s[0]);
-    ref_out[i] = blocked_out[i] ? Tensor(out[i]->desc.dtype, s) : host_tensor(*out[i]);
-    out_ptr[i] = &ref_out[i];
-  }
-  KILN_RETURN_IF_ERROR(run_node(*def, node_, in_ptr, out_ptr).with_context(node_.describe()));
-  for (size_t i = 0; i < out.size(); ++i)
-    if (blocked_out[i])
-      reorder_once(memory::desc(to_dims(out[i]->desc.shape), dt::f32, tag::nchw), ref_out[i].raw(),
-                   stored_desc(shared_, node_.output(i), out[i]->desc.shape), out[i]->data);
-  return Status();
+std::vector<Layout> DnnlKernel::input_layouts_for(const std::vector<TensorDesc>& offered) const {
+  std::vector<Layout> want(offered.size(), Layout::kPlain);
+  for (size_t i = 0; i < offered.size(); ++i)
+    want[i] = offered[i].present() && !offered[i].value && node_.input(i)
+                  ? stored_layout(shared_, node_.input(i), offered[i].shape)
+                  : offered[i].layout;
+  return want;
 }
 
 }  // namespace kiln::dnnl_cpu

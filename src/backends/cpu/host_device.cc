@@ -44,8 +44,15 @@ class HostPlanDevice final : public PlanDevice {
   std::vector<float> floats_, floats_out_;
 };
 
-// The element index of logical [n, c, h, w] in `layout` (kPlain or kNHWC) of `shape`.
+// The channel block of a blocked layout (nChw8c, nChw16c), or 0.
+int64_t block_of(Layout layout) {
+  return layout == Layout::kNChw8c ? 8 : layout == Layout::kNChw16c ? 16 : 0;
+}
+
+// The element index of logical [n, c, h, w] in `layout` of `shape`.
 int64_t index_of(Layout layout, const Shape& s, int64_t n, int64_t c, int64_t h, int64_t w) {
+  if (const int64_t b = block_of(layout))  // [N, C/b, H, W, b]
+    return (((n * (s[1] / b) + c / b) * s[2] + h) * s[3] + w) * b + c % b;
   return layout == Layout::kNHWC ? ((n * s[2] + h) * s[3] + w) * s[1] + c
                                  : ((n * s[1] + c) * s[2] + h) * s[3] + w;
 }
@@ -53,7 +60,10 @@ int64_t index_of(Layout layout, const Shape& s, int64_t n, int64_t c, int64_t h,
 Status HostPlanDevice::convert(const TensorRef& src, const TensorRef& dst) {
   const TensorDesc &a = src.desc, &b = dst.desc;
   auto layout_ok = [](const TensorDesc& d) {
-    return d.layout == Layout::kPlain || (d.layout == Layout::kNHWC && d.shape.size() == 4);
+    if (d.layout == Layout::kPlain) return true;
+    if (d.shape.size() != 4) return false;
+    const int64_t b = block_of(d.layout);
+    return d.layout == Layout::kNHWC || (b && d.shape[1] % b == 0);
   };
   if (a.shape != b.shape || !layout_ok(a) || !layout_ok(b))
     return internal_error(std::string("host conversion from ") + layout_name(a.layout) + " " +

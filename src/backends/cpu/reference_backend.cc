@@ -1,4 +1,5 @@
-// The reference backend wraps src/ops' plain-loop kernels behind the kernel contract.
+// The reference kernels: src/ops' plain loops behind the kernel contract, registered as the
+// host's candidate for every op.
 
 #include "backends/backend.h"
 
@@ -60,14 +61,11 @@ class ReferenceKernel final : public Kernel {
   std::vector<Tensor*> out_ptr_;
 };
 
-class ReferenceBackend final : public Backend {
- public:
-  const char* name() const override { return "reference"; }
-  bool supports(const Node& node) const override { return OpRegistry::find(node.op) != nullptr; }
-  Result<std::unique_ptr<Kernel>> create_kernel(const Node& node) const override {
-    return make_reference_kernel(node);
-  }
-};
+bool has_reference(const Node& node) { return OpRegistry::find(node.op) != nullptr; }
+
+Result<std::unique_ptr<Kernel>> make_reference(const Node& node, const KernelParams&) {
+  return make_reference_kernel(node);
+}
 
 }  // namespace
 
@@ -77,9 +75,9 @@ Result<std::unique_ptr<Kernel>> make_reference_kernel(const Node& node) {
   return std::unique_ptr<Kernel>(new ReferenceKernel(node, *def));
 }
 
-const Backend& reference_backend() {
-  static const ReferenceBackend backend;
-  return backend;
-}
+// Every op with a shape rule and a reference kernel, on the host, after the op's own
+// candidates.
+static const bool kRegistered = KernelRegistry::add(
+    KernelCandidate{DeviceKind::kCpu, "reference", OpKind::kCount, has_reference, make_reference});
 
 }  // namespace kiln

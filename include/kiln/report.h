@@ -82,6 +82,9 @@ struct PlanStepInfo {
   std::string tactic;  // the implementation chosen, or why a node fell back to the host
   // The candidates asked before the one chosen that declined the node: "BACKEND: reason".
   std::vector<std::string> declined;
+  // Where several candidates accepted the node and the device times them: each one's time,
+  // "BACKEND: MS ms", the chosen one marked "(chosen)".
+  std::vector<std::string> timed;
   // Each operand: "%SLOT:DEVICE DTYPE[SHAPE] [LAYOUT] @OFFSET" (in its device's arena),
   // "const", "external" (the caller's tensor) or "view of %SLOT"; "-" for an omitted one.
   std::vector<std::string> inputs, outputs;

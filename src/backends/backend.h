@@ -105,6 +105,10 @@ class Kernel {
   // brgconv:avx512_core", "cudnn IMPLICIT_PRECOMP_GEMM (0.041 ms)", "reference (...)");
   // empty for the reference kernels.
   virtual std::string tactic() const { return ""; }
+  // The milliseconds prepare() measured for what it chose, on operands of the real shapes (a
+  // kernel that times a library's algorithms itself); < 0 when it timed nothing, and the
+  // planner times it where it must choose.
+  virtual float timed_ms() const { return -1.f; }
   // in[i] / out[i] nullptr for omitted tensors.
   virtual Status execute(const std::vector<const TensorRef*>& in,
                          const std::vector<TensorRef*>& out, const RunContext& run) = 0;
@@ -218,6 +222,17 @@ class PlanDevice {
   // device never copies.
   virtual Status copy_to_host(void* host, const void* device, size_t n) = 0;
   virtual Status copy_from_host(void* device, const void* host, size_t n) = 0;
+
+  // Optional: timing. Whether the planner times the candidates that accept a node, to keep
+  // the fastest (EngineOptions::time_tactics on the GPU); default: no, the first one runs.
+  virtual bool times_candidates() const { return false; }
+  // The milliseconds of `kernel`, prepared for `in` (inputs read on the host carry their
+  // value) and `out`, on scratch operands of those descriptions; kept in the device's timing
+  // cache under `key`, so that a rebuild chooses alike.
+  virtual Result<float> time_kernel(Kernel& kernel, const std::vector<TensorDesc>& in,
+                                    const std::vector<TensorDesc>& out, const std::string& key) {
+    return unsupported("this device times no kernels");
+  }
 };
 // The host as a plan device: kernels run in the calling thread, constants are the graph's
 // bytes, conversions change float dtypes (float32/float16/bfloat16) and layouts (plain, NHWC,

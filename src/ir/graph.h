@@ -131,6 +131,9 @@ class Graph {
 // outputs are produced. Runs after every pass in tests and debug builds.
 Status verify_graph(const Graph& g);
 
+// A node's op, attributes, epilogue and which inputs are constants, without names or shapes:
+// part of the keys under which kernel timings are cached.
+std::string node_signature(const Node& n);
 // Human-readable dump, one node per line.
 std::string print_graph(const Graph& g);
 

@@ -14,9 +14,12 @@ std::string value_str(const Value* v) {
 
 std::string attr_str(const AttrValue& a) {
   std::ostringstream os;
-  if (auto* i = std::get_if<int64_t>(&a)) os << *i;
-  else if (auto* f = std::get_if<float>(&a)) os << *f;
-  else if (auto* s = std::get_if<std::string>(&a)) os << '"' << *s << '"';
+  if (auto* i = std::get_if<int64_t>(&a))
+    os << *i;
+  else if (auto* f = std::get_if<float>(&a))
+    os << *f;
+  else if (auto* s = std::get_if<std::string>(&a))
+    os << '"' << *s << '"';
   else if (auto* is = std::get_if<std::vector<int64_t>>(&a)) {
     os << "[";
     for (size_t k = 0; k < is->size(); ++k) os << (k ? "," : "") << (*is)[k];
@@ -33,6 +36,15 @@ std::string attr_str(const AttrValue& a) {
   return os.str();
 }
 }  // namespace
+
+std::string node_signature(const Node& n) {
+  std::ostringstream os;
+  os << op_name(n.op);
+  for (const auto& [k, a] : n.attrs.all()) os << " " << k << "=" << attr_str(a);
+  if (!n.epilogue.empty()) os << " epilogue=[" << n.epilogue.describe() << "]";
+  for (const Value* v : n.inputs) os << " " << (v && v->is_constant() ? "const" : "var");
+  return os.str();
+}
 
 std::string print_graph(const Graph& g) {
   std::ostringstream os;

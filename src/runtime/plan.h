@@ -83,6 +83,7 @@ struct PlanStep {
   int order_index = -1;               // kKernel: the node's index in the engine's order
   LayerProfile info;                  // name, op, tactic, on_cpu (ms unset)
   std::vector<std::string> declined;  // kKernel: candidates asked first, "BACKEND: reason"
+  std::vector<std::string> timed;     // kKernel: candidates timed, "BACKEND: MS ms [chosen]"
   KernelOperands operands;            // bound to the arenas by bind_plan()
 };
 

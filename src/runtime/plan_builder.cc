@@ -1,5 +1,6 @@
 // build_plan: lower the graph for one set of input shapes, on every device (see plan.h).
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string_view>
@@ -82,6 +83,25 @@ class Builder {
     return it == o_.precision_overrides.end() ? o_.precision : it->second;
   }
   Status add_node(const Node& n, int order_index);
+  // How input i of a step of `kernel` on `device` reads its value: the description the
+  // kernel is prepared with, and the slot holding it (-1: made by slot_for in `layout` and
+  // `dtype`; unused for a constant the kernel reads on the host).
+  struct InputForm {
+    TensorDesc desc;
+    int slot = -1;
+    bool host_read = false;
+    Layout layout = Layout::kPlain;
+    DataType dtype = DataType::kFloat32;
+  };
+  std::vector<InputForm> input_forms(const Node& n, DeviceKind device, const Kernel& kernel);
+  // Where the device times candidates and several accept `kn`: the index in `candidates` of
+  // the fastest (each prepared on the real shapes, then dropped), its times in *timed, or -1
+  // when there is nothing to choose.
+  Result<int> fastest_candidate(const Node& n, const Node& kn,
+                                const std::vector<const KernelCandidate*>& candidates,
+                                std::vector<std::string>* timed);
+  // The milliseconds of `kernel` for `n` on the main device, < 0 when it declines at prepare.
+  Result<float> time_candidate(const Node& n, Kernel& kernel, const char* backend);
   // Adds `kernel` (of `device`) as the step running `n` (`kn` with its resolved inputs).
   // *declined: the kernel found at prepare that it cannot run the node (nothing added).
   Status add_kernel_step(const Node& n, const Node& kn, int order_index, DeviceKind device,
@@ -307,8 +327,12 @@ Status Builder::add_node(const Node& n, int order_index) {
   const Precision prec = precision_of(n);
   // The main device's candidates in order: the first that takes the node; the others' reasons
   // are recorded with its step.
-  std::vector<std::string> declined;
-  for (const KernelCandidate* c : candidates_for(kn, p_.main, o_.reference_only)) {
+  std::vector<std::string> declined, timed;
+  std::vector<const KernelCandidate*> candidates = candidates_for(kn, p_.main, o_.reference_only);
+  KILN_ASSIGN_OR_RETURN(const int fastest, fastest_candidate(n, kn, candidates, &timed));
+  if (fastest > 0)
+    std::rotate(candidates.begin(), candidates.begin() + fastest, candidates.begin() + fastest + 1);
+  for (const KernelCandidate* c : candidates) {
     const BackendState* state = o_.states ? o_.states->find(c->backend) : nullptr;
     auto made = c->make(kn, KernelParams{prec, state});
     if (!made.is_ok()) {
@@ -322,6 +346,7 @@ Status Builder::add_node(const Node& n, int order_index) {
         add_kernel_step(n, kn, order_index, p_.main, std::move(made).value(), "", &why));
     if (why.empty()) {
       p_.steps.back().declined = std::move(declined);
+      p_.steps.back().timed = std::move(timed);
       return Status::ok();
     }
     // A kernel may find out only from the shapes that it cannot run the node (conversions
@@ -347,6 +372,104 @@ Status Builder::add_node(const Node& n, int order_index) {
   return Status::ok();
 }
 
+std::vector<Builder::InputForm> Builder::input_forms(const Node& n, DeviceKind device,
+                                                     const Kernel& kernel) {
+  PlanDevice& dev = dev_[device];
+  const Precision prec = precision_of(n);
+  // The layouts the inputs are offered in (their first form on this device), asked all at
+  // once.
+  std::vector<TensorDesc> offered(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i]) {
+      offered[i] = host_[n.inputs[i]->id()];
+      offered[i].layout = Layout::kPlain;
+      const int s = first_on(n.inputs[i], device);
+      if (s >= 0) offered[i].layout = p_.slots[s].desc.layout;
+    }
+  const std::vector<Layout> wanted = kernel.input_layouts_for(offered);
+  std::vector<InputForm> forms(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (!v) continue;
+    InputForm& f = forms[i];
+    const TensorDesc& h = host_[v->id()];
+    f.dtype = dev.dtype_for(h.dtype, prec);
+    if (h.value && kernel.reads_on_host(static_cast<int>(i))) {
+      f.desc = TensorDesc{f.dtype, h.shape, h.value};
+      f.host_read = true;
+      continue;
+    }
+    f.layout = h.shape.size() == 4 ? wanted[i] : Layout::kPlain;
+    bool converted = false;  // the wanted form exists already
+    for (int r : reps_[v->id()])
+      converted |= p_.slots[r].device == device && p_.slots[r].desc.layout == f.layout &&
+                   p_.slots[r].desc.dtype == f.dtype;
+    const int first = first_on(v, device);
+    if (!converted && first >= 0 && kernel.takes_offered(static_cast<int>(i), p_.slots[first].desc))
+      f.slot = first;
+    f.desc = f.slot >= 0 ? p_.slots[f.slot].desc : TensorDesc{f.dtype, h.shape, nullptr, f.layout};
+    f.desc.value = h.value;
+  }
+  return forms;
+}
+
+Result<float> Builder::time_candidate(const Node& n, Kernel& kernel, const char* backend) {
+  PlanDevice& dev = dev_[p_.main];
+  std::vector<TensorDesc> in(n.inputs.size());
+  const std::vector<InputForm> forms = input_forms(n, p_.main, kernel);
+  for (size_t i = 0; i < n.inputs.size(); ++i) in[i] = forms[i].desc;
+  std::vector<TensorDesc> out(n.outputs.size());
+  BuildContext& bctx = dev.build_context();
+  bctx.precision = precision_of(n);
+  bctx.notes = nullptr;  // the chosen one's notes come when it is prepared for its step
+  const Status prepared = kernel.prepare(in, out, bctx);
+  bctx.precision = o_.precision;
+  if (prepared.code() == StatusCode::kUnsupported) return -1.f;
+  KILN_RETURN_IF_ERROR_CTX(prepared, n.describe() + " (" + backend + ")");
+  if (kernel.timed_ms() >= 0) return kernel.timed_ms();
+  std::string key = std::string("kernel|") + backend + "|" + precision_name(bctx.precision) + "|" +
+                    node_signature(n);
+  for (const TensorDesc& d : in)
+    if (d.present())
+      key += std::string("|") + dtype_name(d.dtype) + shape_str(d.shape) + layout_name(d.layout);
+  return dev.time_kernel(kernel, in, out, key).with_context(n.describe() + " (" + backend + ")");
+}
+
+Result<int> Builder::fastest_candidate(const Node& n, const Node& kn,
+                                       const std::vector<const KernelCandidate*>& candidates,
+                                       std::vector<std::string>* timed) {
+  PlanDevice& dev = dev_[p_.main];
+  if (candidates.size() < 2 || !dev.times_candidates()) return -1;
+  // Candidates within this fraction of the fastest count as equally fast: the one asked
+  // first of them wins (a timing's noise does not flip the choice between builds).
+  constexpr float kTolerance = 0.03f;
+  std::vector<float> ms(candidates.size(), -1.f);
+  int accepted = 0;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    const KernelCandidate* c = candidates[k];
+    auto made = c->make(
+        kn, KernelParams{precision_of(n), o_.states ? o_.states->find(c->backend) : nullptr});
+    if (!made.is_ok()) continue;
+    KILN_ASSIGN_OR_RETURN(ms[k], time_candidate(kn, **made, c->backend));
+    accepted += ms[k] >= 0;
+  }
+  if (accepted < 2) return -1;
+  float fastest = -1.f;
+  for (float t : ms)
+    if (t >= 0 && (fastest < 0 || t < fastest)) fastest = t;
+  int chosen = -1;
+  for (size_t k = 0; k < ms.size() && chosen < 0; ++k)
+    if (ms[k] >= 0 && ms[k] <= fastest * (1.f + kTolerance)) chosen = static_cast<int>(k);
+  for (size_t k = 0; k < ms.size(); ++k) {
+    if (ms[k] < 0) continue;
+    char t[64];
+    std::snprintf(t, sizeof t, "%.4f ms", ms[k]);
+    timed->push_back(std::string(candidates[k]->backend) + ": " + t +
+                     (static_cast<int>(k) == chosen ? " (chosen)" : ""));
+  }
+  return chosen;
+}
+
 Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, DeviceKind device,
                                 std::unique_ptr<Kernel> kernel, const std::string& fallback_reason,
                                 std::string* declined) {
@@ -361,42 +484,21 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
   step.order_index = order_index;
   std::vector<TensorDesc> in(n.inputs.size());
   step.in.assign(n.inputs.size(), -1);
-  // The layouts the inputs are offered in (their first form on this device), asked all at
-  // once.
-  std::vector<TensorDesc> offered(n.inputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (n.inputs[i]) {
-      offered[i] = host_[n.inputs[i]->id()];
-      offered[i].layout = Layout::kPlain;
-      const int s = first_on(n.inputs[i], device);
-      if (s >= 0) offered[i].layout = p_.slots[s].desc.layout;
-    }
-  const std::vector<Layout> wanted = kernel->input_layouts_for(offered);
+  const std::vector<InputForm> forms = input_forms(n, device, *kernel);
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     const Value* v = n.inputs[i];
-    if (!v) continue;
-    const TensorDesc& h = host_[v->id()];
-    const DataType dt = dev.dtype_for(h.dtype, prec);
-    if (h.value && kernel->reads_on_host(static_cast<int>(i))) {
-      in[i] = TensorDesc{dt, h.shape, h.value};
+    const InputForm& f = forms[i];
+    if (!v || f.host_read) {
+      in[i] = f.desc;
       continue;
     }
-    const Layout want = h.shape.size() == 4 ? wanted[i] : Layout::kPlain;
-    int s = -1;
-    bool converted = false;  // the wanted form exists already
-    for (int r : reps_[v->id()])
-      converted |= p_.slots[r].device == device && p_.slots[r].desc.layout == want &&
-                   p_.slots[r].desc.dtype == dt;
-    const int first = first_on(v, device);
-    if (!converted && first >= 0 &&
-        kernel->takes_offered(static_cast<int>(i), p_.slots[first].desc)) {
-      s = first;
-    } else {
-      KILN_ASSIGN_OR_RETURN(s, slot_for(v, device, want, dt));
+    int s = f.slot;
+    if (s < 0) {
+      KILN_ASSIGN_OR_RETURN(s, slot_for(v, device, f.layout, f.dtype));
     }
     step.in[i] = s;
     in[i] = p_.slots[s].desc;
-    in[i].value = h.value;
+    in[i].value = host_[v->id()].value;
   }
   // The reference shape rule is the contract: the output shapes are known before the kernel
   // prepares (a library kernel may allocate for them first), and a kernel disagreeing with it

@@ -80,6 +80,8 @@ std::string step_line(size_t k, const PlanStepInfo& s, bool tactic) {
   r += "\n";
   if (tactic)
     for (const std::string& d : s.declined) r += "    declined by " + d + "\n";
+  if (tactic)
+    for (const std::string& t : s.timed) r += "    timed " + t + "\n";
   return r;
 }
 
@@ -114,6 +116,7 @@ PlanInfo plan_info(const Plan& p, const Graph& g) {
     s.op = st.info.op;
     s.tactic = st.info.tactic;
     s.declined = st.declined;
+    s.timed = st.timed;
     for (int in : st.in) s.inputs.push_back(slot_text(p, in));
     for (int out : st.out) s.outputs.push_back(slot_text(p, out));
     r.steps.push_back(std::move(s));

@@ -14,7 +14,7 @@ namespace kiln::test {
 namespace {
 
 // x[2,3,10,10] → conv 8 + relu → maxpool → Reshape(p, Concat(Shape(p)[0], -1)) → output.
-std::shared_ptr<Engine> reshape_net() {
+std::shared_ptr<Engine> reshape_net(KernelChoice backend = KernelChoice::kReference) {
   Net n;
   Value* x = n.input("x", {2, 3, 10, 10});
   Value* a = n.conv(x, 8, 3, {2, 8, 10, 10});
@@ -48,7 +48,7 @@ std::shared_ptr<Engine> reshape_net() {
   g.add_node(OpKind::Reshape, "flatten", {p, target}, {y});
   g.outputs() = {y};
   EngineOptions o;
-  o.backend = KernelChoice::kReference;
+  o.backend = backend;
   o.optimize = false;
   auto e = build_engine(std::move(n.g), o);
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
@@ -112,6 +112,76 @@ TEST(PlanBuilder, HostPlanGivesTheReferenceResultAndEvaluatesShapesAtBuild) {
     int64_t differ = 0;
     for (int64_t i = 0; i < w.numel(); ++i) differ += got.data<float>()[i] != w.data<float>()[i];
     EXPECT_EQ(differ, 0) << "run " << run << "\n" << plan_info(plan, *e.graph).text();
+  }
+}
+
+// The host device with timing, each kernel's time given by its backend: the planner times
+// every candidate that accepts a node and keeps the fastest, whatever the registration order.
+class TimedHost final : public PlanDevice {
+ public:
+  explicit TimedHost(std::map<std::string, float> ms) : ms_(std::move(ms)) {}
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
+  DataType dtype_for(DataType dt, Precision p) const override { return host_->dtype_for(dt, p); }
+  BuildContext& build_context() override { return host_->build_context(); }
+  Result<void*> place_constant(const std::string& key, const void* bytes, size_t n) override {
+    return host_->place_constant(key, bytes, n);
+  }
+  Status execute(Kernel& kernel, const KernelOperands& ops, void* ws, size_t bytes) override {
+    return host_->execute(kernel, ops, ws, bytes);
+  }
+  Status convert(const TensorRef& src, const TensorRef& dst) override {
+    return host_->convert(src, dst);
+  }
+  Status copy_to_host(void* h, const void* d, size_t n) override { return internal_error("no"); }
+  Status copy_from_host(void* d, const void* h, size_t n) override { return internal_error("no"); }
+  bool times_candidates() const override { return true; }
+  Result<float> time_kernel(Kernel& kernel, const std::vector<TensorDesc>& in,
+                            const std::vector<TensorDesc>& out, const std::string& key) override {
+    keys.push_back(key);
+    EXPECT_FALSE(out.empty() || !out[0].present()) << key;  // prepared
+    for (const auto& [backend, ms] : ms_)
+      if (key.rfind("kernel|" + backend + "|", 0) == 0) return ms;
+    return internal_error("no time for " + key);
+  }
+  std::vector<std::string> keys;
+
+ private:
+  std::unique_ptr<PlanDevice> host_ = make_host_plan_device();
+  std::map<std::string, float> ms_;
+};
+
+TEST(PlanBuilder, TimesTheCandidatesThatAcceptANodeAndKeepsTheFastest) {
+  std::shared_ptr<Engine> engine = reshape_net(KernelChoice::kAuto);
+  ASSERT_TRUE(engine);
+  const Engine::Impl& e = engine_impl(*engine);
+  const std::vector<TensorDesc> in = {TensorDesc{DataType::kFloat32, {2, 3, 10, 10}}};
+  for (const auto& [onednn_ms, reference_ms] : {std::pair{5.f, 1.f}, std::pair{1.f, 5.f}}) {
+    TimedHost host({{"onednn", onednn_ms}, {"reference", reference_ms}});
+    PlanDevices devices;
+    devices.by_kind[device_index(DeviceKind::kCpu)] = &host;
+    PlanOptions options;
+    options.states = &e.states;
+    Plan plan;
+    ASSERT_TRUE(build_plan(*e.graph, e.order, in, options, devices, plan).is_ok());
+    const std::string text = plan_info(plan, *e.graph).text();
+    const bool reference_wins = reference_ms < onednn_ms;
+    // Conv and MaxPool have both candidates; the Reshape (a view) only the reference.
+    int timed_steps = 0;
+    for (const PlanStep& s : plan.steps) {
+      if (s.kind != PlanStepKind::kKernel || s.timed.empty()) continue;
+      ++timed_steps;
+      ASSERT_EQ(s.timed.size(), 2u) << text;
+      EXPECT_EQ(s.timed[0],
+                std::string("onednn: ") + (reference_wins ? "5.0000 ms" : "1.0000 ms (chosen)"));
+      EXPECT_EQ(s.timed[1],
+                std::string("reference: ") + (reference_wins ? "1.0000 ms (chosen)" : "5.0000 ms"));
+      EXPECT_EQ(s.info.tactic.rfind("onednn", 0) == 0, !reference_wins) << s.info.tactic;
+    }
+    EXPECT_EQ(timed_steps, 2) << text;
+    EXPECT_NE(text.find("    timed onednn: "), std::string::npos) << text;
+    ASSERT_FALSE(host.keys.empty());
+    EXPECT_EQ(host.keys[0].rfind("kernel|onednn|fp32|Conv ", 0), 0u) << host.keys[0];
+    EXPECT_NE(host.keys[0].find("|float32[2,3,10,10]"), std::string::npos) << host.keys[0];
   }
 }
 

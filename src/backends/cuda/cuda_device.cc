@@ -1,11 +1,13 @@
 #include "backends/cuda/cuda_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #include "backends/cuda/cublaslt/lt_loader.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/kernels/launch.h"
+#include "backends/cuda/tactic_timing.h"
 
 namespace kiln {
 
@@ -90,6 +92,50 @@ Status CudaPlanDevice::execute(Kernel& kernel, const KernelOperands& ops, void* 
   run.workspace = workspace;
   run.workspace_bytes = workspace_bytes;
   return kernel.execute(ops.in_ptr, ops.out_ptr, run);
+}
+
+Result<float> CudaPlanDevice::time_kernel(Kernel& kernel, const std::vector<TensorDesc>& in,
+                                          const std::vector<TensorDesc>& out,
+                                          const std::string& key) {
+  std::string cached;
+  if (build_.tactics->get(key, &cached)) {
+    const float ms = std::strtof(cached.c_str(), nullptr);
+    if (ms > 0) return ms;
+  }
+  // Scratch operands: floats in [-1, 1), other dtypes zero; a constant read on the host has
+  // none. Outputs poisoned.
+  std::vector<ScratchBuffer> bufs(in.size() + out.size() + 1);
+  KernelOperands ops;
+  ops.reset(in.size(), out.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].present()) continue;
+    if (in[i].value && kernel.reads_on_host(static_cast<int>(i))) {
+      ops.set_in(i, in[i], nullptr);
+      continue;
+    }
+    if (is_device_float(in[i].dtype)) {
+      KILN_RETURN_IF_ERROR(bufs[i].alloc_random(in[i].dtype, in[i].numel(), 31 + i));
+    } else {
+      KILN_RETURN_IF_ERROR(bufs[i].alloc(in[i].nbytes()));
+      KILN_CUDA(cudaMemset(bufs[i].get(), 0, in[i].nbytes()));
+    }
+    ops.set_in(i, in[i], bufs[i].get());
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out[i].present()) continue;
+    ScratchBuffer& b = bufs[in.size() + i];
+    KILN_RETURN_IF_ERROR(b.alloc(out[i].nbytes()));
+    KILN_CUDA(cudaMemset(b.get(), 0xFF, out[i].nbytes()));
+    ops.set_out(i, out[i], b.get());
+  }
+  ScratchBuffer& ws = bufs.back();
+  KILN_RETURN_IF_ERROR(ws.alloc(kernel.workspace_bytes()));
+  KILN_CUDA(cudaDeviceSynchronize());  // the memsets ran on the default stream
+  KILN_ASSIGN_OR_RETURN(const float ms, time_launches(handles_.stream, [&] {
+                          return execute(kernel, ops, ws.get(), kernel.workspace_bytes());
+                        }));
+  build_.tactics->put(key, std::to_string(ms));
+  return ms;
 }
 
 Status CudaPlanDevice::convert(const TensorRef& src, const TensorRef& dst) {

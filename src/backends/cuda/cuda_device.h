@@ -86,6 +86,9 @@ class CudaPlanDevice final : public PlanDevice {
   Status convert(const TensorRef& src, const TensorRef& dst) override;
   Status copy_to_host(void* host, const void* device, size_t n) override;
   Status copy_from_host(void* device, const void* host, size_t n) override;
+  bool times_candidates() const override { return build_.time_tactics; }
+  Result<float> time_kernel(Kernel& kernel, const std::vector<TensorDesc>& in,
+                            const std::vector<TensorDesc>& out, const std::string& key) override;
 
  private:
   CudaStreamHandles& handles_;

@@ -55,17 +55,34 @@ Status CudaKernel::execute(const std::vector<const TensorRef*>& in,
   return enqueue(in, out, static_cast<const CudaRunContext&>(run));
 }
 
-bool register_cuda_kernel(OpKind op, KernelFactory factory) {
-  return KernelRegistry::add(KernelCandidate{DeviceKind::kCuda, "cuda", op, nullptr, factory});
+bool register_cuda_kernel(OpKind op, KernelFactory factory, const char* backend) {
+  return KernelRegistry::add(KernelCandidate{DeviceKind::kCuda, backend, op, nullptr, factory});
 }
 
-bool has_cuda_kernel(OpKind op) { return KernelRegistry::find(op, DeviceKind::kCuda, "cuda"); }
+bool has_cuda_kernel(OpKind op) {
+  return !KernelRegistry::candidates(op, DeviceKind::kCuda).empty();
+}
+
+Result<std::vector<std::pair<std::string, std::unique_ptr<CudaKernel>>>> make_cuda_kernels(
+    const Node& node, Precision precision) {
+  std::vector<std::pair<std::string, std::unique_ptr<CudaKernel>>> made;
+  std::string why = "no CUDA kernel for " + std::string(op_name(node.op));
+  for (const KernelCandidate* c : KernelRegistry::candidates(node.op, DeviceKind::kCuda)) {
+    auto k = c->make(node, KernelParams{precision, nullptr});
+    if (!k.is_ok()) {
+      if (k.status().code() != StatusCode::kUnsupported) return k.status();
+      why = k.status().message();
+      continue;
+    }
+    made.emplace_back(c->backend, static_cast<CudaKernel*>(k->release()));
+  }
+  if (made.empty()) return unsupported(why);
+  return made;
+}
 
 Result<std::unique_ptr<CudaKernel>> make_cuda_kernel(const Node& node, Precision precision) {
-  const KernelCandidate* c = KernelRegistry::find(node.op, DeviceKind::kCuda, "cuda");
-  if (!c) return unsupported("no CUDA kernel for " + std::string(op_name(node.op)));
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k, c->make(node, KernelParams{precision, nullptr}));
-  return std::unique_ptr<CudaKernel>(static_cast<CudaKernel*>(k.release()));
+  KILN_ASSIGN_OR_RETURN(auto made, make_cuda_kernels(node, precision));
+  return std::move(made.front().second);
 }
 
 }  // namespace kiln

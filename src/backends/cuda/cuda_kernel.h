@@ -119,12 +119,17 @@ class CudaKernel : public Kernel {
 // then runs on the CPU reference with copies). `precision` is the node's.
 using CudaKernelFactory = Result<std::unique_ptr<CudaKernel>> (*)(const Node& node,
                                                                   Precision precision);
-// Registers `factory` in the kernel registry (backends/backend.h) as backend "cuda".
-bool register_cuda_kernel(OpKind op, KernelFactory factory);
+// Registers `factory` in the kernel registry (backends/backend.h) as a candidate of `backend`
+// ("cuda" for kiln's kernels and the libraries' single ones; Conv has several).
+bool register_cuda_kernel(OpKind op, KernelFactory factory, const char* backend = "cuda");
 // Whether a CUDA kernel is registered for `op`.
 bool has_cuda_kernel(OpKind op);
-// The registered CUDA kernel for `node` as a CudaKernel (for tests that drive one kernel on
-// its own); kUnsupported when none takes the node.
+// The registered CUDA candidates that take `node` (made, not prepared), in the order the
+// planner asks them, as CudaKernels (for tests that drive kernels on their own); each with its
+// backend's name. kUnsupported when none takes the node.
+Result<std::vector<std::pair<std::string, std::unique_ptr<CudaKernel>>>> make_cuda_kernels(
+    const Node& node, Precision precision);
+// The first of them.
 Result<std::unique_ptr<CudaKernel>> make_cuda_kernel(const Node& node, Precision precision);
 
 }  // namespace kiln

@@ -75,6 +75,7 @@ inline Tensor from_device_bytes(const std::vector<uint8_t>& bytes, const TensorD
 struct CudaNodeResult {
   std::vector<Tensor> outputs;  // float outputs as float32, plain layout
   std::string tactic;
+  std::string backend;  // the candidate that ran
 };
 
 // A device buffer freed on scope exit.
@@ -98,6 +99,9 @@ struct CudaRunOptions {
   int max_tactics = -1;
   bool in_place = false;           // output 0 over input inplace_input() (which must be ≥ 0)
   TacticCache* tactics = nullptr;  // nullptr: a fresh cache
+  // The candidate's backend ("cudnn-graph"); empty: the first that prepares, as the planner
+  // asks them when it times nothing.
+  std::string backend;
   // Offer float inputs as a graph input arrives (float32 plain) where the kernel's
   // takes_offered() accepts that, as the plan does.
   bool offer_raw = false;
@@ -106,15 +110,11 @@ struct CudaRunOptions {
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
 };
 
-// Creates, prepares and enqueues the CUDA kernel of `node` on host inputs (nullptr for
-// omitted ones).
-inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
-                                                 const std::vector<const Tensor*>& inputs,
-                                                 Precision precision, const CudaRunOptions& o) {
-  // The call's own weights: nodes of different tests share names ("case_node"), and a weight
-  // is keyed by its node's name. Declared before the kernel, so it outlives it.
-  WeightStore weights;
-  KILN_ASSIGN_OR_RETURN(auto kernel, make_cuda_kernel(node, precision));
+// Prepares and enqueues `kernel` (made for `node`) on host inputs (nullptr for omitted ones).
+inline Result<CudaNodeResult> run_cuda_kernel_with(CudaKernel* kernel, WeightStore& weights,
+                                                   const Node& node,
+                                                   const std::vector<const Tensor*>& inputs,
+                                                   Precision precision, const CudaRunOptions& o) {
   // The offer: o.offered for 4-D float inputs that are not constants, as the plan asks.
   std::vector<Layout> offered(inputs.size(), Layout::kPlain);
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -225,6 +225,26 @@ inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
     result.outputs.push_back(from_device_bytes(bytes, out_desc[i]));
   }
   return result;
+}
+
+// Creates, prepares and enqueues the CUDA kernel of `node` (o.backend's, or the first candidate
+// that prepares) on host inputs (nullptr for omitted ones).
+inline Result<CudaNodeResult> run_cuda_node_with(const Node& node,
+                                                 const std::vector<const Tensor*>& inputs,
+                                                 Precision precision, const CudaRunOptions& o) {
+  // The call's own weights: nodes of different tests share names ("case_node"), and a weight
+  // is keyed by its node's name. Declared before the kernels, so it outlives them.
+  WeightStore weights;
+  KILN_ASSIGN_OR_RETURN(auto kernels, make_cuda_kernels(node, precision));
+  Status last = unsupported("no CUDA candidate of backend '" + o.backend + "'");
+  for (auto& [backend, kernel] : kernels) {
+    if (!o.backend.empty() && backend != o.backend) continue;
+    auto r = run_cuda_kernel_with(kernel.get(), weights, node, inputs, precision, o);
+    if (r.is_ok()) r->backend = backend;
+    if (r.is_ok() || r.status().code() != StatusCode::kUnsupported) return r;
+    last = r.status();
+  }
+  return last;
 }
 
 inline Result<CudaNodeResult> run_cuda_node(const Node& node,

@@ -17,6 +17,7 @@ struct LibRunOptions {
   bool offer_raw = false;  // CudaRunOptions::offer_raw
   CudnnConvPath conv_path = CudnnConvPath::kAuto;     // CudaRunOptions::conv_path
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // CudaRunOptions::space_to_depth
+  std::string backend;                                // CudaRunOptions::backend
 };
 
 inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
@@ -29,6 +30,7 @@ inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
   o.offer_raw = opt.offer_raw;
   o.conv_path = opt.conv_path;
   o.space_to_depth = opt.space_to_depth;
+  o.backend = opt.backend;
   o.tactics = &tactics;
   return run_cuda_node_with(node, inputs, precision, o);
 }

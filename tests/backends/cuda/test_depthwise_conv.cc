@@ -64,19 +64,25 @@ TEST(DepthwiseConv, ResidualInPlace) {
     }
 }
 
-// Timed: cuDNN is timed beside it, the faster runs, and either matches.
-TEST(DepthwiseConv, TimedChoiceMatchesReference) {
+// Timed: kiln's kernel and cuDNN's legacy path, the candidates the planner times against each
+// other (test_conv_candidates.cc), each report their time and match.
+TEST(DepthwiseConv, TimedCandidatesMatchReference) {
   uint32_t seed = 9700;
   for (const ConvCase& c : {kDepthwise[0], kDepthwise[2]})
-    for (Precision p : {Precision::kTf32, Precision::kFp16}) {
-      SCOPED_TRACE(std::string(c.name) + " / " + precision_name(p));
-      auto cn = make_conv(c, epi("relu"), seed += 5);
-      TacticCache cache;
-      std::string tactic;
-      expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {}, &tactic);
-      EXPECT_NE(tactic.find("kiln depthwise"), std::string::npos) << tactic;
-      EXPECT_NE(tactic.find("ms"), std::string::npos) << tactic;
-    }
+    for (Precision p : {Precision::kTf32, Precision::kFp16})
+      for (const char* backend : {"kiln-depthwise", "cudnn"}) {
+        SCOPED_TRACE(std::string(c.name) + " / " + precision_name(p) + " / " + backend);
+        auto cn = make_conv(c, epi("relu"), seed += 5);
+        TacticCache cache;
+        std::string tactic;
+        LibRunOptions timed;
+        timed.backend = backend;
+        expect_lib_kernel_matches(*cn->node, cn->in, p, cache, timed, &tactic);
+        EXPECT_EQ(tactic.find("kiln depthwise") != std::string::npos,
+                  std::string(backend) == "kiln-depthwise")
+            << tactic;
+        EXPECT_NE(tactic.find(" ms"), std::string::npos) << tactic;
+      }
 }
 
 TEST(DepthwiseConv, StrictFp32AndForcedPathsKeepCudnn) {

@@ -1,11 +1,12 @@
 // Conv through cuDNN: NHWC activations / KRSC filters (NCHW / KCRS in strict fp32), constants
 // packed at prepare, the epilogue y = act(conv(x) + bias + residual) fused where a path can.
 //
-// Two paths compete (conv_kernel.h): the legacy convolution API (conv_legacy.cc) and the
-// backend graph API (conv_graph_path.cc). With ctx.time_tactics every candidate of both is
-// timed on scratch buffers of the real shapes; of those within 3% of the fastest, the one
-// with the smallest workspace is kept and recorded in ctx.tactics. Without timing, the
-// legacy heuristic order is tried first (then the graph's) until a candidate runs.
+// Two paths, each a registered candidate (conv_kernel.h): the legacy convolution API
+// (conv_legacy.cc) and the backend graph API (conv_graph_path.cc). With ctx.time_tactics every
+// algorithm or engine of the kernel's path is timed on scratch buffers of the real shapes; of
+// those within 3% of the fastest, the one with the smallest workspace is kept and recorded in
+// ctx.tactics, and the planner compares the paths' bests. Without timing, the path's heuristic
+// order is tried until a candidate runs (the planner asks the legacy path first).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -95,8 +96,10 @@ Status CudnnConvKernel::prepare(const std::vector<TensorDesc>& in, std::vector<T
   }
   for (int64_t v : y_desc_.shape)
     if (v <= 0 || v > INT32_MAX) return invalid_argument("Conv output " + shape_str(y_desc_.shape));
+  if (ctx.conv_path != CudnnConvPath::kAuto && ctx.conv_path != path_)
+    return unsupported(std::string("cudnn_conv_path=") + cudnn_conv_path_name(ctx.conv_path));
   out[0] = y_desc_;
-  path_choice_ = ctx.conv_path;
+  path_choice_ = path_;
   strict_fp32_ = !ctx.allow_tf32();
   KILN_RETURN_IF_ERROR(setup_legacy(x, in[1], ctx));
   KILN_RETURN_IF_ERROR(upload_constants(in, ctx));
@@ -198,7 +201,11 @@ Status CudnnConvKernel::choose(CudaBuildContext& ctx, const std::string& key) {
   return finish(*best, false);
 }
 
-Result<std::unique_ptr<CudaKernel>> make_cudnn_conv(const Node& node, Precision precision) {
+namespace {
+
+// What every Conv candidate checks of the node: X, a constant 4-D float W, a constant bias.
+// Gives the bias input (-1: none) and the attributes.
+Result<std::pair<int, ConvAttrs>> conv_inputs(const Node& node) {
   if (node.inputs.size() < 2 || !node.inputs[0] || !node.inputs[1])
     return unsupported("Conv without X or W");
   const Value* w = node.inputs[1];
@@ -219,11 +226,39 @@ Result<std::unique_ptr<CudaKernel>> make_cudnn_conv(const Node& node, Precision 
   KILN_ASSIGN_OR_RETURN(ConvAttrs attrs, parse_conv_attrs(node.attrs));
   if (!attrs.kernel_shape.empty() && attrs.kernel_shape.size() != 2)
     return unsupported("Conv kernel_shape of rank " + std::to_string(attrs.kernel_shape.size()));
-  auto direct = std::make_unique<CudnnConvKernel>(node, attrs, bias, precision);
-  if (attrs.group > 1) return maybe_depthwise(node, attrs, bias, precision, std::move(direct));
-  return maybe_space_to_depth(node, attrs, bias, precision, std::move(direct));
+  return std::pair<int, ConvAttrs>{bias, std::move(attrs)};
 }
 
-KILN_REGISTER_CUDA_KERNEL(Conv, make_cudnn_conv);
+// One cuDNN path, with the space-to-depth rewrite where it may apply.
+Result<std::unique_ptr<Kernel>> make_cudnn_conv(const Node& node, Precision precision,
+                                                CudnnConvPath path) {
+  KILN_ASSIGN_OR_RETURN(auto parsed, conv_inputs(node));
+  auto& [bias, attrs] = parsed;
+  auto direct = std::make_unique<CudnnConvKernel>(node, attrs, bias, precision, path);
+  return std::unique_ptr<Kernel>(
+      maybe_space_to_depth(node, attrs, bias, precision, std::move(direct)));
+}
+
+Result<std::unique_ptr<Kernel>> make_legacy(const Node& node, const KernelParams& params) {
+  return make_cudnn_conv(node, params.precision, CudnnConvPath::kLegacy);
+}
+Result<std::unique_ptr<Kernel>> make_graph(const Node& node, const KernelParams& params) {
+  return make_cudnn_conv(node, params.precision, CudnnConvPath::kGraph);
+}
+Result<std::unique_ptr<Kernel>> make_depthwise(const Node& node, const KernelParams& params) {
+  KILN_ASSIGN_OR_RETURN(auto parsed, conv_inputs(node));
+  KILN_ASSIGN_OR_RETURN(auto k,
+                        make_depthwise_conv(node, parsed.second, parsed.first, params.precision));
+  return std::unique_ptr<Kernel>(std::move(k));
+}
+
+// Asked in this order where nothing is timed: kiln's depthwise kernel where it applies, then
+// cuDNN's legacy path, then its graph path.
+[[maybe_unused]] const bool registered =
+    register_cuda_kernel(OpKind::Conv, make_depthwise, "kiln-depthwise") &&
+    register_cuda_kernel(OpKind::Conv, make_legacy, "cudnn") &&
+    register_cuda_kernel(OpKind::Conv, make_graph, "cudnn-graph");
+
+}  // namespace
 
 }  // namespace kiln

@@ -8,8 +8,11 @@
 // Layouts: NHWC activations and KRSC filters in fp16/tf32 (tensor cores); in strict fp32
 // precision NCHW (kPlain) and KCRS, where cuDNN's FMA kernels are at home.
 //
+// Each path is a candidate of its own in the kernel registry ("cudnn": legacy, "cudnn-graph"),
+// beside kiln's depthwise kernel ("kiln-depthwise"): each times its own algorithms or engines
+// and reports its best (timed_ms), and the planner keeps the fastest candidate.
 // EngineOptions::cudnn_conv_path (CudaBuildContext::conv_path) can restrict the choice to one
-// path, for tests and diagnosis; by default both compete on time.
+// path, for tests and diagnosis: the other declines.
 #pragma once
 
 #include <cudnn.h>
@@ -63,12 +66,15 @@ struct ConvScratch {
 
 class CudnnConvKernel final : public CudaKernel {
  public:
-  CudnnConvKernel(const Node& node, ConvAttrs attrs, int bias, Precision precision)
+  // `path`: kLegacy or kGraph, the one path this kernel runs.
+  CudnnConvKernel(const Node& node, ConvAttrs attrs, int bias, Precision precision,
+                  CudnnConvPath path)
       : name_(node.name),
         attrs_(std::move(attrs)),
         epilogue_(node.epilogue),
         bias_(bias),
-        layout_(precision == Precision::kFp32 ? Layout::kPlain : Layout::kNHWC) {}
+        layout_(precision == Precision::kFp32 ? Layout::kPlain : Layout::kNHWC),
+        path_(path) {}
 
   Layout input_layout(int i, Layout offered) const override {
     return i == 0 || i == epilogue_.residual_input ? layout_ : Layout::kPlain;
@@ -81,6 +87,8 @@ class CudnnConvKernel final : public CudaKernel {
   std::string tactic() const override { return tactic_text_; }
   // The chosen tactic's time (ms), < 0 when it was not timed.
   float tactic_ms() const { return tactic_.ms; }
+  float timed_ms() const override { return tactic_.ms; }
+  CudnnConvPath path() const { return path_; }
 
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override;
@@ -143,6 +151,7 @@ class CudnnConvKernel final : public CudaKernel {
   Epilogue epilogue_;
   int bias_;
   Layout layout_;
+  CudnnConvPath path_;
   ConvGeometry geo_;
   CudnnConvDescs d_;
   CudnnPadMapping pads_;
@@ -167,10 +176,9 @@ std::unique_ptr<CudaKernel> maybe_space_to_depth(const Node& node, const ConvAtt
                                                  Precision precision,
                                                  std::unique_ptr<CudnnConvKernel> direct);
 
-// Wraps `cudnn` in kiln's NHWC depthwise kernel (depthwise_conv.cu) when the node is a
-// depthwise conv (group == C == M) of an NHWC precision; else returns `cudnn` as is.
-std::unique_ptr<CudaKernel> maybe_depthwise(const Node& node, const ConvAttrs& attrs, int bias,
-                                            Precision precision,
-                                            std::unique_ptr<CudnnConvKernel> cudnn);
+// kiln's NHWC depthwise kernel (depthwise_conv.cu) for a depthwise conv (group == C == M) of
+// an NHWC precision; kUnsupported for any other conv.
+Result<std::unique_ptr<CudaKernel>> make_depthwise_conv(const Node& node, const ConvAttrs& attrs,
+                                                        int bias, Precision precision);
 
 }  // namespace kiln

@@ -58,6 +58,8 @@ class SpaceToDepthConvKernel final : public CudaKernel {
     return s2d_ || convert_ ? z_offset_ + z_bytes_ : direct_->workspace_bytes();
   }
   std::string tactic() const override { return tactic_text_; }
+  // What runs, the input's conversion or transform included.
+  float timed_ms() const override { return ms_; }
 
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override;
@@ -98,6 +100,7 @@ class SpaceToDepthConvKernel final : public CudaKernel {
   bool convert_ = false;                  // the direct conv runs on input 0 converted here
   S2dShape shape_;
   S2dIo io_;
+  float ms_ = -1;
   Tensor filter_;  // the rewritten filter, read by s2d_'s prepare
   TensorDesc z_desc_;
   size_t z_offset_ = 0, z_bytes_ = 0;
@@ -151,6 +154,7 @@ std::string io_text(DataType dtype, Layout layout) {
 Status SpaceToDepthConvKernel::prepare(const std::vector<TensorDesc>& in,
                                        std::vector<TensorDesc>& out, CudaBuildContext& ctx) {
   s2d_.reset();
+  ms_ = -1;
   convert_ = false;
   z_offset_ = z_bytes_ = 0;
   // What the convs read: input 0 in the activation dtype and the conv's layout.
@@ -183,6 +187,8 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<TensorDesc>& in,
       KILN_ASSIGN_OR_RETURN(convert_ms, cached_time(ctx, key, launch, in[0], z_bytes_));
     }
   }
+  if (direct.is_ok() && direct_->tactic_ms() >= 0 && (!raw || ctx.time_tactics))
+    ms_ = direct_->tactic_ms() + convert_ms;
   const SpaceToDepth mode = ctx.space_to_depth;
   if (mode == SpaceToDepth::kOff) return direct;
   auto shape = plan_shape(conv_in);
@@ -198,7 +204,8 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<TensorDesc>& in,
   std::vector<TensorDesc> out2(out.size());
   ConvAttrs a;
   a.kernel_shape = {filter_.shape()[2], filter_.shape()[3]};
-  auto inner = std::make_unique<CudnnConvKernel>(inner_node_, a, bias_, precision_);
+  auto inner =
+      std::make_unique<CudnnConvKernel>(inner_node_, a, bias_, precision_, direct_->path());
   if (!inner->prepare(in2, out2, ctx).is_ok()) return direct;
   if (direct.is_ok() && out2[0].shape != out[0].shape)
     return internal_error("space-to-depth conv output " + shape_str(out2[0].shape) +
@@ -221,6 +228,7 @@ Status SpaceToDepthConvKernel::prepare(const std::vector<TensorDesc>& in,
     use = inner->tactic_ms() + transform_ms < direct_->tactic_ms() + convert_ms;
   if (!use) return direct;
   const std::string direct_text = tactic_text_;
+  ms_ = transform_ms >= 0 && inner->tactic_ms() >= 0 ? transform_ms + inner->tactic_ms() : -1;
   out = out2;
   s2d_ = std::move(inner);
   convert_ = false;

@@ -10,9 +10,10 @@
 // weights and a stride-1 row's input columns loaded once per tile, measured 1.3–1.5× slower on
 // the H200: the registers they hold cut the occupancy this memory-bound kernel lives on.)
 //
-// With tactic timing the cuDNN conv (prepared beside it) is timed too and the faster one runs;
-// without timing this kernel runs. Strict fp32 (NCHW) plans keep cuDNN, and so does a cuDNN
-// path forced by EngineOptions::cudnn_conv_path.
+// A candidate of its own for Conv ("kiln-depthwise", asked before cuDNN's): with tactic timing
+// the planner times it beside the cuDNN paths and keeps the fastest; without timing it runs.
+// It declines strict fp32 (NCHW) plans and a cuDNN path forced by
+// EngineOptions::cudnn_conv_path.
 
 #include <cuda_fp16.h>
 
@@ -81,13 +82,8 @@ __global__ void depthwise_conv_kernel(const T* __restrict__ x, const T* __restri
 
 class DepthwiseConvKernel final : public CudaKernel {
  public:
-  DepthwiseConvKernel(const Node& node, ConvAttrs attrs, int bias,
-                      std::unique_ptr<CudnnConvKernel> cudnn)
-      : name_(node.name),
-        attrs_(std::move(attrs)),
-        epilogue_(node.epilogue),
-        bias_(bias),
-        cudnn_(std::move(cudnn)) {}
+  DepthwiseConvKernel(const Node& node, ConvAttrs attrs, int bias)
+      : name_(node.name), attrs_(std::move(attrs)), epilogue_(node.epilogue), bias_(bias) {}
 
   Layout input_layout(int i, Layout) const override {
     return i == 0 || i == epilogue_.residual_input ? Layout::kNHWC : Layout::kPlain;
@@ -95,39 +91,25 @@ class DepthwiseConvKernel final : public CudaKernel {
   bool reads_on_host(int i) const override { return i == 1 || (bias_ >= 0 && i == bias_); }
   // Each element's residual is read before its output is written.
   int inplace_input() const override { return epilogue_.residual_input; }
-  size_t workspace_bytes() const override { return use_cudnn_ ? cudnn_->workspace_bytes() : 0; }
   std::string tactic() const override { return tactic_; }
+  float timed_ms() const override { return ms_; }
 
   Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                  CudaBuildContext& ctx) override {
-    use_cudnn_ = false;
-    if (ctx.conv_path != CudnnConvPath::kAuto) {  // a cuDNN path forced: cuDNN
-      use_cudnn_ = true;
-      const Status s = cudnn_->prepare(in, out, ctx);
-      tactic_ = cudnn_->tactic();
-      return s;
-    }
+    ms_ = -1;
+    if (ctx.conv_path != CudnnConvPath::kAuto)
+      return unsupported(std::string("cudnn_conv_path=") + cudnn_conv_path_name(ctx.conv_path) +
+                         " asks for cuDNN");
     KILN_RETURN_IF_ERROR(prepare_own(in, out, ctx));
-    if (!ctx.time_tactics) {
-      tactic_ = own_text(-1);
-      return Status::ok();
+    if (ctx.time_tactics) {
+      KILN_ASSIGN_OR_RETURN(ms_, time_own(ctx));
     }
-    KILN_ASSIGN_OR_RETURN(float own_ms, time_own(ctx));
-    std::vector<TensorDesc> cudnn_out(out.size());
-    const Status cudnn = cudnn_->prepare(in, cudnn_out, ctx);
-    tactic_ = own_text(own_ms);
-    if (cudnn.is_ok() && cudnn_->tactic_ms() >= 0 && cudnn_->tactic_ms() < own_ms) {
-      use_cudnn_ = true;
-      tactic_ = cudnn_->tactic() + "; kiln depthwise " + std::to_string(own_ms) + " ms";
-    } else if (cudnn.is_ok()) {
-      tactic_ += "; " + cudnn_->tactic();
-    }
+    tactic_ = own_text(ms_);
     return Status::ok();
   }
 
   Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
-    if (use_cudnn_) return cudnn_->enqueue(in, out, run);
     const int r = epilogue_.residual_input;
     return launch(in[0]->data, r >= 0 ? in[r]->data : nullptr, out[0]->data, run.stream);
   }
@@ -278,8 +260,7 @@ class DepthwiseConvKernel final : public CudaKernel {
   ConvAttrs attrs_;
   Epilogue epilogue_;
   int bias_;
-  std::unique_ptr<CudnnConvKernel> cudnn_;
-  bool use_cudnn_ = false;
+  float ms_ = -1;
   DwGeo geo_{};
   TensorDesc x_desc_, y_desc_;
   DataType dtype_ = DataType::kUndefined;
@@ -290,14 +271,15 @@ class DepthwiseConvKernel final : public CudaKernel {
 
 }  // namespace
 
-std::unique_ptr<CudaKernel> maybe_depthwise(const Node& node, const ConvAttrs& attrs, int bias,
-                                            Precision precision,
-                                            std::unique_ptr<CudnnConvKernel> cudnn) {
+Result<std::unique_ptr<CudaKernel>> make_depthwise_conv(const Node& node, const ConvAttrs& attrs,
+                                                        int bias, Precision precision) {
   const Shape& w = node.inputs[1]->constant.shape();
-  const bool depthwise = precision != Precision::kFp32 && w.size() == 4 && w[1] == 1 &&
-                         attrs.group > 1 && attrs.group == w[0];
-  if (!depthwise) return cudnn;
-  return std::make_unique<DepthwiseConvKernel>(node, attrs, bias, std::move(cudnn));
+  if (precision == Precision::kFp32)
+    return unsupported("strict fp32 runs convs in NCHW, kiln's depthwise kernel in NHWC");
+  if (!(w.size() == 4 && w[1] == 1 && attrs.group > 1 && attrs.group == w[0]))
+    return unsupported("not a depthwise conv (W " + shape_str(w) + ", group " +
+                       std::to_string(attrs.group) + ")");
+  return std::unique_ptr<CudaKernel>(std::make_unique<DepthwiseConvKernel>(node, attrs, bias));
 }
 
 }  // namespace kiln

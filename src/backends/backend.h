@@ -117,6 +117,14 @@ class Kernel {
 // What a kernel factory is given besides the node.
 struct BackendState {  // a backend's caches and options, shared by its kernels (oneDNN's)
   virtual ~BackendState() = default;
+  // The choices it timed (key and value texts, keys starting with the backend's name), which
+  // a plan file saves so that loading it chooses alike without timing.
+  virtual std::vector<std::pair<std::string, std::string>> saved_choices() const { return {}; }
+  // Takes back those of `entries` that are its own (others are ignored); an entry of its own
+  // that does not parse is an error.
+  virtual Status restore_choices(const std::vector<std::pair<std::string, std::string>>& entries) {
+    return Status::ok();
+  }
 };
 struct KernelParams {
   Precision precision = Precision::kFp32;  // the node's compute precision

@@ -231,14 +231,15 @@ Result<std::shared_ptr<Engine>> build_engine(
   impl->report = std::move(report);
   KILN_RETURN_IF_ERROR(set_shapes(*graph, options, *impl));
   KILN_RETURN_IF_ERROR(assign_kernels(*graph, *impl));
+  // A plan file's choices: the backends (oneDNN) take theirs, the device its timing cache.
+  for (auto& [name, state] : impl->states.by_backend)
+    KILN_RETURN_IF_ERROR_CTX(state->restore_choices(tactics), "the saved choices of " + name);
   // The device state is made once the precision overrides are resolved (fp32_values adds
   // some).
   KILN_ASSIGN_OR_RETURN(const DeviceProvider* provider, provider_of(options.device));
   KILN_ASSIGN_OR_RETURN(impl->device, provider->open(resolved, tactics));
-  if (options.device == Device::kCuda) {
-    impl->model_bytes = std::move(model_bytes);
-    impl->model_dir = std::move(model_dir);
-  }
+  impl->model_bytes = std::move(model_bytes);
+  impl->model_dir = std::move(model_dir);
   impl->graph = std::move(graph);
   // Each profile once, at build: the layers are timed and the layouts chosen now, and their
   // plans go in the report before the engine is shared.
@@ -302,8 +303,10 @@ Status check_saved_plans(const std::vector<PlanInfo>& built, const std::vector<s
 Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineOptions& opts) {
   KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   KILN_ASSIGN_OR_RETURN(PlanFile plan, parse_plan(bytes, path));
-  if (opts.device != Device::kCuda)
-    return invalid_argument("'" + path + "' is a CUDA plan file; run it with --device cuda");
+  const bool cpu_plan = plan.device_tag.rfind("cpu", 0) == 0;
+  if (cpu_plan != (opts.device == Device::kCpu))
+    return invalid_argument("'" + path + "' is a " + (cpu_plan ? "CPU" : "CUDA") +
+                            " plan file; run it with --device " + (cpu_plan ? "cpu" : "cuda"));
   KILN_ASSIGN_OR_RETURN(std::string tag, device_tag(opts.device, opts.device_index));
   if (tag != plan.device_tag)
     return invalid_argument("plan file '" + path + "' was built for " + plan.device_tag +
@@ -325,11 +328,8 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
 Result<std::shared_ptr<Engine>> Engine::load(const std::string& path, const EngineOptions& opts) {
   if (looks_like_plan(path)) return load_plan(path, opts);
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_file(path));
-  // CUDA engines keep the ONNX bytes for save_plan(); the graph no longer has them.
-  std::string bytes;
-  if (opts.device == Device::kCuda) {
-    KILN_ASSIGN_OR_RETURN(bytes, read_file(path));
-  }
+  // An engine keeps the ONNX bytes for save_plan() and for_gpu(); the graph no longer has them.
+  KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   return build_engine(std::move(graph), opts, {}, std::move(bytes), dir_of(path))
       .with_context(path);
 }
@@ -357,8 +357,6 @@ Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
 bool is_plan_file(const std::string& path) { return looks_like_plan(path); }
 
 Status Engine::save_plan(const std::string& path) const {
-  if (impl_->options.device != Device::kCuda)
-    return invalid_argument("plan files are for CUDA engines (--device cuda)");
   if (impl_->model_bytes.empty())
     return invalid_argument("this engine has no model bytes to save (load it from a file)");
   PlanFile plan;
@@ -367,6 +365,8 @@ Status Engine::save_plan(const std::string& path) const {
                         device_tag(impl_->options.device, impl_->options.device_index));
   plan.options = impl_->options;
   plan.tactics = impl_->device->tactic_entries();
+  for (const auto& [name, state] : impl_->states.by_backend)
+    for (auto& entry : state->saved_choices()) plan.tactics.push_back(std::move(entry));
   for (size_t k = 0; k < impl_->report.plans.size() && k < impl_->options.shape_profiles.size();
        ++k)
     plan.plans.push_back(impl_->report.plans[k].structure());

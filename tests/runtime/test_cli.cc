@@ -404,7 +404,7 @@ TEST_F(Cli, BenchLadderMeasuresEveryRow) {
 }
 
 // --plan-steps: the plan as data on the CPU, one line per step with its operands; a plan file
-// is inspected only as the CUDA engine it holds.
+// is inspected only on the device it was built for.
 TEST_F(Cli, InspectPrintsThePlanSteps) {
   std::string model = channel_mean_model(path("m.onnx"));
   auto r = kiln("inspect " + model + " --plan-steps --batch 2 --threads 1");
@@ -421,7 +421,16 @@ TEST_F(Cli, InspectPrintsThePlanSteps) {
   plan.onnx_bytes = slurp(fs::path(model));
   const std::string kiln_file = path("m.kiln").string();
   std::ofstream(kiln_file, std::ios::binary) << serialize_plan(plan);
-  expect_error(kiln("inspect " + kiln_file), 2, "is a CUDA plan file (.kiln): inspect it with");
+  expect_error(kiln("inspect " + kiln_file), 1, "is a CUDA plan file; run it with --device cuda");
+  // A CPU plan file: built, then inspected and run as the engine it holds.
+  const std::string cpu_file = path("cpu.kiln").string();
+  auto built = kiln("build " + model + " -o " + cpu_file + " --batch 2 --threads 1");
+  ASSERT_EQ(built.code, 0) << built.err;
+  auto inspected = kiln("inspect " + cpu_file + " --plan-steps --batch 2 --threads 1");
+  ASSERT_EQ(inspected.code, 0) << inspected.err;
+  EXPECT_NE(inspected.out.find("0 cpu kernel "), std::string::npos) << inspected.out;
+  auto benched = kiln("bench " + cpu_file + " --batch 2 --warmup 0 --duration 0.05 --threads 1");
+  ASSERT_EQ(benched.code, 0) << benched.err;
 }
 
 // --dump-profile on the CPU: one entry per node with its backend and a mean time, and the

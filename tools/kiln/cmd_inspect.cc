@@ -134,10 +134,9 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
 }
 
 int run(const InspectOptions& o, const GlobalOptions& g) {
-  // A plan file holds a CUDA engine: its summary comes from that engine itself.
+  // A plan file holds an engine: its summary comes from that engine itself (loaded on the
+  // device it was built for: --device must agree).
   const bool plan_file = is_plan_file(o.model);
-  if (plan_file && !g.cuda())
-    return usage_error(o.model + " is a CUDA plan file (.kiln): inspect it with --device cuda");
   EngineOptions opts = g.engine;
   if (!plan_file) {
     opts.device = Device::kCpu;         // the CUDA plan is printed below

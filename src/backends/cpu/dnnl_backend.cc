@@ -219,6 +219,21 @@ bool claims(const Node& node) {
   return c && c->supports(node);
 }
 
+ChoiceEntries DnnlShared::saved_choices() const {
+  ChoiceEntries out;
+  save_conv_answers(*convs, out);
+  save_reorder_times(*layouts, out);
+  return out;
+}
+
+Status DnnlShared::restore_choices(const ChoiceEntries& entries) {
+  for (const auto& [key, value] : entries) {
+    KILN_ASSIGN_OR_RETURN(const bool conv, restore_conv_answer(*convs, key, value));
+    if (!conv) KILN_RETURN_IF_ERROR(restore_reorder_time(*layouts, key, value).status());
+  }
+  return Status::ok();
+}
+
 const DnnlShared* shared_of(const BackendState* state) {
   return dynamic_cast<const DnnlShared*>(state);
 }

@@ -19,6 +19,13 @@ struct ConvAnswers;  // the convs' timed choices (dnnl_conv_plan.cc)
 struct LayoutPlans;  // the layout decision's group plans and reorder times (dnnl_layout_plan.cc)
 std::shared_ptr<ConvAnswers> make_conv_answers();
 std::shared_ptr<LayoutPlans> make_layout_plans();
+// Their timed answers as texts ("onednn conv KEY" and "onednn reorder SHAPE" entries), and one
+// entry taken back: false when the key is not theirs, an error when the value does not parse.
+using ChoiceEntries = std::vector<std::pair<std::string, std::string>>;
+void save_conv_answers(const ConvAnswers& a, ChoiceEntries& out);
+Result<bool> restore_conv_answer(ConvAnswers& a, const std::string& key, const std::string& value);
+void save_reorder_times(const LayoutPlans& p, ChoiceEntries& out);
+Result<bool> restore_reorder_time(LayoutPlans& p, const std::string& key, const std::string& value);
 
 // What the kernels of one backend share: its options and its caches. The caches are
 // thread-safe; they grow with the distinct conv questions and value groups asked (bounded by
@@ -32,6 +39,8 @@ struct DnnlShared : BackendState {
     auto it = options.precision_overrides.find(node.name);
     return it == options.precision_overrides.end() ? options.precision : it->second;
   }
+  ChoiceEntries saved_choices() const override;
+  Status restore_choices(const ChoiceEntries& entries) override;
 };
 
 // The oneDNN state of an engine (make_onednn_state), or nullptr for another backend's.

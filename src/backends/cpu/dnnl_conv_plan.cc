@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -91,11 +92,46 @@ std::string question_key(const Node& node, const ConvOperands& ops, const ConvGe
 // and the measurement: two threads timing at once would slow each other's measurements down,
 // and the second asker gets the first one's answer.
 struct ConvAnswers {
-  std::mutex mu;
+  mutable std::mutex mu;
   std::map<std::string, Answer> answers;
 };
 
 std::shared_ptr<ConvAnswers> make_conv_answers() { return std::make_shared<ConvAnswers>(); }
+
+namespace {
+constexpr char kConvPrefix[] = "onednn conv ";
+}  // namespace
+
+void save_conv_answers(const ConvAnswers& a, ChoiceEntries& out) {
+  std::lock_guard<std::mutex> lock(a.mu);
+  for (const auto& [key, ans] : a.answers) {
+    const ConvChoice& c = ans.choice;
+    char v[160];
+    std::snprintf(v, sizeof v, "%d %d %d %d %d %d %.9g", ans.can ? 1 : 0, static_cast<int>(c.algo),
+                  static_cast<int>(c.src), static_cast<int>(c.dst), c.allow_ref ? 1 : 0,
+                  c.res_binary ? 1 : 0, ans.seconds);
+    out.emplace_back(kConvPrefix + key, v);
+  }
+}
+
+Result<bool> restore_conv_answer(ConvAnswers& a, const std::string& key, const std::string& value) {
+  if (key.rfind(kConvPrefix, 0) != 0) return false;
+  int can, algo, src, dst, allow_ref, res_binary;
+  double seconds;
+  char extra;
+  if (std::sscanf(value.c_str(), "%d %d %d %d %d %d %lg %c", &can, &algo, &src, &dst, &allow_ref,
+                  &res_binary, &seconds, &extra) != 7 ||
+      can < 0 || can > 1 || allow_ref < 0 || allow_ref > 1 || res_binary < 0 || res_binary > 1)
+    return invalid_argument("oneDNN conv choice '" + key + "': cannot read '" + value + "'");
+  Answer ans;
+  ans.can = can == 1;
+  ans.choice = ConvChoice{static_cast<dnnl::algorithm>(algo), static_cast<tag>(src),
+                          static_cast<tag>(dst), allow_ref == 1, res_binary == 1};
+  ans.seconds = seconds;
+  std::lock_guard<std::mutex> lock(a.mu);
+  a.answers[key.substr(sizeof kConvPrefix - 1)] = ans;
+  return true;
+}
 
 ConvPlan ConvPlanner::make(const ConvChoice& c) {
   const dnnl::algorithm algo = c.algo;

@@ -37,6 +37,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -176,13 +177,52 @@ using PlanKey = std::pair<std::vector<std::pair<const Value*, std::vector<int64_
 
 // A backend's remembered layout answers: the group plans and the reorder times (by shape).
 struct LayoutPlans {
-  std::mutex mu;
+  mutable std::mutex mu;
   std::map<PlanKey, GroupPlan> plans;
-  std::mutex reorder_mu;
+  mutable std::mutex reorder_mu;
   std::map<Shape, double> reorder_seconds;
 };
 
 std::shared_ptr<LayoutPlans> make_layout_plans() { return std::make_shared<LayoutPlans>(); }
+
+namespace {
+constexpr char kReorderPrefix[] = "onednn reorder ";
+}  // namespace
+
+void save_reorder_times(const LayoutPlans& p, ChoiceEntries& out) {
+  std::lock_guard<std::mutex> lock(p.reorder_mu);
+  for (const auto& [shape, secs] : p.reorder_seconds) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%.9g", secs);
+    out.emplace_back(kReorderPrefix + shape_str(shape), v);
+  }
+}
+
+Result<bool> restore_reorder_time(LayoutPlans& p, const std::string& key,
+                                  const std::string& value) {
+  if (key.rfind(kReorderPrefix, 0) != 0) return false;
+  const std::string dims = key.substr(sizeof kReorderPrefix - 1);
+  Shape shape;
+  bool ok = dims.size() >= 2 && dims.front() == '[' && dims.back() == ']';
+  for (size_t i = 1; ok && i + 1 < dims.size();) {
+    size_t used = 0;
+    try {
+      shape.push_back(std::stoll(dims.substr(i), &used));
+    } catch (const std::exception&) {
+      ok = false;
+      break;
+    }
+    i += used;
+    if (i + 1 < dims.size()) ok = dims[i++] == ',';
+  }
+  char* end = nullptr;
+  const double secs = std::strtod(value.c_str(), &end);
+  if (!ok || end == value.c_str() || *end != '\0' || secs < 0)
+    return invalid_argument("oneDNN reorder time '" + key + "': cannot read '" + value + "'");
+  std::lock_guard<std::mutex> lock(p.reorder_mu);
+  p.reorder_seconds[shape] = secs;
+  return true;
+}
 
 namespace {
 

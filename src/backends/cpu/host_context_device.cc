@@ -105,7 +105,18 @@ class HostProvider final : public DeviceProvider {
  public:
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   int count() const override { return 1; }
-  Result<std::string> tag(int) const override { return std::string("cpu"); }
+  // "cpu avx512 vnni bf16": the instruction sets kernels (oneDNN's JIT code) and layouts
+  // depend on, which plan files record.
+  Result<std::string> tag(int) const override {
+    std::string t = "cpu";
+    __builtin_cpu_init();
+    t += __builtin_cpu_supports("avx512f") ? " avx512"
+         : __builtin_cpu_supports("avx2")  ? " avx2"
+                                           : " sse";
+    if (__builtin_cpu_supports("avx512vnni")) t += " vnni";
+    if (__builtin_cpu_supports("avx512bf16")) t += " bf16";
+    return t;
+  }
   Result<std::unique_ptr<EngineDevice>> open(
       const EngineOptions&,
       const std::vector<std::pair<std::string, std::string>>&) const override {

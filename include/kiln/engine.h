@@ -125,14 +125,20 @@ Result<HostMemoryRegistration> register_host_memory(void* data, size_t bytes);
 // Whether `path` is a plan file Engine::save_plan wrote (Engine::load takes either).
 bool is_plan_file(const std::string& path);
 
-// Where Context::enqueue puts a run's outputs.
-struct OutputPlacement {
+// Where Context::enqueue puts a run's outputs, and the stream it is ordered with.
+struct EnqueueOptions {
   // The caller's tensors, by output name: the output is written into its tensor (host memory,
   // or the memory of the engine's GPU; the output's dtype and shape), which the run returns.
   std::map<std::string, Tensor> buffers;
   // On a GPU engine, the outputs not in `buffers` stay in the GPU's memory: GPU tensors
   // (Tensor::gpu()) the caller keeps, in the graph's dtypes. Ignored on the CPU.
   bool on_device = false;
+  // On a GPU engine, a stream of the caller's on the engine's GPU (a cudaStream_t): the run
+  // starts after the work given to it so far (inputs it writes may be read), and the work
+  // given to it after enqueue returns starts after the run's outputs are written (a consumer
+  // on that stream may read device-resident outputs without waiting on the host). The run
+  // itself goes on the Context's own stream. An error on a CPU engine.
+  void* stream = nullptr;
 };
 
 class Context {
@@ -154,7 +160,7 @@ class Context {
   // and, before staging an input, the previous run's copy of it.
   using OnDone = std::function<void(Result<std::map<std::string, Tensor>>)>;
   Status enqueue(const std::map<std::string, Tensor>& inputs, OnDone on_done,
-                 const OutputPlacement& outputs = {});
+                 const EnqueueOptions& options = {});
   // Waits until every run enqueued on this Context is done.
   Status wait();
 

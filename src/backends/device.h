@@ -155,6 +155,16 @@ class ContextDevice {
   virtual Status join(std::shared_ptr<ComputeOrder> order) {
     return unsupported("this device orders no compute");
   }
+  // A caller's stream of this device (a cudaStream_t). follow: the work given to this Context
+  // next starts after the work the stream holds now; precede: the work given to the stream
+  // later starts after the work given to this Context so far. Neither waits on the host.
+  // Without streams: kInvalidArgument.
+  virtual Status follow(void* stream) {
+    return invalid_argument("a stream is given to GPU engines only");
+  }
+  virtual Status precede(void* stream) {
+    return invalid_argument("a stream is given to GPU engines only");
+  }
 };
 
 // What an engine keeps on its device (uploaded constants, the timing cache), shared by its

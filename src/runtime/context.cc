@@ -218,7 +218,7 @@ Result<std::map<std::string, Tensor>> Context::run(const std::map<std::string, T
 }
 
 Status Context::enqueue(const std::map<std::string, Tensor>& inputs, OnDone on_done,
-                        const OutputPlacement& outputs) {
+                        const EnqueueOptions& outputs) {
   const Engine::Impl& e = *impl_->engine;
   const Graph& g = *e.graph;
   KILN_RETURN_IF_ERROR(take_unplanned());
@@ -235,7 +235,7 @@ Status Context::enqueue(const std::map<std::string, Tensor>& inputs, OnDone on_d
   }
   const Graph* graph = &g;
   return impl_->plans->enqueue(
-      in, targets, outputs.on_device,
+      in, targets, outputs.on_device, outputs.stream,
       [graph, on_done = std::move(on_done)](Result<std::vector<Tensor>> out) {
         if (!out.is_ok()) {
           on_done(out.status());

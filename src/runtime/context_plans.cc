@@ -428,8 +428,10 @@ Status ContextPlans::finish(Entry& e, std::vector<Tensor>& outputs,
 }
 
 Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
-                             const std::vector<Tensor>& targets, bool on_device, Done done) {
+                             const std::vector<Tensor>& targets, bool on_device, void* stream,
+                             Done done) {
   KILN_RETURN_IF_ERROR(device().status());
+  if (stream) KILN_RETURN_IF_ERROR(device_->follow(stream));
   std::vector<Tensor> outputs;
   bool ran = false, cached = false;
   KILN_ASSIGN_OR_RETURN(Entry * e,
@@ -452,6 +454,7 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
   for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
   std::vector<Tensor> device_out;
   KILN_RETURN_IF_ERROR(start(*e, inputs, outputs, targets, on_device, nullptr, device_out));
+  if (stream) KILN_RETURN_IF_ERROR(device_->precede(stream));
   stats_.plan_runs += cached;
   const ContextMemory& m = device_->memory();
   stats_.arena_allocations = m.allocations;

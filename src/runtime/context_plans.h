@@ -49,8 +49,10 @@ class ContextPlans {
   // `on_device`, the other outputs stay in the device's memory. An error before anything was
   // given to the device is returned, and `done` is not called.
   using Done = std::function<void(Result<std::vector<Tensor>>)>;
+  // `stream` (the device's, or null): the run follows the work given to it so far and the
+  // work given to it later follows the run.
   Status enqueue(const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& targets,
-                 bool on_device, Done done);
+                 bool on_device, void* stream, Done done);
   // Builds (or finds) the plan of inputs of these dtypes and shapes (a value where known at
   // build) without running it: the engine's shape profiles. A graph whose shapes follow the
   // data has nothing to plan ahead: its PlanInfo says so.

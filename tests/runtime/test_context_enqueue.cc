@@ -74,7 +74,7 @@ TEST(ContextEnqueue, OutputsGoIntoTheCallersBuffers) {
   Tensor buffer(w.dtype(), w.shape());
   std::vector<float> nan(static_cast<size_t>(w.numel()), std::nanf(""));
   std::memcpy(buffer.raw(), nan.data(), buffer.nbytes());
-  OutputPlacement place;
+  EnqueueOptions place;
   place.buffers[f.out] = buffer;
   Tensor got;
   ASSERT_TRUE(ctx->enqueue(
@@ -99,10 +99,10 @@ TEST(ContextEnqueue, BadBuffersAndInputsAreRefusedAtOnceWithoutACall) {
   auto count = [&](Result<std::map<std::string, Tensor>>) { ++calls; };
   struct Case {
     const char* what;
-    OutputPlacement place;
+    EnqueueOptions place;
     std::string want;
   };
-  std::vector<Case> cases(4);
+  std::vector<Case> cases(5);
   cases[0] = {"shape", {}, "shape"};
   cases[0].place.buffers[f.out] = Tensor(DataType::kFloat32, {3, 10});
   cases[1] = {"dtype", {}, "dtype"};
@@ -111,6 +111,9 @@ TEST(ContextEnqueue, BadBuffersAndInputsAreRefusedAtOnceWithoutACall) {
   cases[2].place.buffers["nope"] = Tensor(DataType::kFloat32, {2, 10});
   cases[3] = {"empty", {}, "is empty"};
   cases[3].place.buffers[f.out] = Tensor();
+  int stream = 0;  // a CPU engine has no streams
+  cases[4] = {"stream", {}, "a stream is given to GPU engines only"};
+  cases[4].place.stream = &stream;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     const Status st = ctx->enqueue({{f.in, x}}, count, c.place);

@@ -198,6 +198,8 @@ class CudaContextDevice final : public ContextDevice {
       if (order->last == compute_done_) order->last = nullptr;  // no later compute waits on it
     }
     if (compute_done_) cudaEventDestroy(compute_done_);
+    for (cudaEvent_t e : caller_)
+      if (e) cudaEventDestroy(e);
   }
 
   DeviceKind kind() const override { return DeviceKind::kCuda; }
@@ -307,6 +309,20 @@ class CudaContextDevice final : public ContextDevice {
     return Status::ok();
   }
 
+  // One event each way, recorded again at every call (a wait takes the event's state when it
+  // is enqueued).
+  Status follow(void* stream) override {
+    KILN_ASSIGN_OR_RETURN(cudaEvent_t e, caller_event(0));
+    KILN_CUDA(cudaEventRecord(e, static_cast<cudaStream_t>(stream)));
+    KILN_CUDA(cudaStreamWaitEvent(h_->stream, e, 0));
+    return Status::ok();
+  }
+  Status precede(void* stream) override {
+    KILN_ASSIGN_OR_RETURN(cudaEvent_t e, caller_event(1));
+    KILN_CUDA(cudaEventRecord(e, h_->stream));
+    KILN_CUDA(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), e, 0));
+    return Status::ok();
+  }
   Status join(std::shared_ptr<ComputeOrder> order) override {
     auto* cuda = dynamic_cast<CudaOrder*>(order.get());
     if (!cuda) return invalid_argument("a compute order of another device");
@@ -337,8 +353,17 @@ class CudaContextDevice final : public ContextDevice {
   CudaPlanDevice gpu_;
   std::unique_ptr<PlanDevice> host_;
   ContextMemory mem_;
+  Result<cudaEvent_t> caller_event(int i) {
+    if (!caller_[i]) {
+      KILN_CUDA(cudaSetDevice(device_));
+      KILN_CUDA(cudaEventCreateWithFlags(&caller_[i], cudaEventDisableTiming));
+    }
+    return caller_[i];
+  }
+
   cudaEvent_t compute_done_ = nullptr;  // recorded after each compute (the compute order)
   std::unique_lock<std::mutex> order_lock_;
+  cudaEvent_t caller_[2] = {nullptr, nullptr};  // follow / precede a caller's stream
 };
 
 class CudaEngineDevice final : public EngineDevice {

@@ -1,13 +1,15 @@
 // Context::enqueue on the GPU: many runs in flight on one Context, from pageable host memory,
 // come back in order with run()'s outputs (fp32 and fp16, with and without the CUDA graph);
 // outputs can stay on the GPU (converted to the graph's dtype there) or go into the caller's
-// GPU or host buffers; value_stats sees every value on the GPU.
+// GPU or host buffers; a run is ordered with a caller's stream both ways; value_stats sees every
+// value on the GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -85,6 +87,66 @@ TEST(CudaEnqueue, ManyRunsInFlightComeBackInOrderWithRunsOutputs) {
     }
 }
 
+// The caller's stream writes the input (after a queue of other work) and reads the output: the
+// run waits for the first and the read for the run, with nothing waited for on the host.
+TEST(CudaEnqueue, RunsAreOrderedWithTheCallersStream) {
+  if (!std::filesystem::exists(fashion_model())) GTEST_SKIP() << "no Fashion-MNIST model";
+  for (bool graph : {false, true}) {
+    SCOPED_TRACE(graph ? "graph" : "eager");
+    auto engine = load(Precision::kFp16, graph);
+    ASSERT_NE(engine, nullptr);
+    const std::string in = engine->inputs()[0].name, out = engine->outputs()[0].name;
+    auto ctx = engine->create_context();
+    const Tensor x0 = test::random_tensor({3, 1, 28, 28}, 301);
+    const Tensor x1 = test::random_tensor({3, 1, 28, 28}, 302);
+    auto want = ctx->run({{in, x1}});
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    const std::vector<float> w = want->at(out).to_floats();
+    auto gpu_in = copy_to_gpu(x0, 0);
+    auto pinned_in = pinned_tensor(DataType::kFloat32, x1.shape());
+    auto pinned_out = pinned_tensor(DataType::kFloat32, want->at(out).shape());
+    Tensor nan_out(DataType::kFloat32, want->at(out).shape());
+    for (int64_t i = 0; i < nan_out.numel(); ++i) nan_out.data<float>()[i] = std::nanf("");
+    auto gpu_out = copy_to_gpu(nan_out, 0);
+    ASSERT_TRUE(gpu_in.is_ok() && pinned_in.is_ok() && pinned_out.is_ok() && gpu_out.is_ok());
+    std::memcpy(pinned_in->raw(), x1.raw(), x1.nbytes());
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    void* busy = nullptr;
+    constexpr size_t kBusy = size_t{256} << 20;
+    ASSERT_EQ(cudaMalloc(&busy, kBusy), cudaSuccess);
+    for (int round = 0; round < 3; ++round) {
+      // Work that keeps the stream busy for milliseconds, then the input written behind it.
+      for (int k = 0; k < 40; ++k) ASSERT_EQ(cudaMemsetAsync(busy, k, kBusy, s), cudaSuccess);
+      ASSERT_EQ(
+          cudaMemcpyAsync(gpu_in->raw(), pinned_in->raw(), x1.nbytes(), cudaMemcpyHostToDevice, s),
+          cudaSuccess);
+      EnqueueOptions o;
+      o.stream = s;
+      o.buffers[out] = *gpu_out;
+      std::atomic<int> done{0};
+      ASSERT_TRUE(ctx->enqueue(
+                         {{in, *gpu_in}}, [&](auto r) { done += r.is_ok() ? 1 : 100; }, o)
+                      .is_ok());
+      // Read on the caller's stream, before the run is known to be done.
+      ASSERT_EQ(cudaMemcpyAsync(pinned_out->raw(), gpu_out->raw(), pinned_out->nbytes(),
+                                cudaMemcpyDeviceToHost, s),
+                cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      EXPECT_EQ(pinned_out->to_floats(), w) << "round " << round;
+      ASSERT_TRUE(ctx->wait().is_ok());
+      EXPECT_EQ(done.load(), 1);
+      // Put the old input and NaN outputs back for the next round.
+      ASSERT_EQ(cudaMemcpy(gpu_in->raw(), x0.raw(), x0.nbytes(), cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(gpu_out->raw(), nan_out.raw(), nan_out.nbytes(), cudaMemcpyHostToDevice),
+                cudaSuccess);
+    }
+    cudaFree(busy);
+    cudaStreamDestroy(s);
+  }
+}
+
 TEST(CudaEnqueue, OutputsStayOnTheGpuOrGoIntoTheCallersBuffers) {
   if (!std::filesystem::exists(fashion_model())) GTEST_SKIP() << "no Fashion-MNIST model";
   for (Precision p : {Precision::kFp32, Precision::kFp16}) {
@@ -97,7 +159,7 @@ TEST(CudaEnqueue, OutputsStayOnTheGpuOrGoIntoTheCallersBuffers) {
     auto want = ctx->run({{in, x}});
     ASSERT_TRUE(want.is_ok()) << want.status().to_string();
     const Tensor& w = want->at(out);
-    auto enqueue_and_wait = [&](const OutputPlacement& place) -> Tensor {
+    auto enqueue_and_wait = [&](const EnqueueOptions& place) -> Tensor {
       Tensor result;
       const Status st = ctx->enqueue(
           {{in, x}},
@@ -111,7 +173,7 @@ TEST(CudaEnqueue, OutputsStayOnTheGpuOrGoIntoTheCallersBuffers) {
       return result;
     };
     {  // kept on the GPU, in float32
-      OutputPlacement place;
+      EnqueueOptions place;
       place.on_device = true;
       Tensor t = enqueue_and_wait(place);
       ASSERT_TRUE(t.defined());
@@ -123,7 +185,7 @@ TEST(CudaEnqueue, OutputsStayOnTheGpuOrGoIntoTheCallersBuffers) {
       std::vector<float> nan(static_cast<size_t>(w.numel()), std::nanf(""));
       auto buffer = copy_to_gpu(Tensor::from_floats(w.shape(), nan), 0);
       ASSERT_TRUE(buffer.is_ok()) << buffer.status().to_string();
-      OutputPlacement place;
+      EnqueueOptions place;
       place.buffers[out] = *buffer;
       Tensor t = enqueue_and_wait(place);
       EXPECT_EQ(t.raw(), buffer->raw());
@@ -131,7 +193,7 @@ TEST(CudaEnqueue, OutputsStayOnTheGpuOrGoIntoTheCallersBuffers) {
     }
     {  // into a host buffer of the caller's
       Tensor buffer(w.dtype(), w.shape());
-      OutputPlacement place;
+      EnqueueOptions place;
       place.buffers[out] = buffer;
       Tensor t = enqueue_and_wait(place);
       EXPECT_EQ(t.raw(), buffer.raw());

@@ -94,19 +94,28 @@ class Builder {
     DataType dtype = DataType::kFloat32;
   };
   std::vector<InputForm> input_forms(const Node& n, DeviceKind device, const Kernel& kernel);
+  // A candidate prepared on the node's real shapes for timing: the step takes the chosen one
+  // as it is (not prepared again, so its tactic says what was timed).
+  struct Trial {
+    std::unique_ptr<Kernel> kernel;
+    std::vector<TensorDesc> out;
+    std::vector<std::string> notes;
+  };
   // Where the device times candidates and several accept `kn`: the index in `candidates` of
-  // the fastest (each prepared on the real shapes, then dropped), its times in *timed, or -1
-  // when there is nothing to choose.
+  // the fastest, prepared in *winner (the others dropped), the times in *timed; or -1 when
+  // there is nothing to choose.
   Result<int> fastest_candidate(const Node& n, const Node& kn,
                                 const std::vector<const KernelCandidate*>& candidates,
-                                std::vector<std::string>* timed);
-  // The milliseconds of `kernel` for `n` on the main device, < 0 when it declines at prepare.
-  Result<float> time_candidate(const Node& n, Kernel& kernel, const char* backend);
-  // Adds `kernel` (of `device`) as the step running `n` (`kn` with its resolved inputs).
+                                std::vector<std::string>* timed, Trial* winner);
+  // The milliseconds of t->kernel for `n` on the main device, < 0 when it declines at prepare.
+  Result<float> time_candidate(const Node& n, Trial* t, const char* backend);
+  // Adds `kernel` (of `device`) as the step running `n` (`kn` with its resolved inputs),
+  // prepared here unless `prepared_out` gives the outputs of its prepare for these inputs.
   // *declined: the kernel found at prepare that it cannot run the node (nothing added).
   Status add_kernel_step(const Node& n, const Node& kn, int order_index, DeviceKind device,
                          std::unique_ptr<Kernel> kernel, const std::string& fallback_reason,
-                         std::string* declined);
+                         std::string* declined,
+                         const std::vector<TensorDesc>* prepared_out = nullptr);
   const Node& resolved(const Node& n);
   Status eval_on_host(const Node& n, bool* done);
 
@@ -329,9 +338,17 @@ Status Builder::add_node(const Node& n, int order_index) {
   // are recorded with its step.
   std::vector<std::string> declined, timed;
   std::vector<const KernelCandidate*> candidates = candidates_for(kn, p_.main, o_.reference_only);
-  KILN_ASSIGN_OR_RETURN(const int fastest, fastest_candidate(n, kn, candidates, &timed));
-  if (fastest > 0)
-    std::rotate(candidates.begin(), candidates.begin() + fastest, candidates.begin() + fastest + 1);
+  Trial winner;
+  KILN_ASSIGN_OR_RETURN(const int fastest, fastest_candidate(n, kn, candidates, &timed, &winner));
+  if (fastest >= 0) {
+    std::string why;
+    KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, order_index, p_.main, std::move(winner.kernel), "",
+                                         &why, &winner.out));
+    if (!why.empty()) return internal_error(n.describe() + ": prepared kernel declined: " + why);
+    for (std::string& note : winner.notes) p_.notes.push_back(std::move(note));
+    p_.steps.back().timed = std::move(timed);
+    return Status::ok();
+  }
   for (const KernelCandidate* c : candidates) {
     const BackendState* state = o_.states ? o_.states->find(c->backend) : nullptr;
     auto made = c->make(kn, KernelParams{prec, state});
@@ -413,15 +430,17 @@ std::vector<Builder::InputForm> Builder::input_forms(const Node& n, DeviceKind d
   return forms;
 }
 
-Result<float> Builder::time_candidate(const Node& n, Kernel& kernel, const char* backend) {
+Result<float> Builder::time_candidate(const Node& n, Trial* t, const char* backend) {
   PlanDevice& dev = dev_[p_.main];
+  Kernel& kernel = *t->kernel;
   std::vector<TensorDesc> in(n.inputs.size());
   const std::vector<InputForm> forms = input_forms(n, p_.main, kernel);
   for (size_t i = 0; i < n.inputs.size(); ++i) in[i] = forms[i].desc;
-  std::vector<TensorDesc> out(n.outputs.size());
+  std::vector<TensorDesc>& out = t->out;
+  out.assign(n.outputs.size(), TensorDesc{});
   BuildContext& bctx = dev.build_context();
   bctx.precision = precision_of(n);
-  bctx.notes = nullptr;  // the chosen one's notes come when it is prepared for its step
+  bctx.notes = &t->notes;  // the plan's once this one is chosen
   const Status prepared = kernel.prepare(in, out, bctx);
   bctx.precision = o_.precision;
   if (prepared.code() == StatusCode::kUnsupported) return -1.f;
@@ -437,20 +456,22 @@ Result<float> Builder::time_candidate(const Node& n, Kernel& kernel, const char*
 
 Result<int> Builder::fastest_candidate(const Node& n, const Node& kn,
                                        const std::vector<const KernelCandidate*>& candidates,
-                                       std::vector<std::string>* timed) {
+                                       std::vector<std::string>* timed, Trial* winner) {
   PlanDevice& dev = dev_[p_.main];
   if (candidates.size() < 2 || !dev.times_candidates()) return -1;
   // Candidates within this fraction of the fastest count as equally fast: the one asked
   // first of them wins (a timing's noise does not flip the choice between builds).
   constexpr float kTolerance = 0.03f;
   std::vector<float> ms(candidates.size(), -1.f);
+  std::vector<Trial> trials(candidates.size());
   int accepted = 0;
   for (size_t k = 0; k < candidates.size(); ++k) {
     const KernelCandidate* c = candidates[k];
     auto made = c->make(
         kn, KernelParams{precision_of(n), o_.states ? o_.states->find(c->backend) : nullptr});
     if (!made.is_ok()) continue;
-    KILN_ASSIGN_OR_RETURN(ms[k], time_candidate(kn, **made, c->backend));
+    trials[k].kernel = std::move(made).value();
+    KILN_ASSIGN_OR_RETURN(ms[k], time_candidate(kn, &trials[k], c->backend));
     accepted += ms[k] >= 0;
   }
   if (accepted < 2) return -1;
@@ -467,12 +488,14 @@ Result<int> Builder::fastest_candidate(const Node& n, const Node& kn,
     timed->push_back(std::string(candidates[k]->backend) + ": " + t +
                      (static_cast<int>(k) == chosen ? " (chosen)" : ""));
   }
+  *winner = std::move(trials[chosen]);
   return chosen;
 }
 
 Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, DeviceKind device,
                                 std::unique_ptr<Kernel> kernel, const std::string& fallback_reason,
-                                std::string* declined) {
+                                std::string* declined,
+                                const std::vector<TensorDesc>* prepared_out) {
   PlanDevice& dev = dev_[device];
   const Precision prec = precision_of(n);
   const bool fallback = device != p_.main;
@@ -536,7 +559,8 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
   BuildContext& bctx = dev.build_context();
   bctx.precision = prec;  // what the kernel sees as the plan's precision
   bctx.notes = &p_.notes;
-  Status prepared = kernel->prepare(in, out, bctx);
+  Status prepared = prepared_out ? Status::ok() : kernel->prepare(in, out, bctx);
+  if (prepared_out) out = *prepared_out;
   bctx.precision = o_.precision;
   if (prepared.code() == StatusCode::kUnsupported && !fallback) {
     *declined = prepared.message();

@@ -1,7 +1,8 @@
-// Every op case (tests/ops/cases) on the CUDA kernel of its op: fp32, fp16 and bf16, each layout
-// offered, outputs poisoned, against the reference. A case the kernel declines (kUnsupported:
-// the plan then runs the node on the CPU) is skipped for that precision and layout; any other
-// error fails.
+// Every op case (tests/ops/cases) on every CUDA candidate the registry holds for its op (Conv:
+// cuDNN's legacy and graph paths, kiln's depthwise kernel): fp32, fp16 and bf16, each layout
+// offered, outputs poisoned, against the reference. A case a candidate declines (kUnsupported:
+// the planner then takes the next one, or the CPU) is skipped for that candidate, precision and
+// layout; any other error fails.
 #include <gtest/gtest.h>
 
 #include "backends/cuda/structured_test_util.h"
@@ -48,23 +49,28 @@ TEST_P(CudaOpCases, MatchesReference) {
     std::vector<Tensor> want_p;
     Status ref_p = run_reference(*cg.node, stored_ptrs, want_p);
     ASSERT_TRUE(ref_p.is_ok()) << ref_p.to_string();
-    for (Layout l : kLayouts) {
-      SCOPED_TRACE(std::string(precision_name(p)) + " offered " + layout_name(l));
-      auto got = run_cuda_node(*cg.node, cg.inputs, p, l);
-      if (!got.is_ok() && got.status().code() == StatusCode::kUnsupported) continue;
-      ASSERT_TRUE(got.is_ok()) << got.status().to_string();
-      ASSERT_EQ(got->outputs.size(), want.size());
-      for (size_t i = 0; i < want.size(); ++i) {
-        if (!want[i].defined()) continue;
-        ASSERT_EQ(got->outputs[i].shape(), want[i].shape()) << "output " << i;
-        EXPECT_LE(relative_l2(got->outputs[i], want_p[i]),
-                  dtype_is_float(want[i].dtype()) ? tolerance(p) : 0.0)
-            << "output " << i << " (" << got->tactic << ")";
+    for (const KernelCandidate* cand : KernelRegistry::candidates(c.op, DeviceKind::kCuda))
+      for (Layout l : kLayouts) {
+        SCOPED_TRACE(std::string(cand->backend) + " " + precision_name(p) + " offered " +
+                     layout_name(l));
+        CudaRunOptions o;
+        o.offered = l;
+        o.backend = cand->backend;
+        auto got = run_cuda_node_with(*cg.node, cg.inputs, p, o);
+        if (!got.is_ok() && got.status().code() == StatusCode::kUnsupported) continue;
+        ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+        ASSERT_EQ(got->outputs.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          if (!want[i].defined()) continue;
+          ASSERT_EQ(got->outputs[i].shape(), want[i].shape()) << "output " << i;
+          EXPECT_LE(relative_l2(got->outputs[i], want_p[i]),
+                    dtype_is_float(want[i].dtype()) ? tolerance(p) : 0.0)
+              << "output " << i << " (" << got->tactic << ")";
+        }
+        ++ran;
       }
-      ++ran;
-    }
   }
-  if (ran == 0) GTEST_SKIP() << "the CUDA kernel leaves this case to the CPU";
+  if (ran == 0) GTEST_SKIP() << "every CUDA candidate leaves this case to the CPU";
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CudaOpCases, ::testing::Range<size_t>(0, op_cases().size()),

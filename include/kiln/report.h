@@ -63,8 +63,10 @@ struct DeviceMemoryInfo {
 // A Context's plans share one activation arena sized for the largest (on CUDA also one
 // workspace; each plan keeps its own CUDA graph and pinned staging buffers).
 struct ContextStats {
-  int64_t plan_builds = 0;        // plans built: a new input shape, or a plan its data refused
-  int64_t plan_runs = 0;          // runs through a cached plan
+  // Plans built: a new input shape; where the shapes follow the data, each segment planned for
+  // the values a run read back.
+  int64_t plan_builds = 0;
+  int64_t plan_runs = 0;          // runs that built no plan (every segment cached)
   int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
   int64_t arena_allocations = 0;  // times the arena (on CUDA: or workspace) was allocated or grown
   int64_t arena_bytes = 0;        // the arena's size now
@@ -98,9 +100,17 @@ struct PlanInfo {
   std::vector<PlanStepInfo> steps;
   std::map<std::string, int64_t> arena_bytes;      // by device ("cpu", "cuda")
   std::map<std::string, int64_t> workspace_bytes;  // by device
-  // "" for a plan of the graph's own steps; else why it is built by running on the host (the
-  // graph's shapes follow its data), with no steps listed.
-  std::string dynamic;
+  // A graph whose shapes follow its data is planned in segments: after the first
+  // `after_steps` steps, `what` is read back to the host and the rest planned with it known
+  // ("value 'k'", "NonZero 'nz' extent"). Empty for a plan in one piece.
+  struct ReadBack {
+    size_t after_steps = 0;
+    std::string what;
+  };
+  std::vector<ReadBack> read_backs;
+  // Where the plan stops before its end (a plan made ahead of the data: its first segment),
+  // what the rest waits for; empty for a plan of the whole graph.
+  std::string unfinished;
   // One line per step, then the arenas: what `kiln inspect --plan-steps` prints.
   std::string text() const;
   // The text without the tactics, whose timings differ from build to build: what must be

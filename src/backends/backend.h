@@ -55,6 +55,12 @@ struct BuildContext {
   // The plan's notes, for what a kernel changed that a user should know of (a constant
   // saturated to fp16's range); nullptr when nobody listens.
   std::vector<std::string>* notes = nullptr;
+  // The node's output shapes follow its data and its op has a bound (OpDef::bound): `out` is
+  // pre-sized to the node's outputs plus one. prepare() fills the outputs at their bound and
+  // the last entry as int64 [1]; execute() writes each output in its real shape, row-major at
+  // the start of its buffer, and the real extent of OpDef::bound_axis into the last one. A
+  // kernel that cannot declines with kUnsupported.
+  bool bounded = false;
 };
 
 // What execute() gets. A device derives its own (CudaRunContext).

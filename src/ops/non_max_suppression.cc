@@ -130,6 +130,28 @@ Status infer_non_max_suppression(const Node& node, const std::vector<TensorDesc>
   return Status::ok();
 }
 
+// At most B · C · min(N, max_output_boxes_per_class) rows: the maximum must be known (a
+// constant, or read back where the graph computes it).
+Status bound_non_max_suppression(const Node& node, const std::vector<TensorDesc>& in,
+                                 std::vector<TensorDesc>& out) {
+  KILN_RETURN_IF_ERROR(check_input_count(in, 2, 5));
+  KILN_RETURN_IF_ERROR(check_shapes(in[0].shape, in[1].shape));
+  int64_t max_per_class = 0;
+  if (in.size() > 2 && in[2].present()) {
+    if (!in[2].value)
+      return unsupported(
+          "its bound follows input 2 (max_output_boxes_per_class), computed at "
+          "run time");
+    std::vector<const Tensor*> values(3, nullptr);
+    values[2] = in[2].value;
+    KILN_ASSIGN_OR_RETURN(NmsParams p, nms_params(values));
+    max_per_class = p.max_per_class;
+  }
+  const int64_t rows = in[0].shape[0] * in[1].shape[1] * std::min(in[0].shape[1], max_per_class);
+  out[0] = {DataType::kInt64, {rows, 3}};
+  return Status::ok();
+}
+
 Status run_non_max_suppression(const Node& node, const std::vector<const Tensor*>& in,
                                const std::vector<Tensor*>& out) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> picked, select(node, in));
@@ -142,6 +164,7 @@ Status run_non_max_suppression(const Node& node, const std::vector<const Tensor*
 
 }  // namespace
 
-KILN_REGISTER_DATA_SHAPED_OP(NonMaxSuppression, infer_non_max_suppression, run_non_max_suppression);
+KILN_REGISTER_BOUNDED_OP(NonMaxSuppression, infer_non_max_suppression, run_non_max_suppression,
+                         bound_non_max_suppression, 0);
 
 }  // namespace kiln

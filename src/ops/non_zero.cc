@@ -29,6 +29,15 @@ Status infer_non_zero(const Node&, const std::vector<TensorDesc>& in,
   return Status::ok();
 }
 
+// At most every element is nonzero: [rank(X), numel(X)].
+Status bound_non_zero(const Node&, const std::vector<TensorDesc>& in,
+                      std::vector<TensorDesc>& out) {
+  KILN_RETURN_IF_ERROR(check_input_count(in, 1, 1));
+  KILN_RETURN_IF_ERROR(expect_dtype(in, 0, kNumericTypes));
+  out[0] = {DataType::kInt64, {static_cast<int64_t>(in[0].shape.size()), in[0].numel()}};
+  return Status::ok();
+}
+
 Status run_non_zero(const Node&, const std::vector<const Tensor*>& in,
                     const std::vector<Tensor*>& out) {
   const Tensor& x = *in[0];
@@ -55,6 +64,6 @@ Status run_non_zero(const Node&, const std::vector<const Tensor*>& in,
 
 }  // namespace
 
-KILN_REGISTER_DATA_SHAPED_OP(NonZero, infer_non_zero, run_non_zero);
+KILN_REGISTER_BOUNDED_OP(NonZero, infer_non_zero, run_non_zero, bound_non_zero, 1);
 
 }  // namespace kiln

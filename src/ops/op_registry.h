@@ -47,6 +47,14 @@ struct OpDef {
   // selected boxes, TopK's k when computed): infer needs every input's value, so a plan can be
   // made past such a node only once its inputs were computed.
   bool shape_follows_data = false;
+  // For some such ops, the output shapes at their largest, from the inputs' dtypes and shapes
+  // (and the values of small inputs such as a maximum count): the real extent, known once the
+  // node has run, is on axis `bound_axis` of every output, and the kernel writes each output
+  // row-major in its real shape at the start of its buffer (a plan runs the node on buffers of
+  // the bound, then reads the extent back: runtime/plan.h). nullptr: no bound, the shapes are
+  // known only from the inputs' values.
+  InferFn bound = nullptr;
+  int bound_axis = 0;
 };
 
 class OpRegistry {
@@ -80,3 +88,7 @@ Status run_reference(const Node& node, const std::vector<const Tensor*>& in,
 #define KILN_REGISTER_DATA_SHAPED_OP(kind, infer_fn, run_fn)     \
   [[maybe_unused]] static const bool kiln_op_registered_##kind = \
       ::kiln::OpRegistry::add(::kiln::OpKind::kind, ::kiln::OpDef{infer_fn, run_fn, true})
+// An op whose output shapes follow its inputs' values, with a bound on them (OpDef::bound).
+#define KILN_REGISTER_BOUNDED_OP(kind, infer_fn, run_fn, bound_fn, axis)                  \
+  [[maybe_unused]] static const bool kiln_op_registered_##kind = ::kiln::OpRegistry::add( \
+      ::kiln::OpKind::kind, ::kiln::OpDef{infer_fn, run_fn, true, bound_fn, axis})

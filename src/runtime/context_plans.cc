@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <new>
 
 #include "runtime/engine_impl.h"
@@ -82,8 +84,7 @@ Status check_target(const Tensor& t, DataType dtype, const Shape& shape, const s
 
 struct ContextPlans::Entry {
   std::string key;
-  std::unique_ptr<Plan> plan;             // planned ahead (runtime/plan.h)
-  std::unique_ptr<RunningPlan> running;   // or built by running: shapes follow the data
+  std::unique_ptr<Plan> plan;             // runtime/plan.h; maybe a segment
   std::unique_ptr<DeviceIo> io;           // staging, where the device does not compute in host
   std::unique_ptr<DeviceEvents> events;   // kEvents
   std::unique_ptr<CapturedWork> whole;    // the whole run, captured (copies and compute)
@@ -94,10 +95,14 @@ struct ContextPlans::Entry {
   bool replayed = false;  // the last run replayed captured work
   bool waited = false;    // the last run's compute waited for the compute order
   int64_t staging_bytes = 0;
-  // Host-memory devices and plans built by running: the last run's inputs (shared buffers, not
+  // Host-memory devices and plans in segments: the last run's inputs (shared buffers, not
   // copies) and outputs to write when its compute is repeated.
   std::vector<Tensor> last_inputs;
   std::vector<Tensor> scratch_outputs;
+  // A segment's continuations, by read_back_key, most recently used first; and on a chain's
+  // first segment, the last run's chain (this one first).
+  std::vector<std::pair<std::string, std::unique_ptr<Entry>>> next;
+  std::vector<Entry*> chain;
 };
 
 ContextPlans::ContextPlans(const Engine::Impl& engine) : e_(engine) {}
@@ -142,11 +147,7 @@ Status ContextPlans::bind(Entry& e) {
 }
 
 Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<TensorDesc>& descs,
-                                                         const std::vector<const Tensor*>* inputs,
-                                                         std::vector<Tensor>& outputs,
-                                                         RunObserver* observer, bool* ran,
                                                          bool* cached) {
-  *ran = false;
   *cached = true;
   const std::string key = key_of(descs);
   auto it = std::find_if(plans_.begin(), plans_.end(),
@@ -165,88 +166,183 @@ Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<Tenso
 
   auto entry = std::make_unique<Entry>();
   entry->key = key;
-  auto plan = std::make_unique<Plan>();
-  const Status built =
-      build_plan(*e_.graph, e_.order, descs, plan_options(e_, *device_), devices_, *plan);
-  if (built.is_ok()) {
-    entry->plan = std::move(plan);
-    if (!device_->computes_in_host_memory()) {
-      std::vector<size_t> in_bytes, out_bytes;
-      for (int s : entry->plan->input_slots)
-        in_bytes.push_back(entry->plan->slots[s].desc.nbytes());
-      for (int s : entry->plan->output_slots)
-        out_bytes.push_back(entry->plan->slots[s].desc.nbytes());
-      KILN_ASSIGN_OR_RETURN(entry->io, device_->make_io(in_bytes, out_bytes));
-      for (size_t n : in_bytes) entry->staging_bytes += static_cast<int64_t>(n);
-      for (size_t n : out_bytes) entry->staging_bytes += static_cast<int64_t>(n);
-    }
-    KILN_ASSIGN_OR_RETURN(entry->events, device_->make_events(kEvents));
-    // The memory now, so the build's cost is all paid here.
-    KILN_RETURN_IF_ERROR(bind(*entry));
-  } else if (plan->needs_data && !inputs) {
-    return nullptr;  // nothing to plan ahead: the plan follows the data
-  } else if (plan->needs_data && device_->computes_in_host_memory()) {
-    RunningHooks hooks;
-    hooks.observer = observer;
-    hooks.device = device_.get();
-    KILN_ASSIGN_OR_RETURN(entry->events, device_->make_events(kEvents));
-    for (size_t i = 0; i < 3; ++i) KILN_RETURN_IF_ERROR(entry->events->record(i));
-    KILN_ASSIGN_OR_RETURN(entry->running, RunningPlan::build(e_, *inputs, outputs, hooks));
-    for (size_t i = 3; i < kEvents; ++i) KILN_RETURN_IF_ERROR(entry->events->record(i));
-    *ran = true;
-  } else {
-    return built;
-  }
-  ++stats_.plan_builds;
-  KILN_RETURN_IF_ERROR(e_.device->plan_built());
+  entry->plan = std::make_unique<Plan>();
+  KILN_RETURN_IF_ERROR(
+      build_plan(*e_.graph, e_.order, descs, plan_options(e_, *device_), devices_, *entry->plan));
+  KILN_RETURN_IF_ERROR(built(*entry));
   plans_.insert(plans_.begin(), std::move(entry));
   stats_.plans_cached = static_cast<int64_t>(plans_.size());
   return plans_.front().get();
 }
 
+Status ContextPlans::built(Entry& e) {
+  // Staging for a plan in one piece; a chain copies directly.
+  if (!device_->computes_in_host_memory() && e.plan->read_back.empty() && e.plan->segment == 0) {
+    std::vector<size_t> in_bytes, out_bytes;
+    for (int s : e.plan->input_slots) in_bytes.push_back(e.plan->slots[s].desc.nbytes());
+    for (int s : e.plan->output_slots) out_bytes.push_back(e.plan->slots[s].desc.nbytes());
+    KILN_ASSIGN_OR_RETURN(e.io, device_->make_io(in_bytes, out_bytes));
+    for (size_t n : in_bytes) e.staging_bytes += static_cast<int64_t>(n);
+    for (size_t n : out_bytes) e.staging_bytes += static_cast<int64_t>(n);
+  }
+  KILN_ASSIGN_OR_RETURN(e.events, device_->make_events(kEvents));
+  // The memory now, so the build's cost is all paid here.
+  KILN_RETURN_IF_ERROR(bind(e));
+  ++stats_.plan_builds;
+  return e_.device->plan_built();
+}
+
+Result<ContextPlans::Entry*> ContextPlans::find_or_build_next(Entry& e,
+                                                              const std::vector<Tensor>& read) {
+  const std::string key = read_back_key(*e.plan, read);
+  auto it =
+      std::find_if(e.next.begin(), e.next.end(), [&](const auto& n) { return n.first == key; });
+  if (it != e.next.end()) {
+    std::rotate(e.next.begin(), it, it + 1);
+    return e.next.front().second.get();
+  }
+  const size_t limit = static_cast<size_t>(std::max(1, e_.options.max_cached_plans));
+  while (e.next.size() >= limit)
+    e.next.pop_back();  // the device is idle: runs here are synchronous
+  auto entry = std::make_unique<Entry>();
+  entry->key = key;
+  entry->plan = std::make_unique<Plan>();
+  KILN_RETURN_IF_ERROR(build_plan_after(*e_.graph, e_.order, *e.plan, read,
+                                        plan_options(e_, *device_), devices_, *entry->plan));
+  KILN_RETURN_IF_ERROR(built(*entry));
+  e.next.insert(e.next.begin(), {key, std::move(entry)});
+  return e.next.front().second.get();
+}
+
 Status ContextPlans::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs,
                          RunObserver* observer) {
   KILN_RETURN_IF_ERROR(device().status());
-  while (true) {
-    bool ran = false, cached = false;
-    KILN_ASSIGN_OR_RETURN(
-        Entry * e, find_or_build(descs_of(inputs), &inputs, outputs, observer, &ran, &cached));
-    e->last_inputs.clear();
-    for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
-    if (ran) return Status::ok();  // built by running these inputs
-    if (e->plan) {
-      std::vector<Tensor> device_out;
-      KILN_RETURN_IF_ERROR(start(*e, inputs, outputs, {}, false, observer, device_out));
-      KILN_RETURN_IF_ERROR(device_->synchronize());
-      KILN_RETURN_IF_ERROR(finish(*e, outputs, {}, device_out));
-      stats_.plan_runs += cached;
-      break;
-    }
-    bool fits = true;
-    KILN_RETURN_IF_ERROR(run_by_running(*e, inputs, outputs, observer, &fits));
-    if (fits) {
-      stats_.plan_runs += cached;
-      break;
-    }
-    plans_.erase(plans_.begin());  // its data changed a dynamic step's shapes: build afresh
-    stats_.plans_cached = static_cast<int64_t>(plans_.size());
+  bool cached = false;
+  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(descs_of(inputs), &cached));
+  e->last_inputs.clear();
+  for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
+  if (!e->plan->read_back.empty()) {
+    const int64_t builds = stats_.plan_builds;
+    KILN_RETURN_IF_ERROR(run_segments(*e, inputs, outputs, observer));
+    cached &= stats_.plan_builds == builds;  // every segment of the run was cached
+  } else {
+    std::vector<Tensor> device_out;
+    KILN_RETURN_IF_ERROR(start(*e, inputs, outputs, {}, false, observer, device_out));
+    KILN_RETURN_IF_ERROR(device_->synchronize());
+    KILN_RETURN_IF_ERROR(finish(*e, outputs, {}, device_out));
   }
+  stats_.plan_runs += cached;
   const ContextMemory& m = device_->memory();
   stats_.arena_allocations = m.allocations;
   stats_.arena_bytes = m.arena_bytes[device_index(device_->kind())];
   return Status::ok();
 }
 
-Status ContextPlans::run_by_running(Entry& e, const std::vector<const Tensor*>& inputs,
-                                    std::vector<Tensor>& outputs, RunObserver* observer,
-                                    bool* fits) {
-  RunningHooks hooks;
-  hooks.observer = observer;
-  hooks.device = device_.get();
-  for (size_t i = 0; i < 3; ++i) KILN_RETURN_IF_ERROR(e.events->record(i));
-  KILN_RETURN_IF_ERROR(e.running->run(inputs, outputs, hooks, fits));
-  for (size_t i = 3; i < kEvents; ++i) KILN_RETURN_IF_ERROR(e.events->record(i));
+Status ContextPlans::run_segment_steps(Plan& p, RunObserver* observer, std::vector<double>* step_ms,
+                                       size_t first_step) {
+  if (!observer && !step_ms) return run_plan_steps(p, devices_, 0, p.steps.size());
+  std::unique_ptr<DeviceEvents> ev;
+  if (step_ms) {
+    KILN_ASSIGN_OR_RETURN(ev, device_->make_events(2));
+    if (step_ms->size() < first_step + p.steps.size()) step_ms->resize(first_step + p.steps.size());
+  }
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    if (ev) KILN_RETURN_IF_ERROR(ev->record(0));
+    KILN_RETURN_IF_ERROR(run_plan_steps(p, devices_, k, k + 1));
+    if (ev) {
+      KILN_RETURN_IF_ERROR(ev->record(1));
+      KILN_RETURN_IF_ERROR(device_->synchronize());
+      (*step_ms)[first_step + k] += ev->elapsed_ms(0, 1);
+    }
+    if (observer) KILN_RETURN_IF_ERROR(observe_step(p.steps[k], *observer));
+  }
   return Status::ok();
+}
+
+Status ContextPlans::run_segments(Entry& top, const std::vector<const Tensor*>& inputs,
+                                  std::vector<Tensor>& outputs, RunObserver* observer,
+                                  std::vector<double>* step_ms) {
+  const Graph& g = *e_.graph;
+  const bool host = device_->computes_in_host_memory();
+  // A continuation planned on the first run may need more memory than the chain had: the
+  // memory moves, and the run starts again on it (the same data reads back the same values).
+  for (int attempt = 0;; ++attempt) {
+    KILN_RETURN_IF_ERROR(bind(top));
+    const uint64_t generation = device_->memory().generation;
+    DeviceEvents& ev = *top.events;
+    KILN_RETURN_IF_ERROR(ev.record(0));
+    Plan& first = *top.plan;
+    in_data_.clear();
+    for (size_t i = 0; i < inputs.size() && i < first.input_slots.size(); ++i) {
+      in_data_.push_back(inputs[i]->raw());
+      if (!host)
+        KILN_RETURN_IF_ERROR(device_->plan_device().copy_from_host(
+            first.data(first.input_slots[i]), inputs[i]->raw(), inputs[i]->nbytes()));
+    }
+    if (host) set_plan_io(first, in_data_, {});
+    KILN_RETURN_IF_ERROR(ev.record(1));
+    KILN_RETURN_IF_ERROR(ev.record(2));
+    top.chain.assign(1, &top);
+    std::map<int, std::pair<int, int64_t>> extents;  // value id -> (axis, extent)
+    Entry* cur = &top;
+    size_t steps_before = 0;
+    bool moved = false;
+    while (true) {
+      Plan& p = *cur->plan;
+      const size_t main = device_index(device_->kind());
+      if (e_.options.poison_memory && p.arena_bytes[main] > p.arena_base[main])
+        KILN_RETURN_IF_ERROR(
+            device_->fill(static_cast<char*>(p.arena[main]) + p.arena_base[main],
+                          static_cast<size_t>(p.arena_bytes[main] - p.arena_base[main]), 0xFF));
+      KILN_RETURN_IF_ERROR(run_segment_steps(p, observer, step_ms, steps_before));
+      steps_before += p.steps.size();
+      if (p.read_back.empty()) break;
+      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> read, read_plan_values(p, devices_));
+      for (size_t i = 0; i < read.size(); ++i)
+        if (p.read_back[i].extent)
+          for (int v : p.read_back[i].bounded_values)
+            extents[v] = {p.read_back[i].axis, read[i].data<int64_t>()[0]};
+      KILN_ASSIGN_OR_RETURN(Entry * next, find_or_build_next(*cur, read));
+      KILN_RETURN_IF_ERROR(bind(*next));
+      if (device_->memory().generation != generation) {
+        moved = true;
+        break;
+      }
+      if (host) set_plan_io(*next->plan, in_data_, {});
+      top.chain.push_back(next);
+      cur = next;
+    }
+    if (moved) {
+      if (attempt < 2) continue;
+      return internal_error("a plan in segments found its memory moved on every run");
+    }
+    KILN_RETURN_IF_ERROR(ev.record(3));
+    // The outputs, in their real shapes (a bounded node's real extent where the plan is for
+    // its bound), copied out and converted to the graph's dtypes.
+    const Plan& last = *cur->plan;
+    outputs.clear();
+    for (size_t i = 0; i < last.output_slots.size(); ++i) {
+      const int s = last.output_slots[i];
+      const PlanSlot& slot = last.slots[s];
+      Shape shape = slot.desc.shape;
+      auto x = extents.find(g.outputs()[i]->id());
+      if (x != extents.end() && x->second.first < static_cast<int>(shape.size()))
+        shape[x->second.first] = x->second.second;
+      std::vector<uint8_t> bytes(static_cast<size_t>(shape_numel(shape)) *
+                                 dtype_size(slot.desc.dtype));
+      if (slot.device == DeviceKind::kCpu) {
+        if (!bytes.empty()) std::memcpy(bytes.data(), last.data(s), bytes.size());
+      } else {
+        KILN_RETURN_IF_ERROR(
+            devices_[slot.device].copy_to_host(bytes.data(), last.data(s), bytes.size()));
+      }
+      outputs.push_back(
+          tensor_from_bytes(bytes.data(), slot.desc.dtype, shape, last.output_dtypes[i]));
+    }
+    KILN_RETURN_IF_ERROR(ev.record(4));
+    top.ran_once = true;
+    return Status::ok();
+  }
 }
 
 std::vector<void*> ContextPlans::input_slots(const Entry& e) const {
@@ -257,6 +353,9 @@ std::vector<void*> ContextPlans::input_slots(const Entry& e) const {
 
 Status ContextPlans::observe_step(const PlanStep& st, RunObserver& observer) {
   if (st.kind != PlanStepKind::kKernel || st.kernel->is_alias()) return Status::ok();
+  // A bounded node's outputs (one more operand: the extent) hold their real shapes in a buffer
+  // of their bound, known only once read back: not observed.
+  if (st.out.size() > st.node->outputs.size()) return Status::ok();
   for (size_t i = 0; i < st.out.size(); ++i)
     if (st.out[i] >= 0)
       KILN_RETURN_IF_ERROR(observer.observe(*st.node, i, st.operands.out[i], *device_));
@@ -433,13 +532,23 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
   KILN_RETURN_IF_ERROR(device().status());
   if (stream) KILN_RETURN_IF_ERROR(device_->follow(stream));
   std::vector<Tensor> outputs;
-  bool ran = false, cached = false;
-  KILN_ASSIGN_OR_RETURN(Entry * e,
-                        find_or_build(descs_of(inputs), &inputs, outputs, nullptr, &ran, &cached));
-  if (!e->plan) {  // built by running: runs now, on the calling thread
-    if (!ran) {
-      KILN_RETURN_IF_ERROR(run(inputs, outputs));
-    }
+  bool cached = false;
+  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(descs_of(inputs), &cached));
+  if (!e->plan->read_back.empty()) {  // in segments: runs now, on the calling thread
+    if (on_device)
+      return invalid_argument(
+          "outputs kept on the device: not for this model, whose output shapes follow its data "
+          "(its outputs are returned in host memory)");
+    for (const Tensor& t : targets)
+      if (t.defined() && t.gpu() >= 0)
+        return invalid_argument(
+            "output buffers in device memory: not for this model, whose output shapes follow "
+            "its data");
+    e->last_inputs.clear();
+    for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
+    const int64_t builds = stats_.plan_builds;
+    KILN_RETURN_IF_ERROR(run_segments(*e, inputs, outputs, nullptr));
+    stats_.plan_runs += cached && stats_.plan_builds == builds;
     for (size_t i = 0; i < targets.size() && i < outputs.size(); ++i)
       if (targets[i].defined() && targets[i].gpu() < 0 &&
           targets[i].nbytes() == outputs[i].nbytes()) {
@@ -474,15 +583,12 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
 
 Result<PlanInfo> ContextPlans::plan(const std::vector<TensorDesc>& inputs) {
   KILN_RETURN_IF_ERROR(device().status());
-  std::vector<Tensor> outputs;
-  bool ran = false, cached = false;
-  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(inputs, nullptr, outputs, nullptr, &ran, &cached));
-  if (!e) {
-    PlanInfo r;
-    r.dynamic = "its output shapes follow values computed from the inputs' data";
-    return r;
-  }
-  return plan_info(*e->plan, *e_.graph);
+  bool cached = false;
+  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(inputs, &cached));
+  PlanInfo r = plan_info(*e->plan, *e_.graph);
+  for (const ReadBack& b : e->plan->read_back)
+    r.unfinished += (r.unfinished.empty() ? "" : ", ") + b.what;
+  return r;
 }
 
 Status ContextPlans::wait() {
@@ -537,17 +643,13 @@ Result<std::vector<double>> ContextPlans::time_compute(int iterations) {
   KILN_ASSIGN_OR_RETURN(Entry * e, last("time_compute"));
   KILN_RETURN_IF_ERROR(device().status());
   std::vector<double> ms;
-  if (!e->plan) {  // built by running: the whole run again
+  if (!e->plan->read_back.empty()) {  // in segments: the whole run again, read-backs included
     std::vector<const Tensor*> in;
     for (const Tensor& t : e->last_inputs) in.push_back(&t);
-    KILN_ASSIGN_OR_RETURN(auto events, device_->make_events(2));
     for (int i = 0; i < iterations; ++i) {
       std::vector<Tensor> out;
-      bool fits = true;
-      KILN_RETURN_IF_ERROR(events->record(0));
-      KILN_RETURN_IF_ERROR(run_by_running(*e, in, out, nullptr, &fits));
-      KILN_RETURN_IF_ERROR(events->record(1));
-      ms.push_back(events->elapsed_ms(0, 1));
+      KILN_RETURN_IF_ERROR(run_segments(*e, in, out, nullptr));
+      ms.push_back(e->events->elapsed_ms(2, 3));
     }
     return ms;
   }
@@ -570,27 +672,23 @@ Result<std::vector<LayerProfile>> ContextPlans::profile_steps(int iterations) {
   if (iterations < 1) return invalid_argument("profile_layers needs at least one iteration");
   KILN_RETURN_IF_ERROR(device().status());
   std::vector<LayerProfile> layers;
-  if (!e->plan) {  // built by running: each node's execute() timed over whole runs
-    std::vector<double> seconds(e_.order.size(), 0.0);
+  if (!e->plan->read_back.empty()) {  // in segments: each step timed alone over whole runs
+    std::vector<double> ms;
     std::vector<const Tensor*> in;
     for (const Tensor& t : e->last_inputs) in.push_back(&t);
-    RunningHooks hooks;
-    hooks.node_seconds = &seconds;
     for (int i = 0; i < iterations; ++i) {
       std::vector<Tensor> out;
-      bool fits = true;
-      KILN_RETURN_IF_ERROR(e->running->run(in, out, hooks, &fits));
+      KILN_RETURN_IF_ERROR(run_segments(*e, in, out, nullptr, &ms));
     }
-    const std::vector<std::string> tactics = e->running->tactics();
-    for (size_t k = 0; k < e_.order.size(); ++k) {
-      LayerProfile l;
-      l.name = e_.order[k]->name;
-      l.op = op_name(e_.order[k]->op);
-      l.tactic = k < tactics.size() && !tactics[k].empty() ? tactics[k] : "reference";
-      l.on_cpu = true;
-      l.ms = seconds[k] * 1e3 / iterations;
-      layers.push_back(std::move(l));
-    }
+    size_t k = 0;
+    for (const Entry* s : e->chain)
+      for (const PlanStep& st : s->plan->steps) {
+        LayerProfile l = st.info;
+        if (l.tactic.empty() || l.tactic[0] == ' ') l.tactic = "reference" + l.tactic;
+        l.ms = k < ms.size() ? ms[k] / iterations : 0.0;
+        ++k;
+        layers.push_back(std::move(l));
+      }
     return layers;
   }
   KILN_RETURN_IF_ERROR(bind(*e));
@@ -627,12 +725,9 @@ Result<DeviceMemoryInfo> ContextPlans::memory() const {
     for (const auto& v : e_.graph->values())
       if (v->is_constant()) m.weights += static_cast<int64_t>(v->constant.nbytes());
   if (plans_.empty()) return m;
-  const Entry& e = *plans_.front();
-  if (!e.plan) {
-    m.arena = e.running->arena_bytes();
-    m.arena_lower_bound = e.running->arena_lower_bound();
-    return m;
-  }
+  const Entry& top = *plans_.front();
+  // A chain's memory is its last segment's (placed after the earlier ones').
+  const Entry& e = top.chain.empty() ? top : *top.chain.back();
   const size_t main = device_index(device_->kind()), cpu = device_index(DeviceKind::kCpu);
   m.arena = e.plan->arena_bytes[main];
   m.arena_lower_bound = e.plan->arena_lower_bound[main];
@@ -645,21 +740,36 @@ Result<DeviceMemoryInfo> ContextPlans::memory() const {
 
 Result<PlanInfo> ContextPlans::last_plan_info() const {
   if (plans_.empty()) return invalid_argument("no run yet on this context: no plan to show");
-  const Entry& e = *plans_.front();
-  if (e.plan) return plan_info(*e.plan, *e_.graph);
+  return chain_info(*plans_.front());
+}
+
+PlanInfo ContextPlans::chain_info(const Entry& top) const {
+  if (top.chain.size() < 2) return plan_info(*top.plan, *e_.graph);
   PlanInfo r;
-  r.dynamic = "its output shapes follow values computed from the inputs' data";
-  r.arena_bytes["cpu"] = e.running->arena_bytes();
-  r.workspace_bytes["cpu"] = 0;
+  for (const Entry* s : top.chain) {
+    PlanInfo part = plan_info(*s->plan, *e_.graph);
+    if (r.input_shapes.empty()) r.input_shapes = part.input_shapes;
+    for (PlanInfo::ReadBack& b : part.read_backs) {
+      b.after_steps += r.steps.size();
+      r.read_backs.push_back(std::move(b));
+    }
+    for (PlanStepInfo& st : part.steps) r.steps.push_back(std::move(st));
+    // The last segment's arena holds the earlier ones'; the workspace is shared.
+    r.arena_bytes = part.arena_bytes;
+    for (const auto& [device, bytes] : part.workspace_bytes)
+      r.workspace_bytes[device] = std::max(r.workspace_bytes[device], bytes);
+  }
   return r;
 }
 
 ContextStats ContextPlans::stats() const {
   ContextStats s = stats_;
-  for (const auto& e : plans_)
-    if (e->plan)
-      for (const std::string& n : e->plan->notes)
-        if (std::find(s.notes.begin(), s.notes.end(), n) == s.notes.end()) s.notes.push_back(n);
+  std::function<void(const Entry&)> add = [&](const Entry& e) {
+    for (const std::string& n : e.plan->notes)
+      if (std::find(s.notes.begin(), s.notes.end(), n) == s.notes.end()) s.notes.push_back(n);
+    for (const auto& [key, next] : e.next) add(*next);
+  };
+  for (const auto& e : plans_) add(*e);
   return s;
 }
 

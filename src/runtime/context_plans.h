@@ -15,8 +15,10 @@
 // Where the engine captures runs (CUDA graphs), a whole run staged through staging is
 // captured once it has run eagerly, and replayed after.
 //
-// A graph whose shapes follow the data goes through a plan built by running
-// (runtime/running_plan.h), on the host.
+// A graph whose shapes follow the data is planned in segments (runtime/plan.h): a run goes
+// through the first segment, reads back what it must, and takes the rest from the segment's
+// continuations, cached per value read (at most max_cached_plans each), or plans it. Such a run
+// is synchronous, copies its inputs and outputs directly, and is never captured.
 #pragma once
 
 #include <functional>
@@ -26,9 +28,18 @@
 
 #include "kiln/engine.h"
 #include "runtime/plan.h"
-#include "runtime/running_plan.h"
 
 namespace kiln {
+
+// Sees every value a run computes, on its device, before its memory is reused.
+class RunObserver {
+ public:
+  virtual ~RunObserver() = default;
+  // Output `i` of `node`: `ref` in `device`'s memory (host memory where the device computes
+  // there).
+  virtual Status observe(const Node& node, size_t i, const TensorRef& ref,
+                         ContextDevice& device) = 0;
+};
 
 class ContextPlans {
  public:
@@ -55,7 +66,7 @@ class ContextPlans {
                  bool on_device, void* stream, Done done);
   // Builds (or finds) the plan of inputs of these dtypes and shapes (a value where known at
   // build) without running it: the engine's shape profiles. A graph whose shapes follow the
-  // data has nothing to plan ahead: its PlanInfo says so.
+  // data is planned up to its first read-back (PlanInfo::unfinished says what it waits for).
   Result<PlanInfo> plan(const std::vector<TensorDesc>& inputs);
   // Waits until everything given to the device is done.
   Status wait();
@@ -78,13 +89,19 @@ class ContextPlans {
 
  private:
   Result<ContextDevice*> device();
-  // The cached plan of `descs`, or a new one: planned ahead, or where the shapes follow the
-  // data and `inputs` are given, built by running them (*ran; `outputs` then hold the run's);
-  // nullptr where there are none.
-  Result<Entry*> find_or_build(const std::vector<TensorDesc>& descs,
-                               const std::vector<const Tensor*>* inputs,
-                               std::vector<Tensor>& outputs, RunObserver* observer, bool* ran,
-                               bool* cached);
+  // The cached plan of `descs`, or a new one (its first segment where the shapes follow the
+  // data).
+  Result<Entry*> find_or_build(const std::vector<TensorDesc>& descs, bool* cached);
+  // The continuation of segment `e` for the values it read back, cached or planned.
+  Result<Entry*> find_or_build_next(Entry& e, const std::vector<Tensor>& read);
+  Status built(Entry& e);  // counts a new plan
+  // A run through the segments of `top`'s chain. `step_ms`, where given, gets each step's time
+  // added (the chain's steps in order, each timed alone).
+  Status run_segments(Entry& top, const std::vector<const Tensor*>& inputs,
+                      std::vector<Tensor>& outputs, RunObserver* observer,
+                      std::vector<double>* step_ms = nullptr);
+  Status run_segment_steps(Plan& p, RunObserver* observer, std::vector<double>* step_ms,
+                           size_t first_step);
   Status bind(Entry& e);
   // A planned run in two halves: start() stages the inputs and gives the device the run (the
   // outputs of a device that computes in host memory are written into `outputs`, made here);
@@ -95,8 +112,6 @@ class ContextPlans {
                std::vector<Tensor>& device_out);
   Status finish(Entry& e, std::vector<Tensor>& outputs, const std::vector<Tensor>& targets,
                 const std::vector<Tensor>& device_out);
-  Status run_by_running(Entry& e, const std::vector<const Tensor*>& inputs,
-                        std::vector<Tensor>& outputs, RunObserver* observer, bool* fits);
   // The copies in, the compute and the copies out, between the entry's events.
   Status enqueue_run(Entry& e, RunObserver* observer, bool capturing, bool* waited,
                      const std::vector<const void*>& copied_out);
@@ -107,6 +122,8 @@ class ContextPlans {
   Status restore_inputs(Entry& e);
   std::vector<void*> input_slots(const Entry& e) const;
   Result<Entry*> last(const char* what) const;
+  // The plan of the last run as data: its chain's segments one after the other.
+  PlanInfo chain_info(const Entry& top) const;
 
   const Engine::Impl& e_;
   std::unique_ptr<ContextDevice> device_;

@@ -14,6 +14,17 @@
 // slot that is not a constant a place in its device's arena, from the slots' lifetimes, with
 // in-place reuse where a kernel allows it.
 //
+// A graph whose shapes follow its data is planned in segments. The build stops at the first node
+// whose output shapes need values it does not know: either small values computed from the data
+// (a shape, k, a count: read back before that node, and the rest planned with them known), or
+// the data itself (NonZero, NonMaxSuppression: the node runs on buffers of its bound, OpDef::
+// bound, and only its real extent is read back). The stopped plan is a segment: it lists what
+// to read back (Plan::read_back) and keeps the builder's state (Plan::resume), from which
+// build_plan_after() plans the rest once the values are read, in the same arena after the
+// segment's buffers. The rest is planned per value read where it depends on it (keys_plan), and
+// once where only the graph's outputs read a bounded node's outputs (their real extent is set
+// on the outputs after the run).
+//
 // The executor (run_plan_steps) walks the steps on the devices' run contexts; nothing is
 // allocated or prepared there. A plan is data: plan_info() gives it as kiln/report.h's PlanInfo.
 #pragma once
@@ -99,6 +110,24 @@ inline bool is_keyed_input(const Tensor& t) {
   return t.numel() <= kKeyedInputElements && !dtype_is_float(t.dtype());
 }
 
+// A value read back to the host at the end of a segment.
+struct ReadBack {
+  int slot = -1;  // where it is, plain, on its device
+  // The extent of a bounded node's outputs (an int64 [1] its kernel writes), or a small value
+  // (`value_id`, in graph dtype `dtype`) whose contents the rest of the plan needs.
+  bool extent = false;
+  int value_id = -1;
+  DataType dtype = DataType::kUndefined;
+  std::vector<int> bounded_values;  // extent: the node's outputs, by value id
+  int axis = 0;                     // extent: the axis it sets on them
+  // Whether the rest of the plan depends on what is read: a plan of the rest per value read.
+  bool keys_plan = true;
+  std::string what;  // for the plan's text: "NonZero 'nz' extent", "value 'k'"
+};
+
+// The builder's state where a segment stops (plan_builder.cc).
+struct PlanContinuation;
+
 struct Plan {
   DeviceKind main = DeviceKind::kCpu;  // where the kernels run unless they fall back
   std::vector<PlanSlot> slots;
@@ -114,9 +143,17 @@ struct Plan {
   std::deque<Node> resolved_nodes;
   std::vector<std::string> notes;  // what the build changed that a user should know of
   bool has_fallback = false;       // some step runs on the host in a plan for another device
-  // The build stopped at a node whose output shapes follow values computed from the inputs'
-  // data, not known at build (build_plan then returns kUnsupported naming it).
-  bool needs_data = false;
+  // A segment (see above): what to read back after its steps, the state build_plan_after
+  // resumes from, the slots later segments read (kept to the end of this one), and which
+  // segment of its chain it is. Empty read_back: the plan is complete.
+  std::vector<ReadBack> read_back;
+  std::shared_ptr<const PlanContinuation> resume;
+  std::vector<int> live_out;
+  int segment = 0;
+  // Buffers [0, inherited_buffers) are the earlier segments', where they placed them: this
+  // segment places its own after them (arena_base, per device).
+  int inherited_buffers = 0;
+  int64_t arena_base[kDeviceKinds] = {};
 
   // Per device: the arena's size, its lower bound (the peak of live bytes), the largest
   // workspace a kernel asked for, and where they are bound (bind_plan).
@@ -178,6 +215,19 @@ struct PlanOptions {
 Status build_plan(const Graph& graph, const std::vector<const Node*>& order,
                   const std::vector<TensorDesc>& input_descs, const PlanOptions& options,
                   const PlanDevices& devices, Plan& plan);
+
+// Plans the rest of the graph after segment `before` (whose Plan::read_back gave `read`, one
+// host tensor each, in graph dtype), with the same options and devices; `plan` may stop again.
+// `before` must outlive `plan`.
+Status build_plan_after(const Graph& graph, const std::vector<const Node*>& order,
+                        const Plan& before, const std::vector<Tensor>& read,
+                        const PlanOptions& options, const PlanDevices& devices, Plan& plan);
+
+// The plan's read-back values (after its steps ran and the devices are done), as host tensors
+// in their graph dtypes; the key of the continuation they select (the bytes of those that key
+// it).
+Result<std::vector<Tensor>> read_plan_values(const Plan& plan, const PlanDevices& devices);
+std::string read_back_key(const Plan& plan, const std::vector<Tensor>& read);
 
 // Points the plan at arenas and workspaces (per device, at least the plan's sizes) and binds
 // every step's operands to them.

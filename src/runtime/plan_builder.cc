@@ -47,6 +47,9 @@ class Builder {
       : p_(p), g_(g), o_(o), dev_(d) {}
 
   Status build(const std::vector<const Node*>& order, const std::vector<TensorDesc>& inputs);
+  // The rest after segment `before`, whose read-backs gave `read`.
+  Status build_after(const std::vector<const Node*>& order, const Plan& before,
+                     const std::vector<Tensor>& read);
   Status set_scales();
 
  private:
@@ -83,6 +86,24 @@ class Builder {
     return it == o_.precision_overrides.end() ? o_.precision : it->second;
   }
   Status add_node(const Node& n, int order_index);
+  // The first of `candidates` (the main device's) that takes `n`, else the reference kernel on
+  // the host; the reasons of those that declined are kept with its step.
+  Status add_first_taker(const Node& n, const Node& kn, int order_index,
+                         const std::vector<const KernelCandidate*>& candidates,
+                         std::vector<std::string>& declined, std::vector<std::string>& timed);
+  // The nodes from `first` on, then the outputs (or the segment's end), the scales and memory.
+  Status build_from(size_t first);
+  // Where the order reads each value last, and which values are graph outputs.
+  void find_last_uses();
+  // want_ and bounded_ for `n` from its inputs' descs; where its shapes need values not known at
+  // build and it has no bound, the segment's end before it (stop_, read_back).
+  Status node_shapes(const Node& n, int order_index);
+  // Reads `v` back at the segment's end (a plain form of it).
+  Status read_back_value(const Value* v);
+  // The segment's end: the slots later segments read, the state to resume from.
+  void end_segment();
+  // The segment's end after bounded node `n` (its step just added).
+  void stop_after_bounded(const Node& n, int order_index);
   // How input i of a step of `kernel` on `device` reads its value: the description the
   // kernel is prepared with, and the slot holding it (-1: made by slot_for in `layout` and
   // `dtype`; unused for a constant the kernel reads on the host).
@@ -125,7 +146,26 @@ class Builder {
   const PlanDevices& dev_;
   std::vector<TensorDesc> host_;        // per value id: graph dtype, shape, known value
   std::vector<std::vector<int>> reps_;  // per value id: its slots (devices, layouts, dtypes)
+  const std::vector<const Node*>* order_ = nullptr;
+  std::vector<int> last_use_;    // per value id: the last order index reading it, -1
+  std::vector<bool> is_output_;  // per value id
+  int stop_ = -1;                // the segment ends before this order index
+  // The node being added: its output descs from the shape rule (or its bound), and whether they
+  // are its bound (BuildContext::bounded).
+  std::vector<TensorDesc> want_;
+  bool bounded_ = false;
 };
+
+}  // namespace
+
+// The builder's state where a segment stops: resumed by build_plan_after.
+struct PlanContinuation {
+  std::vector<TensorDesc> host;
+  std::vector<std::vector<int>> reps;
+  size_t resume_at = 0;
+};
+
+namespace {
 
 Result<int> Builder::constant_slot(const Value* v, const Tensor& t, DeviceKind device,
                                    DataType dt) {
@@ -332,6 +372,8 @@ Status Builder::add_node(const Node& n, int order_index) {
   KILN_RETURN_IF_ERROR(eval_on_host(n, &evaluated));
   if (evaluated) return Status::ok();
 
+  KILN_RETURN_IF_ERROR(node_shapes(n, order_index));
+  if (stop_ >= 0) return Status::ok();  // its inputs are read back first
   const Node& kn = resolved(n);
   const Precision prec = precision_of(n);
   // The main device's candidates in order: the first that takes the node; the others' reasons
@@ -349,6 +391,16 @@ Status Builder::add_node(const Node& n, int order_index) {
     p_.steps.back().timed = std::move(timed);
     return Status::ok();
   }
+  KILN_RETURN_IF_ERROR(add_first_taker(n, kn, order_index, candidates, declined, timed));
+  if (bounded_) stop_after_bounded(n, order_index);
+  return Status::ok();
+}
+
+Status Builder::add_first_taker(const Node& n, const Node& kn, int order_index,
+                                const std::vector<const KernelCandidate*>& candidates,
+                                std::vector<std::string>& declined,
+                                std::vector<std::string>& timed) {
+  const Precision prec = precision_of(n);
   for (const KernelCandidate* c : candidates) {
     const BackendState* state = o_.states ? o_.states->find(c->backend) : nullptr;
     auto made = c->make(kn, KernelParams{prec, state});
@@ -458,7 +510,7 @@ Result<int> Builder::fastest_candidate(const Node& n, const Node& kn,
                                        const std::vector<const KernelCandidate*>& candidates,
                                        std::vector<std::string>* timed, Trial* winner) {
   PlanDevice& dev = dev_[p_.main];
-  if (candidates.size() < 2 || !dev.times_candidates()) return -1;
+  if (candidates.size() < 2 || !dev.times_candidates() || bounded_) return -1;
   // Candidates within this fraction of the fastest count as equally fast: the one asked
   // first of them wins (a timing's noise does not flip the choice between builds).
   constexpr float kTolerance = 0.03f;
@@ -523,45 +575,23 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
     in[i] = p_.slots[s].desc;
     in[i].value = host_[v->id()].value;
   }
-  // The reference shape rule is the contract: the output shapes are known before the kernel
-  // prepares (a library kernel may allocate for them first), and a kernel disagreeing with it
-  // is a bug.
-  std::vector<TensorDesc> want(n.outputs.size());
-  std::vector<TensorDesc> hin(n.inputs.size());
-  for (size_t i = 0; i < n.inputs.size(); ++i)
-    if (n.inputs[i]) hin[i] = host_[n.inputs[i]->id()];
-  if (const OpDef* def = OpRegistry::find(n.op)) {
-    const Status inferred = infer_node(*def, n, hin, want);
-    if (!inferred.is_ok()) {
-      // A shape that follows a value computed from the inputs' data (small or integer, not
-      // known at build; any input of an op whose shapes follow its data) cannot be planned
-      // ahead.
-      for (size_t i = 0; i < n.inputs.size(); ++i) {
-        const Value* v = n.inputs[i];
-        if (v && !hin[i].value &&
-            (def->shape_follows_data || hin[i].numel() <= kKeyedInputElements ||
-             !dtype_is_float(hin[i].dtype))) {
-          p_.needs_data = true;
-          return unsupported(n.describe() + ": its output shapes follow input '" + v->name +
-                             "', computed from the data at every run");
-        }
-      }
-      return inferred.with_context(n.describe());
-    }
-    for (size_t i = 0; i < n.outputs.size(); ++i)
-      if (n.outputs[i] && want[i].present())
-        KILN_RETURN_IF_ERROR_CTX(
-            check_tensor_size(want[i].dtype, want[i].shape, o_.max_tensor_bytes),
-            n.describe() + ": output '" + n.outputs[i]->name + "'");
-  }
-
-  std::vector<TensorDesc> out(n.outputs.size());
+  // The reference shape rule is the contract (want_, from node_shapes): the output shapes are
+  // known before the kernel prepares (a library kernel may allocate for them first), and a
+  // kernel disagreeing with it is a bug.
+  const std::vector<TensorDesc>& want = want_;
+  std::vector<TensorDesc> out(n.outputs.size() + (bounded_ ? 1 : 0));
   BuildContext& bctx = dev.build_context();
   bctx.precision = prec;  // what the kernel sees as the plan's precision
   bctx.notes = &p_.notes;
+  bctx.bounded = bounded_;
   Status prepared = prepared_out ? Status::ok() : kernel->prepare(in, out, bctx);
   if (prepared_out) out = *prepared_out;
   bctx.precision = o_.precision;
+  bctx.bounded = false;
+  if (prepared.is_ok() && bounded_ &&
+      (out.size() != n.outputs.size() + 1 || out.back().dtype != DataType::kInt64 ||
+       out.back().numel() != 1))
+    return internal_error(n.describe() + ": a bounded kernel gives no int64 extent");
   if (prepared.code() == StatusCode::kUnsupported && !fallback) {
     *declined = prepared.message();
     return Status::ok();
@@ -592,6 +622,10 @@ Status Builder::add_kernel_step(const Node& n, const Node& kn, int order_index, 
     reps_[v->id()].push_back(s);
     host_[v->id()] =
         TensorDesc{want[i].present() ? want[i].dtype : out[i].dtype, out[i].shape, nullptr};
+  }
+  if (bounded_) {  // where the kernel writes the outputs' real extent
+    const int s = new_slot(out.back(), device, -1, true);
+    step.out.push_back(s);
   }
   if (fallback) {
     step.info = {n.name, std::string("CPU:") + op_name(n.op), fallback_reason, true, 0.0};
@@ -657,8 +691,67 @@ Status Builder::build(const std::vector<const Node*>& order,
     p_.input_slots.push_back(s);
     p_.input_shapes.push_back(t.shape);
   }
-  for (size_t k = 0; k < order.size(); ++k)
-    KILN_RETURN_IF_ERROR(add_node(*order[k], static_cast<int>(k)));
+  order_ = &order;
+  return build_from(0);
+}
+
+void Builder::find_last_uses() {
+  last_use_.assign(g_.value_id_limit(), -1);
+  is_output_.assign(g_.value_id_limit(), false);
+  for (size_t k = 0; k < order_->size(); ++k)
+    for (const Value* v : (*order_)[k]->inputs)
+      if (v) last_use_[v->id()] = static_cast<int>(k);
+  for (const Value* o : g_.outputs()) is_output_[o->id()] = true;
+}
+
+Status Builder::build_after(const std::vector<const Node*>& order, const Plan& before,
+                            const std::vector<Tensor>& read) {
+  if (!before.resume || read.size() != before.read_back.size())
+    return internal_error("a plan resumed without its segment's state or read-backs");
+  const PlanContinuation& c = *before.resume;
+  order_ = &order;
+  p_.main = before.main;
+  p_.slots = before.slots;
+  p_.buffers = before.buffers;
+  p_.input_slots = before.input_slots;
+  p_.input_shapes = before.input_shapes;
+  p_.segment = before.segment + 1;
+  p_.inherited_buffers = static_cast<int>(before.buffers.size());
+  for (size_t d = 0; d < kDeviceKinds; ++d) p_.arena_base[d] = before.arena_bytes[d];
+  host_ = c.host;
+  reps_ = c.reps;
+  for (size_t i = 0; i < read.size(); ++i) {
+    const ReadBack& r = before.read_back[i];
+    const Tensor& t = read[i];
+    if (!r.extent) {  // a value the rest is planned with
+      p_.host_values.push_back(t);
+      host_[r.value_id].value = &p_.host_values.back();
+      continue;
+    }
+    if (!r.keys_plan) continue;  // the rest is planned for the bound
+    const int64_t extent = t.data<int64_t>()[0];
+    for (int v : r.bounded_values) {
+      Shape& shape = host_[v].shape;
+      if (r.axis >= static_cast<int>(shape.size()) || extent < 0 || extent > shape[r.axis])
+        return internal_error(r.what + ": extent " + std::to_string(extent) +
+                              " outside the bound " + shape_str(shape));
+      shape[r.axis] = extent;
+      for (int s : reps_[v]) p_.slots[s].desc.shape[r.axis] = extent;
+    }
+  }
+  return build_from(c.resume_at);
+}
+
+Status Builder::build_from(size_t first) {
+  find_last_uses();
+  for (size_t k = first; k < order_->size(); ++k) {
+    KILN_RETURN_IF_ERROR(add_node(*(*order_)[k], static_cast<int>(k)));
+    if (stop_ >= 0) {
+      end_segment();
+      KILN_RETURN_IF_ERROR(set_scales());
+      return plan_memory(p_, o_.arena_alignment, o_.reuse_memory);
+    }
+  }
   for (const Value* o : g_.outputs()) {
     const TensorDesc& h = host_[o->id()];
     KILN_ASSIGN_OR_RETURN(int s, slot_for(o, p_.main, Layout::kPlain, h.dtype));
@@ -666,8 +759,9 @@ Status Builder::build(const std::vector<const Node*>& order,
     p_.output_dtypes.push_back(h.dtype);
   }
   // External outputs: a slot in the arena that views no other (a step's own output) leaves
-  // the arena, with the views of it.
-  if (o_.external_io)
+  // the arena, with the views of it. Not after a segment: the caller's outputs are made once
+  // their shapes are known, after the run.
+  if (o_.external_io && p_.segment == 0)
     for (int s : p_.output_slots) {
       PlanSlot& slot = p_.slots[s];
       if (slot.buffer < 0 || slot.alias_of >= 0) continue;
@@ -680,6 +774,111 @@ Status Builder::build(const std::vector<const Node*>& order,
   return plan_memory(p_, o_.arena_alignment, o_.reuse_memory);
 }
 
+Status Builder::node_shapes(const Node& n, int order_index) {
+  bounded_ = false;
+  want_.assign(n.outputs.size(), TensorDesc{});
+  const OpDef* def = OpRegistry::find(n.op);
+  if (!def) return Status::ok();
+  std::vector<TensorDesc> hin(n.inputs.size());
+  for (size_t i = 0; i < n.inputs.size(); ++i)
+    if (n.inputs[i]) hin[i] = host_[n.inputs[i]->id()];
+  const Status inferred = infer_node(*def, n, hin, want_);
+  if (!inferred.is_ok()) {
+    // A shape that follows a value computed from the inputs' data (small or integer, not known
+    // at build; any input of an op whose shapes follow its data) is known only once that
+    // value is.
+    std::vector<const Value*> small;
+    bool follows_data = false;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const Value* v = n.inputs[i];
+      if (!v || hin[i].value) continue;
+      const bool is_small = hin[i].numel() <= kKeyedInputElements;
+      if (is_small) small.push_back(v);
+      follows_data |= def->shape_follows_data || is_small || !dtype_is_float(hin[i].dtype);
+    }
+    if (!follows_data) return inferred.with_context(n.describe());
+    // The node runs on its bound, and its real extent is read back after it.
+    std::vector<TensorDesc> bound(n.outputs.size());
+    if (def->bound && def->bound(n, hin, bound).is_ok()) {
+      want_ = std::move(bound);
+      bounded_ = true;
+    } else if (small.empty()) {
+      return unsupported(n.describe() + ": its output shapes follow its inputs' data, and op " +
+                         op_name(n.op) + " gives no bound for them");
+    } else {  // its small inputs read back first, and the node planned with them known
+      // Integers first (a count, k, a shape): small float data is read only where no
+      // integer is left to read (a Resize's computed scales); the node stops again if it
+      // still needs it.
+      std::vector<const Value*> ints;
+      for (const Value* v : small)
+        if (!dtype_is_float(host_[v->id()].dtype)) ints.push_back(v);
+      for (const Value* v : ints.empty() ? small : ints) KILN_RETURN_IF_ERROR(read_back_value(v));
+      stop_ = order_index;
+      return Status::ok();
+    }
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (n.outputs[i] && want_[i].present())
+      KILN_RETURN_IF_ERROR_CTX(
+          check_tensor_size(want_[i].dtype, want_[i].shape, o_.max_tensor_bytes),
+          n.describe() + ": output '" + n.outputs[i]->name + "'");
+  return Status::ok();
+}
+
+Status Builder::read_back_value(const Value* v) {
+  int slot = -1;
+  for (int s : reps_[v->id()])
+    if (p_.slots[s].desc.layout == Layout::kPlain) {
+      slot = s;
+      break;
+    }
+  if (slot < 0) {
+    if (reps_[v->id()].empty())
+      return internal_error("value '" + v->name + "' to read back has no producer in the plan");
+    const PlanSlot& any = p_.slots[reps_[v->id()].front()];
+    KILN_ASSIGN_OR_RETURN(slot, slot_for(v, any.device, Layout::kPlain, any.desc.dtype));
+  }
+  ReadBack r;
+  r.slot = slot;
+  r.value_id = v->id();
+  r.dtype = host_[v->id()].dtype;
+  r.what = "value '" + v->name + "'";
+  p_.read_back.push_back(std::move(r));
+  return Status::ok();
+}
+
+void Builder::stop_after_bounded(const Node& n, int order_index) {
+  ReadBack r;
+  r.extent = true;
+  r.slot = p_.steps.back().out.back();
+  r.dtype = DataType::kInt64;
+  r.axis = OpRegistry::find(n.op)->bound_axis;
+  r.keys_plan = false;
+  for (const Value* v : n.outputs) {
+    if (!v) continue;
+    r.bounded_values.push_back(v->id());
+    // A later node reads it: the rest is planned for its real extent.
+    r.keys_plan |= !v->consumers.empty();
+  }
+  if (!r.bounded_values.empty()) r.value_id = r.bounded_values.front();
+  r.what = std::string(op_name(n.op)) + " '" + n.name + "' extent";
+  p_.read_back.push_back(std::move(r));
+  stop_ = order_index + 1;
+}
+
+void Builder::end_segment() {
+  // Every form of a value that a later node or the graph's outputs read stays.
+  for (size_t id = 0; id < reps_.size(); ++id)
+    if (last_use_[id] >= stop_ || is_output_[id])
+      for (int s : reps_[id]) p_.live_out.push_back(s);
+  for (const ReadBack& r : p_.read_back) p_.live_out.push_back(r.slot);
+  auto c = std::make_shared<PlanContinuation>();
+  c->host = host_;
+  c->reps = reps_;
+  c->resume_at = static_cast<size_t>(stop_);
+  p_.resume = std::move(c);
+}
+
 }  // namespace
 
 Status build_plan(const Graph& graph, const std::vector<const Node*>& order,
@@ -687,6 +886,13 @@ Status build_plan(const Graph& graph, const std::vector<const Node*>& order,
                   const PlanDevices& devices, Plan& plan) {
   Builder b(plan, graph, options, devices);
   return b.build(order, input_descs);
+}
+
+Status build_plan_after(const Graph& graph, const std::vector<const Node*>& order,
+                        const Plan& before, const std::vector<Tensor>& read,
+                        const PlanOptions& options, const PlanDevices& devices, Plan& plan) {
+  Builder b(plan, graph, options, devices);
+  return b.build_after(order, before, read);
 }
 
 }  // namespace kiln

@@ -89,8 +89,16 @@ std::string plan_text(const PlanInfo& p, bool tactics) {
   std::string r;
   for (const auto& [name, shape] : p.input_shapes)
     r += "input " + name + " " + shape_str(shape) + "\n";
-  if (!p.dynamic.empty()) r += "built by running: " + p.dynamic + "\n";
-  for (size_t k = 0; k < p.steps.size(); ++k) r += step_line(k, p.steps[k], tactics);
+  auto read_backs = [&](size_t k) {
+    for (const PlanInfo::ReadBack& b : p.read_backs)
+      if (b.after_steps == k) r += "read back " + b.what + "\n";
+  };
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    read_backs(k);
+    r += step_line(k, p.steps[k], tactics);
+  }
+  read_backs(p.steps.size());
+  if (!p.unfinished.empty()) r += "the rest is planned once it is read: " + p.unfinished + "\n";
   for (const auto& [device, bytes] : p.arena_bytes) {
     auto ws = p.workspace_bytes.find(device);
     r += "arena " + device + ": " + std::to_string(bytes) + " bytes, workspace " +
@@ -121,6 +129,7 @@ PlanInfo plan_info(const Plan& p, const Graph& g) {
     for (int out : st.out) s.outputs.push_back(slot_text(p, out));
     r.steps.push_back(std::move(s));
   }
+  for (const ReadBack& b : p.read_back) r.read_backs.push_back({r.steps.size(), b.what});
   for (size_t d = 0; d < kDeviceKinds; ++d) {
     const std::string device = device_kind_name(static_cast<DeviceKind>(d));
     if (p.arena_bytes[d] || p.workspace_bytes[d] ||

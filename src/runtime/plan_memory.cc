@@ -9,7 +9,8 @@
 namespace kiln {
 
 // Buffer lifetimes in step numbers: 0 is the input copy, step k is k + 1, the output copy
-// is steps.size() + 1.
+// (and the end of a segment) is steps.size() + 1. A later segment (Plan::inherited_buffers)
+// places only its own buffers, after the earlier segments'.
 Status plan_memory(Plan& p, int64_t alignment, bool reuse) {
   const int n_steps = static_cast<int>(p.steps.size());
   std::vector<int> last_read(p.buffers.size(), -1), first_write(p.buffers.size(), INT_MAX);
@@ -27,11 +28,18 @@ Status plan_memory(Plan& p, int64_t alignment, bool reuse) {
       if (s >= 0) touch(s, k + 1, true);
   }
   for (int s : p.output_slots) touch(s, n_steps + 1, false);
-  std::vector<bool> pinned(p.buffers.size(), false);  // graph inputs/outputs
+  for (int s : p.live_out) touch(s, n_steps + 1, false);  // read by later segments
+  // Graph inputs and outputs, what later segments read, and an earlier segment's buffers
+  // (placed already).
+  std::vector<bool> pinned(p.buffers.size(), false);
   for (int s : p.input_slots)
     if (p.slots[s].buffer >= 0) pinned[p.slots[s].buffer] = true;
   for (int s : p.output_slots)
     if (p.slots[s].buffer >= 0) pinned[p.slots[s].buffer] = true;
+  for (int s : p.live_out)
+    if (p.slots[s].buffer >= 0) pinned[p.slots[s].buffer] = true;
+  for (int b = 0; b < p.inherited_buffers && b < static_cast<int>(pinned.size()); ++b)
+    pinned[b] = true;
 
   // In place: redirect the output buffer to the input's when legal.
   std::vector<int> redirect(p.buffers.size());
@@ -70,7 +78,7 @@ Status plan_memory(Plan& p, int64_t alignment, bool reuse) {
   for (size_t d = 0; d < kDeviceKinds; ++d) {
     std::vector<BufferUse> uses;
     std::vector<size_t> ids;
-    for (size_t b = 0; b < p.buffers.size(); ++b) {
+    for (size_t b = static_cast<size_t>(p.inherited_buffers); b < p.buffers.size(); ++b) {
       if (device_index(p.buffers[b].device) != d) continue;
       const bool used = last_read[b] >= 0 && redirect[b] == static_cast<int>(b);
       BufferUse u;
@@ -82,9 +90,11 @@ Status plan_memory(Plan& p, int64_t alignment, bool reuse) {
     }
     const ArenaPlan plan = plan_arena(uses, alignment);
     KILN_RETURN_IF_ERROR(check_arena_plan(uses, plan, alignment));
-    for (size_t i = 0; i < ids.size(); ++i) p.buffers[ids[i]].offset = plan.offsets[i];
-    p.arena_bytes[d] = plan.total_bytes;
-    p.arena_lower_bound[d] = plan.lower_bound;
+    // A later segment's buffers go after the earlier segments' (whose values it may read).
+    const int64_t base = (p.arena_base[d] + alignment - 1) / alignment * alignment;
+    for (size_t i = 0; i < ids.size(); ++i) p.buffers[ids[i]].offset = base + plan.offsets[i];
+    p.arena_bytes[d] = base + plan.total_bytes;
+    p.arena_lower_bound[d] = base + plan.lower_bound;
   }
   return Status::ok();
 }

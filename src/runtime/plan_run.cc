@@ -1,6 +1,7 @@
 // Running a built plan (runtime/plan.h): binding it to memory, the step executor, its text.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "runtime/plan.h"
 
@@ -55,6 +56,35 @@ void set_plan_io(Plan& p, const std::vector<const void*>& inputs,
     KernelOperands& ops = p.steps[e.step].operands;
     (e.out ? ops.out[e.index] : ops.in[e.index]).data = p.data(e.slot);
   }
+}
+
+Result<std::vector<Tensor>> read_plan_values(const Plan& p, const PlanDevices& devices) {
+  std::vector<Tensor> read;
+  for (const ReadBack& r : p.read_back) {
+    const PlanSlot& slot = p.slots[r.slot];
+    const TensorDesc& d = slot.desc;
+    std::vector<uint8_t> bytes(d.nbytes());
+    if (slot.device == DeviceKind::kCpu) {
+      if (!bytes.empty()) std::memcpy(bytes.data(), p.data(r.slot), bytes.size());
+    } else {
+      KILN_RETURN_IF_ERROR_CTX(
+          devices[slot.device].copy_to_host(bytes.data(), p.data(r.slot), bytes.size()),
+          "reading back " + r.what);
+    }
+    read.push_back(tensor_from_bytes(bytes.data(), d.dtype, d.shape, r.dtype));
+  }
+  return read;
+}
+
+std::string read_back_key(const Plan& p, const std::vector<Tensor>& read) {
+  std::string key;
+  for (size_t i = 0; i < read.size() && i < p.read_back.size(); ++i) {
+    if (!p.read_back[i].keys_plan) continue;
+    key += std::to_string(i) + shape_str(read[i].shape()) + "=";
+    key.append(static_cast<const char*>(read[i].raw()), read[i].nbytes());
+    key += ';';
+  }
+  return key;
 }
 
 Status run_plan_steps(Plan& p, const PlanDevices& devices, size_t first, size_t last) {

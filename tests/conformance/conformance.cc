@@ -2,6 +2,10 @@
 // kiln and compares with the expected outputs.
 //
 //   kiln_conformance [--data DIR] [--skip-list FILE] [--filter SUBSTR] [--verbose] [--no-fork]
+//                    [--device cpu|cuda] [--device-steps-only]
+//
+// --device cuda runs the cases on the GPU in fp32; --device-steps-only then fails a case whose
+// plan runs a kernel on the host (a fallback), naming it.
 //
 // A case (DIR/<case>/model.onnx + test_data_set_*/{input,output}_N.pb) is in scope when
 // every node is a default-domain op the importer knows; the others are only counted. Each
@@ -42,6 +46,8 @@ struct Options {
   std::string filter;
   bool verbose = false;
   bool fork = true;
+  std::string device = "cpu";
+  bool device_steps_only = false;
 };
 
 std::map<std::string, std::string> read_skip_list(const std::string& path) {
@@ -138,9 +144,26 @@ std::vector<fs::path> numbered_files(const fs::path& dir, const std::string& pre
   return files;
 }
 
+// The kernel steps of the context's last plan that do not run on `device`, by name.
+std::string host_kernels(const kiln::Context& ctx, const std::string& device) {
+  auto plan = ctx.plan();
+  if (!plan.is_ok()) return "no plan: " + plan.status().to_string();
+  std::string r;
+  for (const kiln::PlanStepInfo& s : plan->steps)
+    if (s.kind == "kernel" && s.device != device)
+      r += (r.empty() ? "" : ", ") + s.op + " " + s.name;
+  return r;
+}
+
 // Runs one case; empty on success, else what went wrong.
-std::string run_case(const fs::path& dir) {
-  auto engine = kiln::Engine::load((dir / "model.onnx").string(), {});
+std::string run_case(const fs::path& dir, const Options& opt) {
+  kiln::EngineOptions eo;
+  if (opt.device == "cuda") {
+    eo.device = kiln::Device::kCuda;
+    eo.precision = kiln::Precision::kFp32;
+    eo.time_tactics = false;
+  }
+  auto engine = kiln::Engine::load((dir / "model.onnx").string(), eo);
   if (!engine.is_ok()) return "load: " + engine.status().to_string();
   const auto& e = **engine;
   std::vector<fs::path> sets;
@@ -177,26 +200,30 @@ std::string run_case(const fs::path& dir) {
       std::string diff = compare(it->second, as_declared(*want, e.outputs()[i].dtype));
       if (!diff.empty()) return where + "output '" + name + "': " + diff;
     }
+    if (opt.device_steps_only) {
+      std::string host = host_kernels(*ctx, opt.device);
+      if (!host.empty()) return where + "kernels on the host: " + host;
+    }
   }
   return "";
 }
 
 // Runs the case in a child process so a crash or hang fails only this case.
-std::string run_case_isolated(const fs::path& dir) {
+std::string run_case_isolated(const fs::path& dir, const Options& opt) {
   int fds[2];
-  if (pipe(fds) != 0) return run_case(dir);
+  if (pipe(fds) != 0) return run_case(dir, opt);
   std::cout.flush();
   std::cerr.flush();
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return run_case(dir);
+    return run_case(dir, opt);
   }
   if (pid == 0) {
     close(fds[0]);
     alarm(kCaseTimeoutSeconds);
-    std::string r = run_case(dir);
+    std::string r = run_case(dir, opt);
     size_t off = 0;
     while (off < r.size()) {
       ssize_t n = write(fds[1], r.data() + off, r.size() - off);
@@ -226,7 +253,8 @@ std::string run_case_isolated(const fs::path& dir) {
 
 int usage(const char* argv0) {
   std::cerr << "usage: " << argv0
-            << " [--data DIR] [--skip-list FILE] [--filter SUBSTR] [--verbose] [--no-fork]\n";
+            << " [--data DIR] [--skip-list FILE] [--filter SUBSTR] [--verbose] [--no-fork]"
+               " [--device cpu|cuda] [--device-steps-only]\n";
   return 2;
 }
 
@@ -241,7 +269,13 @@ int main(int argc, char** argv) {
       opt.verbose = true;
     else if (a == "--no-fork")
       opt.fork = false;
-    else if (a == "--data" || a == "--skip-list" || a == "--filter") {
+    else if (a == "--device-steps-only")
+      opt.device_steps_only = true;
+    else if (a == "--device") {
+      const char* v = next();
+      if (!v || (std::string(v) != "cpu" && std::string(v) != "cuda")) return usage(argv[0]);
+      opt.device = v;
+    } else if (a == "--data" || a == "--skip-list" || a == "--filter") {
       const char* v = next();
       if (!v) return usage(argv[0]);
       (a == "--data" ? opt.data : a == "--skip-list" ? opt.skip_list : opt.filter) = v;
@@ -281,7 +315,7 @@ int main(int argc, char** argv) {
       for (const auto& op : missing) ++missing_count[op];
       continue;
     }
-    if (error.empty()) error = opt.fork ? run_case_isolated(dir) : run_case(dir);
+    if (error.empty()) error = opt.fork ? run_case_isolated(dir, opt) : run_case(dir, opt);
     if (error.empty()) {
       ++passed;
       if (opt.verbose) std::cout << "pass " << name << "\n";

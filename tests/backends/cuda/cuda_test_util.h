@@ -110,7 +110,54 @@ struct CudaRunOptions {
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
 };
 
+// The outputs of `node` at its op's bound (OpDef::bound) when its shape rule cannot give them
+// from what a plan knows of `inputs` (dtypes, shapes, the values of constants); empty when it
+// can, or the op has no bound.
+inline Result<std::vector<TensorDesc>> bound_outputs(const Node& node,
+                                                     const std::vector<const Tensor*>& inputs) {
+  const OpDef* def = OpRegistry::find(node.op);
+  if (!def || !def->bound) return std::vector<TensorDesc>{};
+  std::vector<TensorDesc> known(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) continue;
+    const Value* v = i < node.inputs.size() ? node.inputs[i] : nullptr;
+    known[i] = TensorDesc{inputs[i]->dtype(), inputs[i]->shape(),
+                          v && v->is_constant() ? &v->constant : nullptr};
+  }
+  std::vector<TensorDesc> out(node.outputs.size());
+  if (infer_node(*def, node, known, out).is_ok()) return std::vector<TensorDesc>{};
+  KILN_RETURN_IF_ERROR(def->bound(node, known, out).with_context(node.describe() + ": bound"));
+  return out;
+}
+
+// A bounded kernel's descs: the bound for each output, then the int64 [1] extent.
+inline Status check_bounded_descs(const std::vector<TensorDesc>& bound,
+                                  const std::vector<TensorDesc>& out) {
+  if (out.size() != bound.size() + 1 || out.back().dtype != DataType::kInt64 ||
+      out.back().numel() != 1)
+    return internal_error("a bounded kernel gives no int64 extent");
+  for (size_t i = 0; i < bound.size(); ++i)
+    if (out[i].present() && out[i].shape != bound[i].shape)
+      return internal_error("bounded kernel: output " + std::to_string(i) + " is " +
+                            shape_str(out[i].shape) + ", the op's bound " +
+                            shape_str(bound[i].shape));
+  return Status::ok();
+}
+
+// A bounded output's real shape: its bound with the op's bound axis `extent` long.
+inline Result<Shape> real_shape(const Node& node, Shape bound, int64_t extent) {
+  const size_t axis = static_cast<size_t>(OpRegistry::find(node.op)->bound_axis);
+  if (axis >= bound.size() || extent < 0 || extent > bound[axis])
+    return internal_error("bounded kernel: extent " + std::to_string(extent) +
+                          " outside its bound " + shape_str(bound) + " on axis " +
+                          std::to_string(axis));
+  bound[axis] = extent;
+  return bound;
+}
+
 // Prepares and enqueues `kernel` (made for `node`) on host inputs (nullptr for omitted ones).
+// An op whose output shapes follow data the plan would not know runs bounded (bound_outputs):
+// the outputs come back in their real shapes, without the extent.
 inline Result<CudaNodeResult> run_cuda_kernel_with(CudaKernel* kernel, WeightStore& weights,
                                                    const Node& node,
                                                    const std::vector<const Tensor*>& inputs,
@@ -174,8 +221,14 @@ inline Result<CudaNodeResult> run_cuda_kernel_with(CudaKernel* kernel, WeightSto
     KILN_CUDA(cudaMemcpy(in_bufs[i].p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
     in_dev[i].data = in_bufs[i].p;
   }
-  std::vector<TensorDesc> out_desc(node.outputs.size());
+  // A node whose output shapes follow data not known here runs on its op's bound, as the
+  // planner runs it (BuildContext::bounded): one more output, the int64 extent.
+  const size_t n_out = node.outputs.size();
+  KILN_ASSIGN_OR_RETURN(const std::vector<TensorDesc> bound, bound_outputs(node, inputs));
+  bctx.bounded = !bound.empty();
+  std::vector<TensorDesc> out_desc(n_out + (bctx.bounded ? 1 : 0));
   KILN_RETURN_IF_ERROR(kernel->prepare(in_desc, out_desc, bctx));
+  if (bctx.bounded) KILN_RETURN_IF_ERROR(check_bounded_descs(bound, out_desc));
 
   CudaNodeResult result;
   result.tactic = kernel->tactic();
@@ -215,14 +268,22 @@ inline Result<CudaNodeResult> run_cuda_kernel_with(CudaKernel* kernel, WeightSto
     if (inputs[i]) in_ptrs[i] = &in_dev[i];
   if (!kernel->is_alias()) KILN_RETURN_IF_ERROR(kernel->enqueue(in_ptrs, out_ptrs, run));
   KILN_CUDA(cudaStreamSynchronize(bctx.stream));
-  for (size_t i = 0; i < out_desc.size(); ++i) {
+  int64_t extent = -1;  // a bounded kernel's real extent of its outputs
+  if (bctx.bounded)
+    KILN_CUDA(cudaMemcpy(&extent, out_dev[n_out].data, sizeof(extent), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n_out; ++i) {
     if (!out_ptrs[i]) {
       result.outputs.emplace_back();
       continue;
     }
-    std::vector<uint8_t> bytes(out_desc[i].nbytes());
+    TensorDesc real = out_desc[i];
+    if (bctx.bounded) {
+      KILN_ASSIGN_OR_RETURN(real.shape, real_shape(node, real.shape, extent));
+    }
+    // A bounded output's real elements are the first of its buffer (row-major).
+    std::vector<uint8_t> bytes(real.nbytes());
     KILN_CUDA(cudaMemcpy(bytes.data(), out_dev[i].data, bytes.size(), cudaMemcpyDeviceToHost));
-    result.outputs.push_back(from_device_bytes(bytes, out_desc[i]));
+    result.outputs.push_back(from_device_bytes(bytes, real));
   }
   return result;
 }

@@ -2,7 +2,8 @@
 // on the GPU feed a NonMaxSuppression (at its bound, its extent read back), whose selection the
 // GPU reads again (the rest planned per count), and a TopK whose k the graph computes (k read
 // back). Each run on one Context matches the reference engine, in fp32 and fp16, with memory
-// poisoned; the plans built are counted and the plan's text says what it reads back.
+// poisoned; the plans built are counted, the plan's text says what it reads back, and every
+// kernel runs on the GPU.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -104,7 +105,60 @@ TEST(CudaSegmentedPlans, DetectionTailMatchesTheReference) {
     EXPECT_NE(info->text().find("read back NonMaxSuppression 'nms' extent"), std::string::npos)
         << info->text();
     EXPECT_NE(info->text().find("read back value 'k'"), std::string::npos) << info->text();
+    // Every kernel on the GPU: only the extent and k come back to the host.
+    for (const PlanStepInfo& s : info->steps)
+      if (s.kind == "kernel") EXPECT_EQ(s.device, "cuda") << s.op << " " << s.name;
   }
+}
+
+// logits → Sigmoid → NonMaxSuppression (at most 60 per class, score threshold 0.5) → selected,
+// an output: runs selecting 1, 5 and 50 boxes on one Context build no plan after the first
+// run (the rest is planned once, at the bound), and match the reference.
+TEST(CudaSegmentedPlans, NmsOfAnyCountBuildsNoPlanAfterTheFirstRun) {
+  ModelBuilder b(13);
+  b.input("boxes", kFloat, {1, kBoxes * 2, 4});
+  b.input("logits", kFloat, {1, 1, kBoxes * 2});
+  b.initializer_ints("max_out", {1}, {60});
+  b.initializer("iou", {1}, {0.5f});
+  b.initializer("thr", {1}, {0.5f});
+  b.node("Sigmoid", {"logits"}, {"scores"}, "sigmoid");
+  b.node("NonMaxSuppression", {"boxes", "scores", "max_out", "iou", "thr"}, {"selected"}, "nms");
+  b.output_any("selected", kInt64, 2);
+  EngineOptions ref;
+  ref.backend = KernelChoice::kReference;
+  auto want_engine = Engine::from_bytes(b.bytes(), ref);
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.time_tactics = false;
+  o.poison_memory = true;
+  auto engine = Engine::from_bytes(b.bytes(), o);
+  ASSERT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();
+  auto want_ctx = (*want_engine)->create_context();
+  auto ctx = (*engine)->create_context();
+  int64_t builds_after_first = -1;
+  for (int64_t count : {1, 5, 50}) {
+    SCOPED_TRACE(std::to_string(count) + " detections");
+    // Disjoint boxes on a grid, `count` of them scored above the threshold.
+    std::vector<float> boxes, logits;
+    for (int64_t i = 0; i < kBoxes * 2; ++i) {
+      const float y = static_cast<float>(i / 10) * 4, x = static_cast<float>(i % 10) * 4;
+      boxes.insert(boxes.end(), {y, x, y + 3, x + 3});
+      logits.push_back(i < count ? 1.f + static_cast<float>(i % 5) * 0.5f : -2.f);
+    }
+    std::map<std::string, Tensor> in = {
+        {"boxes", Tensor::from_floats({1, kBoxes * 2, 4}, boxes)},
+        {"logits", Tensor::from_floats({1, 1, kBoxes * 2}, logits)}};
+    auto want = want_ctx->run(in);
+    auto got = ctx->run(in);
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    ASSERT_EQ(got->at("selected").shape(), (Shape{count, 3}));
+    EXPECT_EQ(got->at("selected").to_int64s(), want->at("selected").to_int64s());
+    if (builds_after_first < 0) builds_after_first = ctx->stats().plan_builds;
+  }
+  EXPECT_EQ(ctx->stats().plan_builds, builds_after_first);
+  EXPECT_EQ(ctx->stats().plan_runs, 2);
 }
 
 }  // namespace

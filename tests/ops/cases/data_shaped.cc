@@ -1,9 +1,12 @@
 // The ops whose output shapes follow their data: NonZero (float and integer data, ranks 1 to
 // 4, with zeros), TopK (every axis, largest and smallest, k from 1 to the extent) and
-// NonMaxSuppression (both box formats, several classes and batches, thresholds given or not).
-// Their CUDA kernels will take these cases as they come.
+// NonMaxSuppression (both box formats, several classes and batches, thresholds given or not,
+// equal scores), and sizes past a GPU kernel's tile or block. Their CUDA kernels take these
+// cases as they come (NonZero and NonMaxSuppression on their bound).
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 #include "ops/cases/op_cases.h"
 #include "ops/op_test_util.h"
@@ -65,6 +68,20 @@ OpCase nms(std::string name, int64_t b, int64_t n, int64_t classes, int64_t cent
   return c;
 }
 
+// `c` (a NonMaxSuppression case) with its box coordinates rounded to eighths and its scores
+// down to multiples of `score_step`: values float16 and bfloat16 hold exactly, so that (with
+// thresholds they hold too) every precision selects float32's boxes, however many. A coarse
+// step gives many equal scores, which the reference orders by the lower index.
+OpCase on_grid(OpCase c, float score_step) {
+  Tensor& boxes = c.inputs[0].t;
+  for (int64_t i = 0; i < boxes.numel(); ++i)
+    boxes.data<float>()[i] = std::round(boxes.data<float>()[i] * 8.f) / 8.f;
+  Tensor& scores = c.inputs[1].t;
+  for (int64_t i = 0; i < scores.numel(); ++i)
+    scores.data<float>()[i] = std::floor(scores.data<float>()[i] / score_step) * score_step;
+  return c;
+}
+
 }  // namespace
 
 KILN_OP_CASES(data_shaped) {
@@ -78,6 +95,14 @@ KILN_OP_CASES(data_shaped) {
       nms("corners", 1, 64, 1, 0, 10, 0.5f, 0.1f, 6),
       nms("centers_classes", 2, 50, 3, 1, 5, 0.4f, -1, 7),
       nms("all_kept_by_iou_1", 1, 30, 2, 0, 100, 1.f, 0.f, 8),
+      // Sizes where a GPU kernel works in tiles and blocks: several tiles of a flat scan,
+      // nothing to select, a row longer than a block, a thousand boxes.
+      non_zero("large", with_zeros({3, 70, 90}, 9)),
+      non_zero("all_zero", Tensor::from_floats({4, 6}, std::vector<float>(24, 0.f))),
+      top_k("long_axis", {3, 1000}, -1, 100, true, 10),
+      top_k("long_middle_axis_smallest", {2, 1000, 3}, 1, 100, false, 11),
+      on_grid(nms("thousand_boxes", 1, 1000, 2, 0, 300, 0.25f, 0.0625f, 12), 1.f / 256),
+      on_grid(nms("tied_scores", 2, 200, 2, 0, 100, 0.375f, 0.125f, 13), 0.25f),
   };
 }
 

@@ -1,0 +1,412 @@
+// NonMaxSuppression (opsets 10 and 11): the int64 [selected, 3] rows (batch, class, box) of
+// src/ops/non_max_suppression.cc, ordered by batch, class, then selection. The count follows
+// the data, so the kernel runs bounded only (BuildContext::bounded): its buffer holds the bound
+// [B·C·min(N, max_output_boxes_per_class), 3], the kernel writes the real rows at its start and
+// their count into the extent. Boxes [B, N, 4] and scores [B, C, N] arrive in the activation
+// dtype; max_output_boxes_per_class, iou_threshold and score_threshold are read on the host at
+// prepare (unknown values: the kernel declines). In float16/bfloat16 the two thresholds are
+// rounded to that dtype first, as the device holds every float input.
+//
+// Every comparison is the reference's, in float32: the box and IoU formulas of
+// ops/non_max_suppression.h with each product, sum and quotient rounded on its own (no FMA
+// contraction) and std::min/max's NaN behaviour, so that float32 inputs select exactly the
+// reference's boxes. Per (batch, class) segment, no host read:
+//   keys     one block per segment: a box above the score threshold gets the key
+//            (0, descending score, index), the others (1, index); the block counts the
+//            candidates. The index in the key orders equal scores by the lower index (the
+//            reference's stable sort) without relying on the sort's stability; -0 is +0.
+//   sort     CUB's segmented radix sort of the keys (workspace), over the bits they use.
+//   select   one block per segment walks its sorted candidates in order: one not suppressed is
+//            selected, then the block's threads mark each later candidate whose IoU with it is
+//            above the threshold (a bit per candidate in shared memory). This is the
+//            reference's test of each candidate against every box kept before it. Stops after
+//            max_output_boxes_per_class.
+//   compact  one block scans the segments' counts (their total is the extent); then every
+//            selected box is written as its row.
+// Scores of NaN without a score threshold sort first (positive NaN) or last; the reference's
+// order for them is unspecified (its comparison is not a strict weak order there).
+
+#include <cub/cub.cuh>
+#include <memory>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/kernels/structured.cuh"
+#include "core/half.h"
+#include "ops/non_max_suppression.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kThreads = 256;
+// The boxes a segment may hold: a bit each in the select kernel's shared memory (32 KiB).
+constexpr int64_t kMaxBoxes = int64_t{1} << 18;
+
+// --- The reference's geometry (ops/non_max_suppression.h), rounded step by step.
+
+struct DeviceBox {
+  float y_lo, x_lo, y_hi, x_hi;
+};
+
+// std::min and std::max exactly (which operand a NaN or a signed zero gives).
+__device__ __forceinline__ float std_min(float a, float b) { return b < a ? b : a; }
+__device__ __forceinline__ float std_max(float a, float b) { return a < b ? b : a; }
+
+template <class T>
+__device__ __forceinline__ DeviceBox load_box(const T* b, bool center_point) {
+  const float b0 = cuda::to_float(b[0]), b1 = cuda::to_float(b[1]);
+  const float b2 = cuda::to_float(b[2]), b3 = cuda::to_float(b[3]);
+  if (center_point) {  // [xc, yc, w, h]
+    const float half_w = __fdiv_rn(b2, 2.f), half_h = __fdiv_rn(b3, 2.f);
+    return {__fsub_rn(b1, half_h), __fsub_rn(b0, half_w), __fadd_rn(b1, half_h),
+            __fadd_rn(b0, half_w)};
+  }
+  return {std_min(b0, b2), std_min(b1, b3), std_max(b0, b2), std_max(b1, b3)};
+}
+
+__device__ __forceinline__ float box_iou(const DeviceBox& a, const DeviceBox& b) {
+  const float area_a = __fmul_rn(__fsub_rn(a.y_hi, a.y_lo), __fsub_rn(a.x_hi, a.x_lo));
+  const float area_b = __fmul_rn(__fsub_rn(b.y_hi, b.y_lo), __fsub_rn(b.x_hi, b.x_lo));
+  if (area_a <= 0 || area_b <= 0) return 0;
+  const float h = __fsub_rn(std_min(a.y_hi, b.y_hi), std_max(a.y_lo, b.y_lo));
+  const float w = __fsub_rn(std_min(a.x_hi, b.x_hi), std_max(a.x_lo, b.x_lo));
+  if (h <= 0 || w <= 0) return 0;
+  const float inter = __fmul_rn(h, w);
+  return __fdiv_rn(inter, __fsub_rn(__fadd_rn(area_a, area_b), inter));
+}
+
+// --- Kernels.
+
+// A candidate's sort key: the score's bits flipped so that ascending keys are descending
+// scores, then the box index in the low `index_bits` bits; bit 32 + index_bits is 0.
+__device__ __forceinline__ uint64_t candidate_key(float score, int64_t i, int index_bits) {
+  const uint32_t u = __float_as_uint(score == 0.f ? 0.f : score);
+  const uint32_t ascending = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<uint64_t>(~ascending) << index_bits) | static_cast<uint64_t>(i);
+}
+
+template <class T>
+__global__ void nms_keys_kernel(const T* __restrict__ scores, int64_t n, int64_t segments,
+                                int index_bits, bool has_threshold, float threshold,
+                                uint64_t* __restrict__ keys, int* __restrict__ offsets,
+                                int* __restrict__ candidates) {
+  using BlockReduce = cub::BlockReduce<int, kThreads>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  const int64_t seg = blockIdx.x;
+  const T* s = scores + seg * n;
+  uint64_t* k = keys + seg * n;
+  const uint64_t rejected = uint64_t{1} << (32 + index_bits);
+  int count = 0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
+    const float v = cuda::to_float(s[i]);
+    const bool candidate = !has_threshold || v > threshold;
+    k[i] = candidate ? candidate_key(v, i, index_bits) : rejected | static_cast<uint64_t>(i);
+    count += candidate;
+  }
+  count = BlockReduce(temp).Sum(count);
+  if (threadIdx.x == 0) {
+    candidates[seg] = count;
+    offsets[seg] = static_cast<int>(seg * n);
+    if (seg == segments - 1) offsets[segments] = static_cast<int>(segments * n);
+  }
+}
+
+// Greedy selection over one segment's sorted candidates; `selected` gets up to `cap` box
+// indices, `selected_count` their number.
+template <class T>
+__global__ void nms_select_kernel(const T* __restrict__ boxes, int64_t n, int64_t classes,
+                                  const uint64_t* __restrict__ sorted,
+                                  const int* __restrict__ candidates, int index_bits,
+                                  bool center_point, float iou_threshold, int64_t cap,
+                                  int* __restrict__ selected, int* __restrict__ selected_count) {
+  extern __shared__ uint32_t suppressed[];  // a bit per sorted candidate
+  const int64_t seg = blockIdx.x;
+  const T* bx = boxes + (seg / classes) * n * 4;
+  const uint64_t* keys = sorted + seg * n;
+  const uint64_t index_mask = (uint64_t{1} << index_bits) - 1;
+  const int count = candidates[seg];
+  for (int w = threadIdx.x; w < (count + 31) / 32; w += blockDim.x) suppressed[w] = 0;
+  __syncthreads();
+  int* out = selected + seg * cap;
+  int64_t taken = 0;
+  // Every thread walks the same candidates: the bits change only before the barrier that
+  // ends a selection's marking.
+  for (int r = 0; r < count && taken < cap; ++r) {
+    if ((suppressed[r / 32] >> (r % 32)) & 1u) continue;
+    const int i = static_cast<int>(keys[r] & index_mask);
+    if (threadIdx.x == 0) out[taken] = i;
+    if (++taken == cap) break;
+    const DeviceBox kept = load_box(bx + int64_t{i} * 4, center_point);
+    for (int j = r + 1 + threadIdx.x; j < count; j += blockDim.x) {
+      const int64_t b = static_cast<int64_t>(keys[j] & index_mask);
+      if (box_iou(kept, load_box(bx + b * 4, center_point)) > iou_threshold)
+        atomicOr(&suppressed[j / 32], 1u << (j % 32));
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) selected_count[seg] = static_cast<int>(taken);
+}
+
+// One block: each segment's first output row, and the total into the extent.
+__global__ void nms_offsets_kernel(const int* __restrict__ selected_count, int64_t segments,
+                                   int64_t* __restrict__ row_offset, int64_t* __restrict__ extent) {
+  using BlockScan = cub::BlockScan<int64_t, kThreads>;
+  __shared__ typename BlockScan::TempStorage temp;
+  int64_t running = 0;
+  for (int64_t base = 0; base < segments; base += kThreads) {
+    const int64_t s = base + threadIdx.x;
+    int64_t first, total;
+    BlockScan(temp).ExclusiveSum(s < segments ? int64_t{selected_count[s]} : 0, first, total);
+    if (s < segments) row_offset[s] = running + first;
+    running += total;
+    __syncthreads();  // temp is reused
+  }
+  if (threadIdx.x == 0) *extent = running;
+}
+
+__global__ void nms_rows_kernel(const int* __restrict__ selected,
+                                const int* __restrict__ selected_count,
+                                const int64_t* __restrict__ row_offset, int64_t segments,
+                                int64_t classes, int64_t cap, int64_t* __restrict__ y) {
+  for (int64_t t = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; t < segments * cap;
+       t += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t seg = t / cap, q = t % cap;
+    if (q >= selected_count[seg]) continue;
+    int64_t* row = y + (row_offset[seg] + q) * 3;
+    row[0] = seg / classes;
+    row[1] = seg % classes;
+    row[2] = selected[t];
+  }
+}
+
+// --- The kernel.
+
+size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
+
+// The workspace's pieces, in order.
+struct NmsWorkspace {
+  uint64_t* keys;       // segments·n
+  uint64_t* sorted;     // segments·n
+  int* offsets;         // segments + 1
+  int* candidates;      // segments
+  int* selected;        // segments·cap
+  int* selected_count;  // segments
+  int64_t* row_offset;  // segments
+  void* sort_temp;
+  // Bytes before sort_temp; with base == nullptr only the size is computed.
+  static size_t layout(char* base, int64_t segments, int64_t n, int64_t cap, NmsWorkspace* w) {
+    size_t at = 0;
+    auto take = [&](size_t bytes) {
+      char* p = base ? base + at : nullptr;
+      at += align_up(bytes);
+      return p;
+    };
+    const size_t keys = static_cast<size_t>(segments * n) * sizeof(uint64_t);
+    const size_t per_segment = static_cast<size_t>(segments) * sizeof(int);
+    w->keys = reinterpret_cast<uint64_t*>(take(keys));
+    w->sorted = reinterpret_cast<uint64_t*>(take(keys));
+    w->offsets = reinterpret_cast<int*>(take(per_segment + sizeof(int)));
+    w->candidates = reinterpret_cast<int*>(take(per_segment));
+    w->selected = reinterpret_cast<int*>(take(static_cast<size_t>(segments * cap) * sizeof(int)));
+    w->selected_count = reinterpret_cast<int*>(take(per_segment));
+    w->row_offset = reinterpret_cast<int64_t*>(take(static_cast<size_t>(segments) * 8));
+    w->sort_temp = base ? base + at : nullptr;
+    return at;
+  }
+};
+
+struct NmsParams {
+  int64_t max_per_class = 0;
+  float iou_threshold = 0;
+  bool has_score_threshold = false;
+  float score_threshold = 0;
+};
+
+// The optional scalar input i (nullptr when omitted), as the reference reads it.
+Result<const Tensor*> host_scalar(const std::vector<TensorDesc>& in, size_t i, DataType dtype,
+                                  const char* what) {
+  if (in.size() <= i || !in[i].present()) return nullptr;
+  const Tensor* t = in[i].value;
+  if (!t) return unsupported(std::string(what) + " is not known at build");
+  if (t->dtype() != dtype)
+    return invalid_argument(std::string(what) + ": expected " + dtype_name(dtype) + ", got " +
+                            dtype_name(t->dtype()));
+  if (t->numel() != 1)
+    return invalid_argument(std::string(what) + " must hold one value, got shape " +
+                            shape_str(t->shape()));
+  return t;
+}
+
+// A float32 threshold as the device holds a float of `dt`.
+float stored_as(float v, DataType dt) {
+  if (dt == DataType::kFloat16) return half_bits_to_float(float_to_half_bits(v));
+  if (dt == DataType::kBFloat16) return bf16_bits_to_float(float_to_bf16_bits(v));
+  return v;
+}
+
+Result<NmsParams> read_params(const std::vector<TensorDesc>& in, DataType act) {
+  NmsParams p;
+  KILN_ASSIGN_OR_RETURN(const Tensor* m, host_scalar(in, 2, DataType::kInt64,
+                                                     "max_output_boxes_per_class (input 2)"));
+  KILN_ASSIGN_OR_RETURN(const Tensor* iou,
+                        host_scalar(in, 3, DataType::kFloat32, "iou_threshold (input 3)"));
+  KILN_ASSIGN_OR_RETURN(const Tensor* score,
+                        host_scalar(in, 4, DataType::kFloat32, "score_threshold (input 4)"));
+  if (m) p.max_per_class = std::max<int64_t>(m->data<int64_t>()[0], 0);
+  if (iou) p.iou_threshold = iou->data<float>()[0];
+  if (p.iou_threshold < 0 || p.iou_threshold > 1)
+    return invalid_argument("iou_threshold " + std::to_string(p.iou_threshold) +
+                            " is outside 0 to 1");
+  p.iou_threshold = stored_as(p.iou_threshold, act);
+  if (score) {
+    p.has_score_threshold = true;
+    p.score_threshold = stored_as(score->data<float>()[0], act);
+  }
+  return p;
+}
+
+Status check_shapes(const Shape& boxes, const Shape& scores) {
+  if (boxes.size() != 3 || boxes[2] != 4)
+    return invalid_argument("boxes (input 0) must be [batch, boxes, 4], got " + shape_str(boxes));
+  if (scores.size() != 3 || scores[0] != boxes[0] || scores[2] != boxes[1])
+    return invalid_argument("scores (input 1) must be [batch, classes, boxes] = [" +
+                            std::to_string(boxes[0]) + ", C, " + std::to_string(boxes[1]) +
+                            "], got " + shape_str(scores));
+  return Status::ok();
+}
+
+class NonMaxSuppressionKernel final : public CudaKernel {
+ public:
+  explicit NonMaxSuppressionKernel(bool center_point) : center_point_(center_point) {}
+
+  bool reads_on_host(int i) const override { return i >= 2; }
+
+  Status prepare(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
+                 CudaBuildContext& ctx) override {
+    if (!ctx.bounded)
+      return unsupported(
+          "NonMaxSuppression's output shape follows its data: the kernel runs on its bound");
+    if (out.size() != 2)
+      return internal_error("bounded NonMaxSuppression: expected 2 output descs");
+    if (in.size() < 2 || !in[0].present() || !in[1].present())
+      return invalid_argument("boxes (input 0) and scores (input 1) are required");
+    const TensorDesc& boxes = in[0];
+    const TensorDesc& scores = in[1];
+    KILN_RETURN_IF_ERROR(cuda::check_act_dtype(boxes.dtype, "boxes (input 0)"));
+    if (scores.dtype != boxes.dtype)
+      return unsupported(std::string("scores (input 1) in ") + dtype_name(scores.dtype) +
+                         ", boxes in " + dtype_name(boxes.dtype));
+    if (boxes.layout != Layout::kPlain || scores.layout != Layout::kPlain)
+      return invalid_argument("NonMaxSuppression takes plain inputs");
+    KILN_RETURN_IF_ERROR(check_shapes(boxes.shape, scores.shape));
+    KILN_ASSIGN_OR_RETURN(params_, read_params(in, boxes.dtype));
+    dtype_ = boxes.dtype;
+    n_ = boxes.shape[1];
+    classes_ = scores.shape[1];
+    segments_ = boxes.shape[0] * classes_;
+    cap_ = std::min(n_, params_.max_per_class);
+    if (n_ > kMaxBoxes)
+      return unsupported("NonMaxSuppression of " + std::to_string(n_) + " boxes (at most " +
+                         std::to_string(kMaxBoxes) + ")");
+    if (segments_ * n_ > 0x7fffffff)
+      return unsupported("NonMaxSuppression of " + std::to_string(segments_) + " segments of " +
+                         std::to_string(n_) + " boxes (CUB's sort counts them in int)");
+    index_bits_ = 1;
+    while ((int64_t{1} << index_bits_) < n_) ++index_bits_;
+    workspace_ = 0;
+    if (segments_ * cap_ > 0) {
+      NmsWorkspace w;
+      sort_offset_ = NmsWorkspace::layout(nullptr, segments_, n_, cap_, &w);
+      size_t sort_bytes = 0;
+      const int* offsets = nullptr;
+      KILN_CUDA(cub::DeviceSegmentedRadixSort::SortKeys(
+          nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
+          static_cast<uint64_t*>(nullptr), static_cast<int>(segments_ * n_),
+          static_cast<int>(segments_), offsets, offsets + 1, 0, 33 + index_bits_));
+      sort_bytes_ = sort_bytes;
+      workspace_ = sort_offset_ + sort_bytes_;
+      if (workspace_ > ctx.workspace_limit)
+        return unsupported("NonMaxSuppression needs " + std::to_string(workspace_ >> 20) +
+                           " MiB of workspace, over the limit of " +
+                           std::to_string(ctx.workspace_limit >> 20));
+    }
+    out[0] = TensorDesc{DataType::kInt64, {segments_ * cap_, 3}};  // ops' bound
+    out[1] = TensorDesc{DataType::kInt64, {1}};
+    return Status::ok();
+  }
+
+  size_t workspace_bytes() const override { return workspace_; }
+
+  std::string tactic() const override { return "kiln non_max_suppression"; }
+
+  Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
+                 const CudaRunContext& run) override {
+    int64_t* extent = out[1]->as<int64_t>();
+    if (segments_ * cap_ == 0) {
+      KILN_CUDA(cudaMemsetAsync(extent, 0, sizeof(int64_t), run.stream));
+      return Status::ok();
+    }
+    NmsWorkspace w;
+    NmsWorkspace::layout(static_cast<char*>(run.workspace), segments_, n_, cap_, &w);
+    KILN_RETURN_IF_ERROR(cuda::dispatch_act(dtype_, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      return select<T>(static_cast<const T*>(in[0]->data), static_cast<const T*>(in[1]->data), w,
+                       run.stream);
+    }));
+    nms_offsets_kernel<<<1, kThreads, 0, run.stream>>>(w.selected_count, segments_, w.row_offset,
+                                                       extent);
+    KILN_CUDA_LAUNCHED("nms_offsets_kernel");
+    nms_rows_kernel<<<cuda::grid_blocks(segments_ * cap_, kThreads), kThreads, 0, run.stream>>>(
+        w.selected, w.selected_count, w.row_offset, segments_, classes_, cap_,
+        out[0]->as<int64_t>());
+    KILN_CUDA_LAUNCHED("nms_rows_kernel");
+    return Status::ok();
+  }
+
+ private:
+  // keys, sort and select: w.selected and w.selected_count of every segment.
+  template <class T>
+  Status select(const T* boxes, const T* scores, const NmsWorkspace& w, cudaStream_t s) const {
+    const unsigned grid = static_cast<unsigned>(segments_);
+    nms_keys_kernel<T>
+        <<<grid, kThreads, 0, s>>>(scores, n_, segments_, index_bits_, params_.has_score_threshold,
+                                   params_.score_threshold, w.keys, w.offsets, w.candidates);
+    KILN_CUDA_LAUNCHED("nms_keys_kernel");
+    size_t bytes = sort_bytes_;
+    KILN_CUDA(cub::DeviceSegmentedRadixSort::SortKeys(
+        w.sort_temp, bytes, w.keys, w.sorted, static_cast<int>(segments_ * n_),
+        static_cast<int>(segments_), w.offsets, w.offsets + 1, 0, 33 + index_bits_, s));
+    const size_t shared = static_cast<size_t>((n_ + 31) / 32) * sizeof(uint32_t);
+    nms_select_kernel<T><<<grid, kThreads, shared, s>>>(
+        boxes, n_, classes_, w.sorted, w.candidates, index_bits_, center_point_,
+        params_.iou_threshold, cap_, w.selected, w.selected_count);
+    KILN_CUDA_LAUNCHED("nms_select_kernel");
+    return Status::ok();
+  }
+
+  bool center_point_;
+  NmsParams params_;
+  DataType dtype_ = DataType::kUndefined;
+  int64_t n_ = 0, classes_ = 0, segments_ = 0, cap_ = 0;
+  int index_bits_ = 1;
+  size_t sort_offset_ = 0, sort_bytes_ = 0, workspace_ = 0;
+};
+
+Result<std::unique_ptr<CudaKernel>> make_non_max_suppression(const Node& node, Precision) {
+  if (node.inputs.size() < 2 || node.inputs.size() > 5)
+    return invalid_argument("NonMaxSuppression takes 2 to 5 inputs, got " +
+                            std::to_string(node.inputs.size()));
+  for (size_t i : {size_t{0}, size_t{1}}) {
+    const Value* v = node.input(i);
+    if (!v) return invalid_argument("input " + std::to_string(i) + " is missing");
+    if (!dtype_is_float(v->dtype))
+      return unsupported("input " + std::to_string(i) + ": element type " + dtype_name(v->dtype));
+  }
+  const bool center = non_max_suppression_attrs(node).center_point_box != 0;
+  return std::unique_ptr<CudaKernel>(new NonMaxSuppressionKernel(center));
+}
+
+}  // namespace
+
+KILN_REGISTER_CUDA_KERNEL(NonMaxSuppression, make_non_max_suppression);
+
+}  // namespace kiln

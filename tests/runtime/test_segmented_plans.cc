@@ -116,9 +116,14 @@ TEST(SegmentedPlans, NonZeroReadByANodeIsPlannedPerCount) {
   EXPECT_EQ(ctx->stats().plan_builds, 4);
 }
 
-// y = TopK(x, k) with k = Cast(ReduceMax(s)) computed from a float input: k is read back and
-// TopK planned with it known, once per k.
-TEST(SegmentedPlans, TopKOfAComputedKReadsKBack) {
+Attributes top_k_attrs() {
+  Attributes a;
+  a.set("axis", int64_t{1});
+  return a;
+}
+
+// y = TopK(x [3,12], k, axis 1) with k = Cast(ReduceMax(s)) computed from a float input s [1].
+std::unique_ptr<Graph> top_k_graph() {
   auto g = std::make_unique<Graph>();
   Value* x = f32_value(*g, "x", {3, 12});
   Value* s = f32_value(*g, "s", {1});
@@ -133,10 +138,15 @@ TEST(SegmentedPlans, TopKOfAComputedKReadsKBack) {
   g->add_node(OpKind::Cast, "cast", {m}, {k}, to);
   Value* vals = typed(*g, "values", DataType::kFloat32);
   Value* idx = typed(*g, "indices", DataType::kInt64);
-  Attributes top;
-  top.set("axis", int64_t{1});
-  g->add_node(OpKind::TopK, "topk", {x, k}, {vals, idx}, top);
+  g->add_node(OpKind::TopK, "topk", {x, k}, {vals, idx}, top_k_attrs());
   g->outputs() = {vals, idx};
+  return g;
+}
+
+// TopK of the computed k: k is read back and TopK planned with it known, once per k.
+TEST(SegmentedPlans, TopKOfAComputedKReadsKBack) {
+  const Attributes top = top_k_attrs();
+  auto g = top_k_graph();
   EngineOptions o;
   o.shape_profiles = {{{"x", {3, 12}}, {"s", {1}}}};
   auto engine = build(std::move(g), KernelChoice::kAuto, o);
@@ -166,6 +176,31 @@ TEST(SegmentedPlans, TopKOfAComputedKReadsKBack) {
   ASSERT_EQ(info->read_backs.size(), 1u);
   EXPECT_EQ(info->read_backs[0].what, "value 'k'");
   EXPECT_EQ(info->read_backs[0].after_steps, 2u);  // ReduceMax, Cast
+}
+
+// The rests of a segment are cached per k, at most max_cached_plans of them, the least recently
+// used dropped first.
+TEST(SegmentedPlans, ContinuationsAreBoundedLeastRecentlyUsedFirst) {
+  EngineOptions o;
+  o.max_cached_plans = 2;
+  auto engine = build(top_k_graph(), KernelChoice::kReference, o);
+  ASSERT_NE(engine, nullptr);
+  auto ctx = engine->create_context();
+  auto run = [&](int64_t k) {
+    auto got = ctx->run({{"x", random_tensor({3, 12}, 9)},
+                         {"s", Tensor::from_floats({1}, {static_cast<float>(k)})}});
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_EQ(got->at("values").shape(), (Shape{3, k}));
+  };
+  run(1), run(2), run(1);  // the segment, the rests for 1 and 2; 1 again cached
+  EXPECT_EQ(ctx->stats().plan_builds, 3);
+  EXPECT_EQ(ctx->stats().plan_runs, 1);
+  run(3);  // drops 2, the least recently used
+  run(1);  // still cached
+  EXPECT_EQ(ctx->stats().plan_builds, 4);
+  run(2);  // planned again
+  EXPECT_EQ(ctx->stats().plan_builds, 5);
+  EXPECT_EQ(ctx->stats().plan_runs, 2);
 }
 
 // boxes [1,N,4], scores [1,1,N] → NonMaxSuppression (at most 50 per class) → selected, an

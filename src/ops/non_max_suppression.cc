@@ -22,13 +22,6 @@ namespace kiln {
 
 namespace {
 
-struct NmsParams {
-  int64_t max_per_class = 0;
-  float iou_threshold = 0;
-  bool has_score_threshold = false;
-  float score_threshold = 0;
-};
-
 // The optional scalar input i, or nullptr when omitted; an error for more than one element.
 Result<const Tensor*> optional_scalar(const std::vector<const Tensor*>& in, size_t i,
                                       DataType dtype, const char* what) {
@@ -41,6 +34,8 @@ Result<const Tensor*> optional_scalar(const std::vector<const Tensor*>& in, size
                             shape_str(in[i]->shape()));
   return in[i];
 }
+
+}  // namespace
 
 Result<NmsParams> nms_params(const std::vector<const Tensor*>& in) {
   NmsParams p;
@@ -71,6 +66,8 @@ Status check_shapes(const Shape& boxes, const Shape& scores) {
                             "], got " + shape_str(scores));
   return Status::ok();
 }
+
+namespace {
 
 // The selected (batch, class, box) triples, in output order.
 Result<std::vector<int64_t>> select(const Node& node, const std::vector<const Tensor*>& in) {

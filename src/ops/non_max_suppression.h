@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "ir/graph.h"
+#include "kiln/status.h"
+#include "kiln/tensor.h"
 
 namespace kiln {
 
@@ -43,5 +46,18 @@ inline float nms_iou(const NmsBox& a, const NmsBox& b) {
   const float inter = h * w;
   return inter / (area_a + area_b - inter);
 }
+
+// The scalar inputs 2 to 4 (nullptr where omitted): the maximum per class (0 when omitted;
+// negative taken as 0) and the thresholds, checked as the reference reads them.
+struct NmsParams {
+  int64_t max_per_class = 0;
+  float iou_threshold = 0;
+  bool has_score_threshold = false;
+  float score_threshold = 0;
+};
+Result<NmsParams> nms_params(const std::vector<const Tensor*>& in);
+
+// boxes [batch, boxes, 4] and scores [batch, classes, boxes].
+Status check_shapes(const Shape& boxes, const Shape& scores);
 
 }  // namespace kiln

@@ -214,28 +214,6 @@ struct NmsWorkspace {
   }
 };
 
-struct NmsParams {
-  int64_t max_per_class = 0;
-  float iou_threshold = 0;
-  bool has_score_threshold = false;
-  float score_threshold = 0;
-};
-
-// The optional scalar input i (nullptr when omitted), as the reference reads it.
-Result<const Tensor*> host_scalar(const std::vector<TensorDesc>& in, size_t i, DataType dtype,
-                                  const char* what) {
-  if (in.size() <= i || !in[i].present()) return nullptr;
-  const Tensor* t = in[i].value;
-  if (!t) return unsupported(std::string(what) + " is not known at build");
-  if (t->dtype() != dtype)
-    return invalid_argument(std::string(what) + ": expected " + dtype_name(dtype) + ", got " +
-                            dtype_name(t->dtype()));
-  if (t->numel() != 1)
-    return invalid_argument(std::string(what) + " must hold one value, got shape " +
-                            shape_str(t->shape()));
-  return t;
-}
-
 // A float32 threshold as the device holds a float of `dt`.
 float stored_as(float v, DataType dt) {
   if (dt == DataType::kFloat16) return half_bits_to_float(float_to_half_bits(v));
@@ -243,35 +221,19 @@ float stored_as(float v, DataType dt) {
   return v;
 }
 
+// The reference's parameters, the inputs' values known at build (else the kernel declines),
+// with the thresholds as the device holds a float of `act`.
 Result<NmsParams> read_params(const std::vector<TensorDesc>& in, DataType act) {
-  NmsParams p;
-  KILN_ASSIGN_OR_RETURN(const Tensor* m, host_scalar(in, 2, DataType::kInt64,
-                                                     "max_output_boxes_per_class (input 2)"));
-  KILN_ASSIGN_OR_RETURN(const Tensor* iou,
-                        host_scalar(in, 3, DataType::kFloat32, "iou_threshold (input 3)"));
-  KILN_ASSIGN_OR_RETURN(const Tensor* score,
-                        host_scalar(in, 4, DataType::kFloat32, "score_threshold (input 4)"));
-  if (m) p.max_per_class = std::max<int64_t>(m->data<int64_t>()[0], 0);
-  if (iou) p.iou_threshold = iou->data<float>()[0];
-  if (p.iou_threshold < 0 || p.iou_threshold > 1)
-    return invalid_argument("iou_threshold " + std::to_string(p.iou_threshold) +
-                            " is outside 0 to 1");
-  p.iou_threshold = stored_as(p.iou_threshold, act);
-  if (score) {
-    p.has_score_threshold = true;
-    p.score_threshold = stored_as(score->data<float>()[0], act);
+  std::vector<const Tensor*> values(in.size(), nullptr);
+  for (size_t i = 2; i < in.size(); ++i) {
+    if (!in[i].present()) continue;
+    if (!in[i].value) return unsupported("input " + std::to_string(i) + " is not known at build");
+    values[i] = in[i].value;
   }
+  KILN_ASSIGN_OR_RETURN(NmsParams p, nms_params(values));
+  p.iou_threshold = stored_as(p.iou_threshold, act);
+  p.score_threshold = stored_as(p.score_threshold, act);
   return p;
-}
-
-Status check_shapes(const Shape& boxes, const Shape& scores) {
-  if (boxes.size() != 3 || boxes[2] != 4)
-    return invalid_argument("boxes (input 0) must be [batch, boxes, 4], got " + shape_str(boxes));
-  if (scores.size() != 3 || scores[0] != boxes[0] || scores[2] != boxes[1])
-    return invalid_argument("scores (input 1) must be [batch, classes, boxes] = [" +
-                            std::to_string(boxes[0]) + ", C, " + std::to_string(boxes[1]) +
-                            "], got " + shape_str(scores));
-  return Status::ok();
 }
 
 class NonMaxSuppressionKernel final : public CudaKernel {

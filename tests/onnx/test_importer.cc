@@ -615,5 +615,51 @@ TEST(ImporterErrors, NoDefaultOpset) {
   expect_error(import_onnx_bytes(b.bytes(), "."), StatusCode::kInvalidArgument, {"opset"});
 }
 
+
+// ONNX Runtime runs graphs whose nodes are stored out of order; kiln sorts them on import.
+TEST(Importer, SortsNodesStoredOutOfOrder) {
+  ModelBuilder b(13);
+  b.input("x", kFloat, {2, 3});
+  b.initializer("w", {3}, {0.5f, -1.f, 2.f});
+  b.node("Relu", {"m"}, {"y"}, "last");
+  b.node("Mul", {"a", "w"}, {"m"}, "middle");
+  b.node("Sigmoid", {"x"}, {"a"}, "first");
+  b.output("y", kFloat, {2, 3});
+  auto g = import_ok(b);
+  ASSERT_TRUE(g);
+  std::vector<std::string> names;
+  for (const auto& n : g->nodes()) names.push_back(n->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"first", "middle", "last"}));
+  const Tensor x = ramp({2, 3});
+  const Tensor y = run_model(b, {{"x", x}}, "y");
+  const float w[] = {0.5f, -1.f, 2.f};
+  for (int i = 0; i < 6; ++i) {
+    const float s = 1.f / (1.f + std::exp(-x.data<float>()[i]));
+    EXPECT_NEAR(y.data<float>()[i], std::max(0.f, s * w[i % 3]), 1e-6f) << i;
+  }
+}
+
+TEST(ImporterErrors, CycleAndTwoProducersAreNamed) {
+  ModelBuilder cycle(13);
+  cycle.input("x", kFloat, {2});
+  cycle.node("Add", {"x", "b"}, {"a"}, "one");
+  cycle.node("Relu", {"a"}, {"b"}, "two");
+  cycle.output("b", kFloat, {2});
+  auto g = import_onnx_bytes(cycle.bytes(), ".");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_NE(g.status().message().find("cycle: node 0 ('one', Add)"), std::string::npos)
+      << g.status().message();
+  ModelBuilder twice(13);
+  twice.input("x", kFloat, {2});
+  twice.node("Relu", {"x"}, {"a"}, "one");
+  twice.node("Sigmoid", {"x"}, {"a"}, "two");
+  twice.output("a", kFloat, {2});
+  auto t = import_onnx_bytes(twice.bytes(), ".");
+  ASSERT_FALSE(t.is_ok());
+  EXPECT_NE(t.status().message().find("'a' is produced by both node 0 ('one', Relu) and node 1"),
+            std::string::npos)
+      << t.status().message();
+}
+
 }  // namespace
 }  // namespace kiln::test

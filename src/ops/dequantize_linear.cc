@@ -41,9 +41,7 @@ void dequantize_rows(const QuantGeometry& g, const Q* x, const float* scale, con
 
 Status run_dequantize_linear(const Node& node, const std::vector<const Tensor*>& in,
                              const std::vector<Tensor*>& out) {
-  std::vector<TensorDesc> descs;
-  for (const Tensor* t : in) descs.push_back(t ? TensorDesc{t->dtype(), t->shape()} : TensorDesc{});
-  KILN_ASSIGN_OR_RETURN(QuantGeometry g, quant_geometry(node, descs));
+  KILN_ASSIGN_OR_RETURN(QuantGeometry g, quant_geometry(node, in));
   const std::vector<float> scale = floats_of(*in[1]);
   const Tensor* zp = in.size() > 2 ? in[2] : nullptr;
   std::vector<float> y(static_cast<size_t>(in[0]->numel()));

@@ -39,6 +39,12 @@ Result<QuantGeometry> quant_geometry(const Node& node, const std::vector<TensorD
   return g;
 }
 
+Result<QuantGeometry> quant_geometry(const Node& node, const std::vector<const Tensor*>& in) {
+  std::vector<TensorDesc> descs;
+  for (const Tensor* t : in) descs.push_back(t ? TensorDesc{t->dtype(), t->shape()} : TensorDesc{});
+  return quant_geometry(node, descs);
+}
+
 int64_t quantize_value(float x, float scale, int64_t zero_point, int64_t lo, int64_t hi) {
   const float r = std::nearbyint(x / scale);  // the default rounding mode: half to even
   if (std::isnan(r)) return std::clamp<int64_t>(zero_point, lo, hi);
@@ -84,9 +90,7 @@ void quantize_rows(const QuantGeometry& g, const float* x, const float* scale, c
 
 Status run_quantize_linear(const Node& node, const std::vector<const Tensor*>& in,
                            const std::vector<Tensor*>& out) {
-  std::vector<TensorDesc> descs;
-  for (const Tensor* t : in) descs.push_back(t ? TensorDesc{t->dtype(), t->shape()} : TensorDesc{});
-  KILN_ASSIGN_OR_RETURN(QuantGeometry g, quant_geometry(node, descs));
+  KILN_ASSIGN_OR_RETURN(QuantGeometry g, quant_geometry(node, in));
   const std::vector<float> x = floats_of(*in[0]);
   const std::vector<float> scale = floats_of(*in[1]);
   const Tensor* zp = in.size() > 2 ? in[2] : nullptr;

@@ -33,6 +33,8 @@ struct QuantGeometry {
 // Checks scale and zero point against x's shape (input 0) and the axis, and gives the
 // geometry. `what` is "QuantizeLinear" or "DequantizeLinear" for errors.
 Result<QuantGeometry> quant_geometry(const Node& node, const std::vector<TensorDesc>& in);
+// The same, for a kernel's input tensors (nullptr for an omitted zero point).
+Result<QuantGeometry> quant_geometry(const Node& node, const std::vector<const Tensor*>& in);
 
 // Round half to even, then saturate to [lo, hi]: ONNX's QuantizeLinear rounding.
 int64_t quantize_value(float x, float scale, int64_t zero_point, int64_t lo, int64_t hi);

@@ -17,8 +17,13 @@ enum class Device { kCpu, kCuda };
 // bfloat16 activations and weights (float32's range, 8 bits of mantissa) with float32
 // accumulation (CUDA; on the CPU, convolutions and inner products read bfloat16 and write
 // float32, where oneDNN has native bfloat16 math: AVX-512 BF16 or AMX). The CPU engine refuses
-// tf32 and fp16, and bf16 where the CPU lacks it.
-enum class Precision : uint8_t { kFp32, kTf32, kFp16, kBf16 };
+// tf32 and fp16, and bf16 where the CPU lacks it. int8: the inputs of convolutions and matrix
+// products quantized to int8 with scales from calibration (EngineOptions::calibration_*), the
+// weights per output channel; the other layers in fp16 (CUDA) or fp32 (CPU). Until kiln has
+// 8-bit kernels for a layer, it runs in float with the 8-bit rounding applied (quantize, then
+// dequantize), which gives the 8-bit engine's numbers; EngineReport::quantization says which.
+// int8 is an engine's precision only, never a node's (precision_overrides).
+enum class Precision : uint8_t { kFp32, kTf32, kFp16, kBf16, kInt8 };
 
 // Which cuDNN API the CUDA convolutions may use: both, timed against each other (kAuto), or
 // only the legacy one or only the graph one (to check or bisect one path).

@@ -125,6 +125,28 @@ struct PassStep {
 };
 
 // What an Engine's build did.
+// An int8 engine's quantization (Precision::kInt8): where its scales came from and what each
+// quantizable layer (Conv, Gemm, MatMul with constant weights) got.
+struct QuantizationReport {
+  std::string method;  // the calibration method: "entropy", "minmax", "percentile=99.99"
+  // Where the scales came from: "calibrated on 512 samples of DIR", "cache FILE (kiln)".
+  std::string source;
+  int64_t samples = 0;
+  double calibration_seconds = 0;  // 0 where the cache gave them
+  struct Layer {
+    std::string node;   // the node of the engine's graph
+    std::string op;     // "Conv", "Gemm", "MatMul"
+    std::string input;  // the value quantized
+    double amax = 0;    // the input's calibrated magnitude: scale amax / 127
+    // How it computes: "int8 simulated" (float math on the 8-bit values: quantize, then
+    // dequantize, as the model's Q/DQ nodes describe it) until kiln has an 8-bit kernel for it.
+    std::string runs;
+  };
+  std::vector<Layer> layers;
+  // Quantizable layers left in float, one line each with the reason.
+  std::vector<std::string> float_layers;
+};
+
 struct EngineReport {
   std::string graph_name;  // the ONNX graph's name
   int64_t opset = 0;       // the default domain's opset
@@ -139,6 +161,8 @@ struct EngineReport {
   // The plans of the shape profiles (EngineOptions::shape_profiles, then the ranges' opt),
   // built with the engine, in that order.
   std::vector<PlanInfo> plans;
+  // Int8 engines: their quantization (empty method otherwise).
+  QuantizationReport quantization;
 };
 
 }  // namespace kiln

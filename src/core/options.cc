@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include "quant/calibrator.h"
+
 namespace kiln {
 
 namespace {
@@ -34,7 +36,7 @@ Result<E> parse_name(const std::string& s, const char* what, const char* const (
 
 const char* const kDevices[] = {"cpu", "cuda"};
 const char* const kKernelChoices[] = {"auto", "reference"};
-const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16"};
+const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16", "int8"};
 const char* const kConvPaths[] = {"auto", "legacy", "graph"};
 const char* const kSpaceToDepth[] = {"auto", "on", "off"};
 const char* const kCpuConvAlgos[] = {"direct", "auto", "winograd"};
@@ -117,7 +119,7 @@ struct OptionText<Device> : EnumText<Device, 2, kDevices> {};
 template <>
 struct OptionText<KernelChoice> : EnumText<KernelChoice, 2, kKernelChoices> {};
 template <>
-struct OptionText<Precision> : EnumText<Precision, 4, kPrecisions> {};
+struct OptionText<Precision> : EnumText<Precision, 5, kPrecisions> {};
 template <>
 struct OptionText<CudnnConvPath> : EnumText<CudnnConvPath, 3, kConvPaths> {};
 template <>
@@ -438,6 +440,10 @@ template <typename T>
 std::string default_text_of(const T& v) {
   std::vector<std::string> t = OptionText<T>::format(v);
   return t.size() == 1 ? t[0] : "";
+}
+
+bool valid_calibration_method(const std::string& v) {
+  return quant::parse_calibration_method(v).is_ok();
 }
 
 struct Entry {

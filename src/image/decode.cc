@@ -54,13 +54,21 @@ void scaled_size(int w, int h, int min_w, int min_h, ResizeMode fit, int* sw, in
 
 Result<Image> decode_jpeg(std::string_view bytes, const std::string& what, int min_w, int min_h,
                           ResizeMode fit, int64_t max_pixels) {
-  // One decompressor per thread, made on its first JPEG (a batch's threads reuse theirs).
-  thread_local const std::unique_ptr<void, int (*)(tjhandle)> tj(tjInitDecompress(), tjDestroy);
+  // One decompressor per thread, made on its first JPEG (a batch's threads reuse theirs). A
+  // failed decode can leave it unusable (libjpeg-turbo 2.1 then fails every later JPEG with
+  // the same error), so an error drops it and the thread's next JPEG makes a fresh one.
+  thread_local std::unique_ptr<void, int (*)(tjhandle)> tj(nullptr, tjDestroy);
+  if (!tj) tj.reset(tjInitDecompress());
   if (!tj) return internal_error(what + ": cannot initialize the JPEG decoder");
+  auto failed = [&](const std::string& why) {
+    const std::string message = what + ": " + why + tjGetErrorStr2(tj.get());
+    tj.reset();
+    return invalid_argument(message);
+  };
   auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   int w = 0, h = 0, subsamp = 0, colorspace = 0;
   if (tjDecompressHeader3(tj.get(), data, bytes.size(), &w, &h, &subsamp, &colorspace) != 0)
-    return invalid_argument(what + ": bad JPEG: " + tjGetErrorStr2(tj.get()));
+    return failed("bad JPEG: ");
   if (w <= 0 || h <= 0) return invalid_argument(what + ": bad JPEG: no image size in its header");
   if (int64_t{w} * h > max_pixels)
     return invalid_argument(what + ": JPEG of " + pixels_text(w, h) +
@@ -76,11 +84,11 @@ Result<Image> decode_jpeg(std::string_view bytes, const std::string& what, int m
                     TJPF_RGB, 0) != 0) {
     // A warning alone (extraneous bytes before a marker, common and harmless) is accepted when
     // the file is whole; a file without its end marker is truncated, its image part grey.
-    if (tjGetErrorCode(tj.get()) == TJERR_FATAL)
-      return invalid_argument(what + ": bad JPEG: " + tjGetErrorStr2(tj.get()));
+    if (tjGetErrorCode(tj.get()) == TJERR_FATAL) return failed("bad JPEG: ");
     if (!jpeg_has_end_marker(bytes))
-      return invalid_argument(what + ": truncated JPEG (" + std::to_string(bytes.size()) +
-                              " bytes, no end-of-image marker): " + tjGetErrorStr2(tj.get()));
+      return failed("truncated JPEG (" + std::to_string(bytes.size()) +
+                    " bytes, no end-of-image marker): ");
+    tj.reset();
   }
   return img;
 }

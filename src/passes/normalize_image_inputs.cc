@@ -32,14 +32,14 @@ std::vector<float> parse_floats(const std::string& s) {
 }
 
 // The mean or std of `channels` channels: the option's, else the metadata's, else `fallback`.
-Result<std::vector<float>> channel_values(const Graph& g, const std::vector<float>& option,
-                                          const char* key, int64_t channels,
-                                          const std::vector<float>& imagenet, float plain,
-                                          const std::string& input) {
+Result<std::vector<float>> channel_values(const std::map<std::string, std::string>& metadata,
+                                          const std::vector<float>& option, const char* key,
+                                          int64_t channels, const std::vector<float>& imagenet,
+                                          float plain, const std::string& input) {
   std::vector<float> v = option;
   if (v.empty()) {
-    auto it = g.metadata.find(key);
-    if (it != g.metadata.end()) v = parse_floats(it->second);
+    auto it = metadata.find(key);
+    if (it != metadata.end()) v = parse_floats(it->second);
   }
   if (v.empty()) v = channels == 3 ? imagenet : std::vector<float>(channels, plain);
   if (v.size() == 1 && channels > 1) v.assign(channels, v[0]);
@@ -52,6 +52,22 @@ Result<std::vector<float>> channel_values(const Graph& g, const std::vector<floa
 
 }  // namespace
 
+Result<ImageNormalization> image_normalization(const std::map<std::string, std::string>& metadata,
+                                               int64_t channels, const std::vector<float>& mean,
+                                               const std::vector<float>& stdev,
+                                               const std::string& input) {
+  ImageNormalization n;
+  KILN_ASSIGN_OR_RETURN(n.mean, channel_values(metadata, mean, "kiln.mean", channels,
+                                               {0.485f, 0.456f, 0.406f}, 0.f, input));
+  KILN_ASSIGN_OR_RETURN(n.std, channel_values(metadata, stdev, "kiln.std", channels,
+                                              {0.229f, 0.224f, 0.225f}, 1.f, input));
+  for (int64_t k = 0; k < channels; ++k)
+    if (!(n.std[k] > 0.f))
+      return invalid_argument("input '" + input + "': std of channel " + std::to_string(k) +
+                              " is " + std::to_string(n.std[k]) + "; it must be positive");
+  return n;
+}
+
 Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vector<float>& mean,
                                     const std::vector<float>& stdev) {
   if (format == InputFormat::kFloat32Nchw) return false;
@@ -63,19 +79,12 @@ Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vec
       return invalid_argument("input '" + x->name + "': --input-format " +
                               input_format_name(format) + " needs a known channel count");
     const int64_t c = x->dims[1].value;
-    KILN_ASSIGN_OR_RETURN(
-        std::vector<float> m,
-        channel_values(g, mean, "kiln.mean", c, {0.485f, 0.456f, 0.406f}, 0.f, x->name));
-    KILN_ASSIGN_OR_RETURN(
-        std::vector<float> s,
-        channel_values(g, stdev, "kiln.std", c, {0.229f, 0.224f, 0.225f}, 1.f, x->name));
+    KILN_ASSIGN_OR_RETURN(ImageNormalization norm,
+                          image_normalization(g.metadata, c, mean, stdev, x->name));
     std::vector<float> scale(c), bias(c);
     for (int64_t k = 0; k < c; ++k) {
-      if (!(s[k] > 0.f))
-        return invalid_argument("input '" + x->name + "': std of channel " + std::to_string(k) +
-                                " is " + std::to_string(s[k]) + "; it must be positive");
-      scale[k] = 1.f / (255.f * s[k]);
-      bias[k] = -m[k] / s[k];
+      scale[k] = 1.f / (255.f * norm.std[k]);
+      bias[k] = -norm.mean[k] / norm.std[k];
     }
     // The normalized float32 NCHW tensor the graph read before, under a new name.
     Value* normalized = g.add_value(x->name + "_normalized");

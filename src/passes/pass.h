@@ -11,6 +11,7 @@
 
 #include "ir/graph.h"
 #include "kiln/options.h"
+#include "kiln/report.h"
 #include "kiln/status.h"
 
 namespace kiln {
@@ -31,6 +32,8 @@ struct PassReport {
     size_t group = 0;
   };
   std::map<std::string, FusedInto> fused_into;
+  // Int8 engines: what quantize_int8 did.
+  QuantizationReport quantization;
 };
 
 // Whether `v` is one of g's outputs (Value::is_graph_output is set only after the passes).
@@ -109,6 +112,28 @@ Result<bool> eliminate_dead_nodes(Graph& g);
 // whose channel count is unknown or a mean/std of the wrong length.
 Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vector<float>& mean,
                                     const std::vector<float>& stdev);
+// The per-channel mean and std of an image input of `channels` channels, as
+// normalize_image_inputs takes them: `mean`/`stdev` where given (one value for all, or one per
+// channel), else the model's kiln.mean and kiln.std metadata, else ImageNet's for 3 channels,
+// else 0 and 1. An error names `input` and a length that does not fit, or a std not positive.
+struct ImageNormalization {
+  std::vector<float> mean, std;
+};
+Result<ImageNormalization> image_normalization(const std::map<std::string, std::string>& metadata,
+                                               int64_t channels, const std::vector<float>& mean,
+                                               const std::vector<float>& stdev,
+                                               const std::string& input);
+
+// For int8 engines, after every other pass (quantize_int8.cc): each Conv, Gemm and MatMul of
+// constant float32 weights reads its float32 input through QuantizeLinear → DequantizeLinear
+// (int8, zero point 0, scale amax / 127 from `amax`, by input value name; one pair per value)
+// and its weights rounded to int8 per output channel (symmetric, max|w| / 127), as float. A
+// layer whose input has no positive finite amax, or whose weights are not a float32 constant,
+// stays in float. `report` (optional) gets each layer quantized and each left in float, why.
+Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
+                           QuantizationReport* report = nullptr);
+// The values quantize_int8 needs an amax for: the inputs of the layers it quantizes, in order.
+std::vector<std::string> int8_calibration_values(const Graph& g);
 
 // Structural checks after each pass cost a graph walk: on in debug builds (tests set
 // EngineOptions::verify_passes, since they build in Release too).
@@ -120,7 +145,9 @@ inline constexpr bool kVerifyEachPass = true;
 
 // Runs every pass pipeline.cc lists for an engine with `options` (its device, input format,
 // whether to optimize), in order; verify_graph after each one with options.verify_passes, and
-// always in debug builds (kVerifyEachPass).
-Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report = nullptr);
+// always in debug builds (kVerifyEachPass). `amax` (int8 engines: each value's calibrated
+// magnitude) adds quantize_int8 last, even without the optimizer.
+Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report = nullptr,
+                      const std::map<std::string, double>* amax = nullptr);
 
 }  // namespace kiln

@@ -10,7 +10,9 @@
 //    fused groups are merged by surviving node (conv + bn, then conv + relu, is one group);
 //  - then the rewrites that follow the optimizer's groups (each group reported as it is made):
 //    standalone channel affines as one node on every device, and on CUDA the concat + norm and
-//    squeeze-and-excitation fusions, which only CUDA kernels run.
+//    squeeze-and-excitation fusions, which only CUDA kernels run;
+//  - last, for int8 engines given their calibration's magnitudes, quantize_int8: the Q/DQ pairs
+//    before the layers, after every fusion so the patterns above see the float graph.
 #include <map>
 
 #include "passes/pass.h"
@@ -21,46 +23,58 @@ namespace {
 
 using Groups = std::vector<std::vector<std::string>>;
 
+struct PassInputs {
+  const EngineOptions& options;
+  const std::map<std::string, double>* amax;  // int8 engines: per value, from calibration
+  QuantizationReport* quantization;
+};
+
 // Which engines a pass applies to, and when.
 enum class When {
-  kAlways,        // every engine, with or without the optimizer
-  kOptimize,      // with EngineOptions::optimize; its groups merged after the last of these
-  kAfter,         // with optimize, after the merge; its groups reported as they are made
-  kAfterCudaOnly  // the same, CUDA engines only
+  kAlways,         // every engine, with or without the optimizer
+  kOptimize,       // with EngineOptions::optimize; its groups merged after the last of these
+  kAfter,          // with optimize, after the merge; its groups reported as they are made
+  kAfterCudaOnly,  // the same, CUDA engines only
+  kInt8            // int8 engines (optimize_graph given magnitudes), after everything
 };
 
 struct Pass {
   const char* name;
   When when;
-  Result<bool> (*run)(Graph&, const EngineOptions&, Groups*);
+  Result<bool> (*run)(Graph&, const PassInputs&, Groups*);
 };
 
 const Pass kPasses[] = {
     {"normalize_image_inputs", When::kAlways,
-     [](Graph& g, const EngineOptions& o, Groups*) {
+     [](Graph& g, const PassInputs& in, Groups*) {
+       const EngineOptions& o = in.options;
        return normalize_image_inputs(g, o.input_format, o.input_mean, o.input_std);
      }},
     {"remove_identity", When::kOptimize,
-     [](Graph& g, const EngineOptions&, Groups*) { return remove_identity(g); }},
+     [](Graph& g, const PassInputs&, Groups*) { return remove_identity(g); }},
     {"fold_constants", When::kOptimize,
-     [](Graph& g, const EngineOptions&, Groups*) { return fold_constants(g); }},
+     [](Graph& g, const PassInputs&, Groups*) { return fold_constants(g); }},
     // Again: folding makes constants of inputs Constant nodes gave (a Pad's zero pads).
     {"remove_identity", When::kOptimize,
-     [](Graph& g, const EngineOptions&, Groups*) { return remove_identity(g); }},
+     [](Graph& g, const PassInputs&, Groups*) { return remove_identity(g); }},
     {"fold_batch_norm", When::kOptimize,
-     [](Graph& g, const EngineOptions&, Groups* gr) { return fold_batch_norm(g, gr); }},
+     [](Graph& g, const PassInputs&, Groups* gr) { return fold_batch_norm(g, gr); }},
     {"fuse_epilogue", When::kOptimize,
-     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_epilogue(g, gr); }},
+     [](Graph& g, const PassInputs&, Groups* gr) { return fuse_epilogue(g, gr); }},
     {"fuse_channel_shuffle", When::kOptimize,
-     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_channel_shuffle(g, gr); }},
+     [](Graph& g, const PassInputs&, Groups* gr) { return fuse_channel_shuffle(g, gr); }},
     {"eliminate_dead_nodes", When::kOptimize,
-     [](Graph& g, const EngineOptions&, Groups*) { return eliminate_dead_nodes(g); }},
+     [](Graph& g, const PassInputs&, Groups*) { return eliminate_dead_nodes(g); }},
     {"fuse_channel_affine", When::kAfter,
-     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_channel_affine(g, gr); }},
+     [](Graph& g, const PassInputs&, Groups* gr) { return fuse_channel_affine(g, gr); }},
     {"fuse_concat_affine", When::kAfterCudaOnly,
-     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_concat_affine(g, gr); }},
+     [](Graph& g, const PassInputs&, Groups* gr) { return fuse_concat_affine(g, gr); }},
     {"fuse_squeeze_excite", When::kAfterCudaOnly,
-     [](Graph& g, const EngineOptions&, Groups* gr) { return fuse_squeeze_excite(g, gr); }},
+     [](Graph& g, const PassInputs&, Groups* gr) { return fuse_squeeze_excite(g, gr); }},
+    {"quantize_int8", When::kInt8,
+     [](Graph& g, const PassInputs& in, Groups*) {
+       return quantize_int8(g, *in.amax, in.quantization);
+     }},
 };
 
 // "conv1 + bn1 + relu1 → Conv[→ Relu]": a group's names, and what its surviving node is now.
@@ -101,20 +115,21 @@ void report_groups(const Graph& g, const Groups& groups, bool merge, PassReport&
 
 }  // namespace
 
-Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report) {
+Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report,
+                      const std::map<std::string, double>* amax) {
   const bool verify = kVerifyEachPass || options.verify_passes;
   const bool cuda = options.device == Device::kCuda;
   if (report) report->nodes_before = static_cast<int64_t>(g.nodes().size());
   Groups optimizer_groups;
   bool merged = false;
   for (const Pass& p : kPasses) {
-    if (p.when != When::kAlways && !options.optimize) continue;
+    if (p.when == When::kInt8 ? !amax : p.when != When::kAlways && !options.optimize) continue;
     if (p.when == When::kAfterCudaOnly && !cuda) continue;
-    const bool after = p.when == When::kAfter || p.when == When::kAfterCudaOnly;
+    const bool after = p.when != When::kAlways && p.when != When::kOptimize;
     if (after && !merged && report) report_groups(g, optimizer_groups, true, *report);
     merged = merged || after;
     Groups groups;
-    auto changed = p.run(g, options, &groups);
+    auto changed = p.run(g, {options, amax, report ? &report->quantization : nullptr}, &groups);
     if (!changed.is_ok()) return changed.status().with_context(std::string("pass ") + p.name);
     if (verify) KILN_RETURN_IF_ERROR_CTX(verify_graph(g), std::string("after pass ") + p.name);
     if (!report) continue;

@@ -281,14 +281,7 @@ class ValueStatsObserver final : public RunObserver {
   Status observe(const Node& node, size_t i, const TensorRef& ref, ContextDevice& device) override {
     const Value* v = node.outputs[i];
     if (!v || v->dtype != DataType::kFloat32) return Status::ok();
-    const size_t n = ref.desc.nbytes();
-    const void* bytes = ref.data;
-    if (!device.computes_in_host_memory()) {
-      host_.resize(n);
-      KILN_RETURN_IF_ERROR(device.read(host_.data(), ref.data, n));
-      bytes = host_.data();
-    }
-    const Tensor t = tensor_from_bytes(bytes, ref.desc.dtype, ref.desc.shape, DataType::kFloat32);
+    KILN_ASSIGN_OR_RETURN(const Tensor t, observed_float32(ref, device, host_));
     stats.push_back(stats_of(t, node, *v));
     return Status::ok();
   }

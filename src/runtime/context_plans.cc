@@ -351,6 +351,18 @@ std::vector<void*> ContextPlans::input_slots(const Entry& e) const {
   return r;
 }
 
+Result<Tensor> observed_float32(const TensorRef& ref, ContextDevice& device,
+                                std::vector<uint8_t>& scratch) {
+  const size_t n = ref.desc.nbytes();
+  const void* bytes = ref.data;
+  if (!device.computes_in_host_memory()) {
+    scratch.resize(n);
+    KILN_RETURN_IF_ERROR(device.read(scratch.data(), ref.data, n));
+    bytes = scratch.data();
+  }
+  return tensor_from_bytes(bytes, ref.desc.dtype, ref.desc.shape, DataType::kFloat32);
+}
+
 Status ContextPlans::observe_step(const PlanStep& st, RunObserver& observer) {
   if (st.kind != PlanStepKind::kKernel || st.kernel->is_alias()) return Status::ok();
   // A bounded node's outputs (one more operand: the extent) hold their real shapes in a buffer

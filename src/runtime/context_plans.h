@@ -41,6 +41,12 @@ class RunObserver {
                          ContextDevice& device) = 0;
 };
 
+// The float32 value an observer sees (`ref`, in `device`'s memory) as a host float32 tensor
+// of its logical shape, whatever dtype the device holds it in; `scratch` holds the bytes
+// read back where the device computes outside host memory.
+Result<Tensor> observed_float32(const TensorRef& ref, ContextDevice& device,
+                                std::vector<uint8_t>& scratch);
+
 class ContextPlans {
  public:
   explicit ContextPlans(const Engine::Impl& engine);

@@ -11,6 +11,7 @@
 #include "runtime/devices.h"
 #include "runtime/engine_impl.h"
 #include "runtime/fp32_values.h"
+#include "runtime/int8_build.h"
 #include "runtime/plan_file.h"
 #include "runtime/tensor_limit.h"
 
@@ -45,7 +46,7 @@ Engine::~Engine() = default;
 
 const std::vector<TensorInfo>& Engine::inputs() const { return impl_->inputs; }
 const std::vector<TensorInfo>& Engine::outputs() const { return impl_->outputs; }
-const EngineOptions& Engine::options() const { return impl_->options; }
+const EngineOptions& Engine::options() const { return impl_->asked; }
 const EngineReport& Engine::report() const { return impl_->report; }
 std::string Engine::graph_text() const { return print_graph(*impl_->graph); }
 const std::map<std::string, std::string>& Engine::metadata() const { return impl_->metadata; }
@@ -113,8 +114,14 @@ static Status check_overrides(const Graph& g, const std::set<std::string>& impor
 // The CPU computes in fp32, and in bf16 through oneDNN where the CPU has bfloat16 math: the
 // engine's precision and every override must be one of those on a CPU engine.
 static Status check_device_precisions(const EngineOptions& options) {
+  for (const auto& [node, p] : options.precision_overrides)
+    if (p == Precision::kInt8)
+      return invalid_argument("precision override " + node +
+                              "=int8: int8 is an engine's precision; a node may be kept in "
+                              "fp32, tf32, fp16 or bf16");
   auto cpu_refuses = [&](Precision p, const std::string& what) -> Status {
-    if (options.device == Device::kCuda || p == Precision::kFp32) return Status::ok();
+    if (options.device == Device::kCuda || p == Precision::kFp32 || p == Precision::kInt8)
+      return Status::ok();
     if (p != Precision::kBf16)
       return unsupported(what +
                          " needs a CUDA engine (--device cuda): the CPU engine computes "
@@ -142,7 +149,8 @@ struct Optimized {
 };
 
 // Step 2 of a build: every pass of passes/pipeline.cc, the report's import and pass lines.
-Result<Optimized> optimize(Graph& graph, const EngineOptions& options, EngineReport& report) {
+Result<Optimized> optimize(Graph& graph, const EngineOptions& options, EngineReport& report,
+                           const quant::CalibrationTable* int8) {
   Optimized o;
   for (const auto& n : graph.nodes()) o.imported_names.insert(n->name);
   // fp32_values may name values the passes fuse away: remember who wrote and read them.
@@ -151,9 +159,11 @@ Result<Optimized> optimize(Graph& graph, const EngineOptions& options, EngineRep
   report.graph_name = graph.name;
   report.opset = graph.opset;
   report.imported = model_stats(graph);
-  KILN_RETURN_IF_ERROR(optimize_graph(graph, options, &o.passes));
+  KILN_RETURN_IF_ERROR(optimize_graph(graph, options, &o.passes, int8 ? &int8->amax : nullptr));
   for (const auto& step : o.passes.steps) report.passes.push_back({step.pass, step.nodes_after});
   report.fused_groups = o.passes.fused_groups;
+  report.quantization.layers = std::move(o.passes.quantization.layers);
+  report.quantization.float_layers = std::move(o.passes.quantization.float_layers);
   return o;
 }
 
@@ -208,6 +218,26 @@ Status assign_kernels(Graph& graph, Engine::Impl& impl) {
   return Status::ok();
 }
 
+// Step 1 of an int8 build: its magnitudes (given, from the cache, or calibrated), in the
+// report; and the float precision the engine computes its other layers in.
+Result<std::shared_ptr<const quant::CalibrationTable>> int8_magnitudes(
+    std::shared_ptr<const quant::CalibrationTable> given, const std::string& model_bytes,
+    const std::string& model_dir, const EngineOptions& options, QuantizationReport& report) {
+  if (given) {
+    report.method = given->method;
+    report.samples = given->samples;
+    report.source = "the engine's saved calibration";
+    return given;
+  }
+  if (model_bytes.empty())
+    return invalid_argument(
+        "an int8 engine is built from a model file or its bytes "
+        "(Engine::load, Engine::from_bytes), which calibration runs");
+  KILN_ASSIGN_OR_RETURN(quant::CalibrationTable t,
+                        int8_calibration(model_bytes, model_dir, options, report));
+  return std::make_shared<const quant::CalibrationTable>(std::move(t));
+}
+
 }  // namespace
 
 // Import is the caller's (Engine::load, from_bytes, a plan file); then the options are checked,
@@ -215,19 +245,30 @@ Status assign_kernels(Graph& graph, Engine::Impl& impl) {
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
     const std::vector<std::pair<std::string, std::string>>& tactics, std::string model_bytes,
-    std::string model_dir) {
+    std::string model_dir, std::shared_ptr<const quant::CalibrationTable> calibration) {
   KILN_RETURN_IF_ERROR(validate_options(options));
   KILN_RETURN_IF_ERROR(check_device_precisions(options));
   EngineReport report;
-  KILN_ASSIGN_OR_RETURN(Optimized optimized, optimize(*graph, options, report));
+  EngineOptions compute = options;  // an int8 engine's other layers compute in float
+  if (options.precision == Precision::kInt8) {
+    KILN_ASSIGN_OR_RETURN(calibration, int8_magnitudes(std::move(calibration), model_bytes,
+                                                       model_dir, options, report.quantization));
+    compute.precision = options.device == Device::kCuda ? Precision::kFp16 : Precision::kFp32;
+  } else {
+    calibration = nullptr;
+  }
+  KILN_ASSIGN_OR_RETURN(Optimized optimized, optimize(*graph, compute, report, calibration.get()));
   KILN_ASSIGN_OR_RETURN(EngineOptions resolved,
-                        resolve_precision(*graph, optimized, options, report));
+                        resolve_precision(*graph, optimized, compute, report));
   KILN_RETURN_IF_ERROR(graph->topo_sort());
   KILN_RETURN_IF_ERROR(verify_graph(*graph));
   KILN_RETURN_IF_ERROR(check_declared_sizes(*graph, options.max_tensor_bytes));
 
   auto impl = std::make_unique<Engine::Impl>();
   impl->options = resolved;
+  impl->asked = resolved;
+  impl->asked.precision = options.precision;
+  impl->calibration = std::move(calibration);
   impl->report = std::move(report);
   KILN_RETURN_IF_ERROR(set_shapes(*graph, options, *impl));
   KILN_RETURN_IF_ERROR(assign_kernels(*graph, *impl));
@@ -317,8 +358,15 @@ Result<std::shared_ptr<Engine>> load_plan(const std::string& path, const EngineO
   take_plan_options(plan.options, o);
   o.cuda_graph = o.cuda_graph || opts.cuda_graph;
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(plan.onnx_bytes, dir_of(path)));
-  KILN_ASSIGN_OR_RETURN(auto engine, build_engine(std::move(graph), o, plan.tactics,
-                                                  std::move(plan.onnx_bytes), dir_of(path)));
+  std::shared_ptr<const quant::CalibrationTable> calibration;
+  if (!plan.calibration.empty()) {
+    KILN_ASSIGN_OR_RETURN(quant::CalibrationTable t,
+                          quant::parse_calibration_cache(plan.calibration, path));
+    calibration = std::make_shared<const quant::CalibrationTable>(std::move(t));
+  }
+  KILN_ASSIGN_OR_RETURN(auto engine,
+                        build_engine(std::move(graph), o, plan.tactics, std::move(plan.onnx_bytes),
+                                     dir_of(path), std::move(calibration)));
   KILN_RETURN_IF_ERROR(check_saved_plans(engine->report().plans, plan.plans, path));
   return engine;
 }
@@ -340,7 +388,7 @@ Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
   if (impl_->model_bytes.empty())
     return invalid_argument("Engine::for_gpu: this engine has no model bytes to build again");
   KILN_RETURN_IF_ERROR(check_cuda_device(device_index, "Engine::for_gpu"));
-  EngineOptions o = impl_->options;
+  EngineOptions o = impl_->asked;
   o.device_index = device_index;
   // The same GPU model (and libraries): this engine's timings stand, so no layer is timed
   // again; another model times its own.
@@ -350,7 +398,8 @@ Result<std::shared_ptr<Engine>> Engine::for_gpu(int device_index) const {
   std::vector<std::pair<std::string, std::string>> tactics;
   if (here == there) tactics = impl_->device->tactic_entries();
   KILN_ASSIGN_OR_RETURN(auto graph, import_onnx_bytes(impl_->model_bytes, impl_->model_dir));
-  return build_engine(std::move(graph), o, tactics, impl_->model_bytes, impl_->model_dir)
+  return build_engine(std::move(graph), o, tactics, impl_->model_bytes, impl_->model_dir,
+                      impl_->calibration)
       .with_context("Engine::for_gpu(" + std::to_string(device_index) + ")");
 }
 
@@ -363,7 +412,8 @@ Status Engine::save_plan(const std::string& path) const {
   plan.kiln_version = kiln_version();
   KILN_ASSIGN_OR_RETURN(plan.device_tag,
                         device_tag(impl_->options.device, impl_->options.device_index));
-  plan.options = impl_->options;
+  plan.options = impl_->asked;
+  if (impl_->calibration) plan.calibration = quant::to_kiln_text(*impl_->calibration);
   plan.tactics = impl_->device->tactic_entries();
   for (const auto& [name, state] : impl_->states.by_backend)
     for (auto& entry : state->saved_choices()) plan.tactics.push_back(std::move(entry));

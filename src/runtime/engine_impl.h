@@ -10,6 +10,7 @@
 #include "backends/device.h"
 #include "ir/graph.h"
 #include "kiln/engine.h"
+#include "quant/calibration_cache.h"
 
 namespace kiln {
 
@@ -19,7 +20,14 @@ class RunObserver;
 struct Engine::Impl {
   std::unique_ptr<Graph> graph;
   EngineReport report;
+  // The options the engine plans with: the caller's, the precision overrides resolved, and for
+  // an int8 engine the float precision its other layers compute in (fp16 on CUDA, fp32 on the
+  // CPU). `asked` is what Engine::options() gives and plan files record: the same with the
+  // caller's precision.
   EngineOptions options;
+  EngineOptions asked;
+  // An int8 engine's magnitudes, which plan files and for_gpu() build from again.
+  std::shared_ptr<const quant::CalibrationTable> calibration;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   std::map<std::string, std::string> metadata;  // the model's metadata_props
@@ -68,10 +76,13 @@ ModelStats model_stats(const Graph& g);
 // compute value lifetimes). Used by Engine::load and the tests.
 // `tactics` pre-fill a CUDA engine's timing cache (from a plan file or another GPU's engine);
 // `model_bytes`, the ONNX file, and `model_dir`, where its external data lies, are kept by
-// CUDA engines for save_plan() and for_gpu().
+// CUDA engines for save_plan() and for_gpu(). An int8 engine takes its magnitudes from
+// `calibration` where given (a plan file's, another GPU's engine's), else calibrates
+// (runtime/int8_build.h), which needs the model bytes.
 Result<std::shared_ptr<Engine>> build_engine(
     std::unique_ptr<Graph> graph, const EngineOptions& options,
     const std::vector<std::pair<std::string, std::string>>& tactics = {},
-    std::string model_bytes = {}, std::string model_dir = ".");
+    std::string model_bytes = {}, std::string model_dir = ".",
+    std::shared_ptr<const quant::CalibrationTable> calibration = nullptr);
 
 }  // namespace kiln

@@ -16,7 +16,7 @@ namespace kiln {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kFormat = 3;  // 3: the options as options.def names them
+constexpr uint32_t kFormat = 4;  // 3: the options as options.def names them; 4: calibration
 
 void put_u32(std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); }
 void put_str(std::string& s, const std::string& v) {
@@ -140,6 +140,7 @@ std::string serialize_plan(const PlanFile& plan) {
   for (const std::string& text : plan.plans) put_str(plans, text);
   put_str(s, plans);
   put_str(s, plan.onnx_bytes);
+  put_str(s, plan.calibration);
   put_u32(s, crc_of(s.data(), s.size()));
   return s;
 }
@@ -166,7 +167,7 @@ Result<PlanFile> parse_plan(const std::string& bytes, const std::string& path) {
   PlanFile p;
   std::string options, tactics, plans;
   if (!get(p.kiln_version) || !get(p.device_tag) || !get(options) || !get(tactics) || !get(plans) ||
-      !get(p.onnx_bytes) || pos != end)
+      !get(p.onnx_bytes) || !get(p.calibration) || pos != end)
     return bad("truncated or malformed fields");
   for (size_t at = 0; at < plans.size();) {
     p.plans.emplace_back();

@@ -9,11 +9,12 @@
 // saved one. A plan from another GPU, another kiln version, or a damaged file (checked by CRC-32)
 // is refused with an error saying which.
 //
-// Layout (little-endian): "KILNPLAN", u32 format version (3), then length-prefixed (u64)
+// Layout (little-endian): "KILNPLAN", u32 format version (4), then length-prefixed (u64)
 // fields: kiln version, device tag, options ("name=text" lines, one per text of each kPlan
 // option as option_texts gives it, '\\' and line breaks escaped), timing cache (key<TAB>value
-// lines), plans (length-prefixed texts, one per profile), ONNX bytes; then the u32 CRC-32 of
-// everything before it.
+// lines), plans (length-prefixed texts, one per profile), ONNX bytes, the calibration (an int8
+// engine's magnitudes in the kiln calibration cache's text, else empty); then the u32 CRC-32
+// of everything before it.
 #pragma once
 
 #include <string>
@@ -32,6 +33,7 @@ struct PlanFile {
   std::vector<std::pair<std::string, std::string>> tactics;
   std::vector<std::string> plans;  // PlanInfo::structure of each shape profile's plan
   std::string onnx_bytes;
+  std::string calibration;  // quant::to_kiln_text of an int8 engine's magnitudes, or empty
 };
 
 // Every option options.def marks kPlan (what shapes the plans), copied from a plan file's

@@ -509,6 +509,35 @@ TEST_F(Cli, DemoCountsAccuracyPerClass) {
   expect_error(kiln("demo --model " + model + " --data " + path("").string()), 1, "t10k-images");
 }
 
+// An int8 plan: `kiln build --precision int8 --calib` calibrates, writes OUTPUT.calib beside
+// the plan, and the plan keeps the scales; without samples or a cache it is a clear error.
+TEST_F(Cli, BuildsAnInt8PlanFromCalibrationSamples) {
+  const std::string model = std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
+  std::vector<float> v(40 * 784);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7919) % 1000) / 400.f - 1.f;
+  const std::string npy = path("calib.npy").string();
+  ASSERT_TRUE(write_npy(npy, Tensor::from_floats({40, 1, 28, 28}, v)).is_ok());
+  const std::string plan = path("f.kiln").string();
+  auto built = kiln("build " + model + " --precision int8 --calib " + npy +
+                    " --calib-samples 32 --calib-method minmax --batch 2 --threads 1 -o " + plan);
+  ASSERT_EQ(built.code, 0) << built.err;
+  EXPECT_NE(built.err.find("int8: 7 layers quantized"), std::string::npos) << built.err;
+  EXPECT_NE(built.out.find("(int8)"), std::string::npos) << built.out;
+  EXPECT_TRUE(fs::exists(plan + ".calib"));
+  auto inspected = kiln("inspect " + plan + " --plan --batch 2 --threads 1");
+  ASSERT_EQ(inspected.code, 0) << inspected.err;
+  EXPECT_NE(inspected.out.find("minmax scales from the engine's saved calibration"),
+            std::string::npos)
+      << inspected.out;
+  auto run = kiln("bench " + plan + " --batch 2 --warmup 0 --duration 0.05 --threads 1");
+  ASSERT_EQ(run.code, 0) << run.err;
+  expect_error(kiln("build " + model + " --precision int8 -o " + path("g.kiln").string()), 1,
+               "precision int8 needs calibration samples");
+  expect_error(kiln("build " + model + " --precision int8 --calib-method median -o " +
+                    path("g.kiln").string()),
+               2, "calibration_method must be entropy, minmax, percentile");
+}
+
 }  // namespace
 }  // namespace kiln::test
 

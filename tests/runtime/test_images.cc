@@ -193,6 +193,31 @@ TEST(Images, ACorruptImageFailsAloneInItsBatch) {
   }
 }
 
+// A JPEG whose header breaks (a bad marker after the start) leaves libjpeg-turbo's decompressor
+// unusable: the images after it, in the batch, in later batches and alone, still decode.
+TEST(Images, ABadJpegHeaderDoesNotBreakTheImagesAfterIt) {
+  const std::string good = jpeg_of(pattern(50, 30, 3));
+  const std::string bad = std::string("\xff\xd8\xff", 3) + " not a marker";
+  auto alone = decode_image(bad, "bad");
+  ASSERT_FALSE(alone.is_ok());
+  EXPECT_NE(alone.status().message().find("bad JPEG"), std::string::npos);
+  EXPECT_TRUE(decode_image(good, "good").is_ok());
+  ImageBatchOptions o;
+  o.height = 16;
+  o.width = 12;
+  o.threads = 1;
+  auto dec = ImageDecoder::create(o);
+  ASSERT_TRUE(dec.is_ok());
+  auto r = (*dec)->decode({bad, good, good});
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_FALSE(r->status[0].is_ok());
+  EXPECT_TRUE(r->status[1].is_ok()) << r->status[1].message();
+  EXPECT_TRUE(r->status[2].is_ok()) << r->status[2].message();
+  auto next = (*dec)->decode({good});
+  ASSERT_TRUE(next.is_ok());
+  EXPECT_TRUE(next->status[0].is_ok()) << next->status[0].message();
+}
+
 // Pinned batches are reused once the batch made from one is dropped, never while it is held.
 TEST(Images, PinnedBatchesAreReusedOnlyWhenDropped) {
   ImageBatchOptions o;

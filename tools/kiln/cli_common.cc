@@ -48,10 +48,32 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
   if (engine.is_ok())
     for (const std::string& line : (*engine)->report().fp32_kept)
       std::fprintf(stderr, "kiln: note: %s\n", line.c_str());
+  if (engine.is_ok()) {
+    const QuantizationReport& q = (*engine)->report().quantization;
+    if (!q.method.empty())
+      std::fprintf(stderr,
+                   "kiln: int8: %zu layers quantized (simulated in float: quantize, then "
+                   "dequantize), %zu in float; %s scales from %s\n",
+                   q.layers.size(), q.float_layers.size(), q.method.c_str(), q.source.c_str());
+    if (q.calibration_seconds > 0 && q.samples < options.calibration_samples)
+      std::fprintf(stderr, "kiln: note: calibrated on %lld samples, fewer than the %d asked\n",
+                   static_cast<long long>(q.samples), options.calibration_samples);
+  }
   if (engine.is_ok())
     spdlog::info("loaded {} in {:.1f} ms ({} nodes)", path, (now_seconds() - t0) * 1e3,
                  (*engine)->stats().num_nodes);
   return engine;
+}
+
+void print_quantization(const QuantizationReport& q) {
+  if (q.method.empty()) return;
+  std::printf("\nint8 quantization: %s scales from %s", q.method.c_str(), q.source.c_str());
+  if (q.calibration_seconds > 0) std::printf(" in %.1f s", q.calibration_seconds);
+  std::printf("\n  %-32s %-7s %-32s %12s  %s\n", "layer", "op", "input", "amax", "runs");
+  for (const auto& l : q.layers)
+    std::printf("  %-32s %-7s %-32s %12.6g  %s\n", l.node.c_str(), l.op.c_str(), l.input.c_str(),
+                l.amax, l.runs.c_str());
+  for (const std::string& line : q.float_layers) std::printf("  in float: %s\n", line.c_str());
 }
 
 Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what) {

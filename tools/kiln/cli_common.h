@@ -63,6 +63,9 @@ int usage_error(const std::string& message);
 
 // The thread count the engine runs with (the option, or the core count when 0).
 int resolved_threads(const GlobalOptions& global);
+// An int8 engine's quantization, one line per layer (nothing for other engines).
+void print_quantization(const QuantizationReport& q);
+
 // The engine --device, --precision, --shapes... ask for; `fp32_values` are the values kept in
 // fp32 (what fp16_guard returned). Notes what they kept, one "kiln: note:" line a node.
 // `adjust`, if given, changes the options last (kiln bench --ladder's rows).

@@ -2,6 +2,9 @@
 // engine, time every layer's candidate algorithms (on the CPU oneDNN's convs and layouts) on the
 // given input shapes, and write a plan file that `kiln run` / `kiln bench` load without timing
 // anything again. A CPU plan records the instruction sets it was built for (AVX2, AVX-512...).
+// An int8 build (--precision int8) calibrates on --calib (or reads --calib-cache), writing the
+// calibration beside the plan (OUTPUT.calib) unless --calib-cache names a file; the plan file
+// keeps the scales.
 #include <cstdio>
 
 #include "cli_common.h"
@@ -17,8 +20,16 @@ struct BuildOptions {
   std::vector<std::string> shapes;
 };
 
-int run(const BuildOptions& o, const GlobalOptions& g) {
+int run(const BuildOptions& o, GlobalOptions g) {
   double t0 = now_seconds();
+  // An int8 build calibrates once: into OUTPUT.calib unless a cache is named, which the
+  // second load below (and a later build) reads. A stale one from an earlier build goes first.
+  EngineOptions& eo = g.engine;
+  if (eo.precision == Precision::kInt8 && eo.calibration_cache.empty() &&
+      !eo.calibration_data.empty()) {
+    eo.calibration_cache = o.output + ".calib";
+    std::remove(eo.calibration_cache.c_str());
+  }
   // The guard's values are kept in fp32 as overrides, which the plan file records.
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
   auto engine_or = load_engine(o.model, g, fp32_values);

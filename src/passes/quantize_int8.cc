@@ -1,0 +1,156 @@
+// quantize_int8: an int8 engine's graph, after every other pass. Each quantizable layer (Conv,
+// Gemm, and MatMul of a rank-2 constant) reads its float32 input through
+//
+//   x → QuantizeLinear(scale amax / 127, zero point 0, int8) → DequantizeLinear → layer
+//
+// (one pair per value, shared by every layer reading it), and its weights rounded to int8 per
+// output channel (symmetric: scale max|w_c| / 127), kept as the float values those codes
+// stand for. That is the model an 8-bit kernel computes: it reads the int8 codes of both and
+// scales the int32 sums. Until a layer has such a kernel, its float kernel computes the same
+// products in float, so the engine gives the 8-bit engine's numbers.
+#include <cmath>
+#include <set>
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+namespace {
+
+// The weight's input index and the axis of its output channels, or -1 where the node is not a
+// layer kiln quantizes.
+struct WeightAxis {
+  int input = -1;
+  int axis = -1;
+};
+
+WeightAxis weight_axis(const Node& n) {
+  const Value* w = n.input(1);
+  if (!w || !w->has_shape) return {};
+  const size_t rank = w->dims.size();
+  switch (n.op) {
+    case OpKind::Conv: return rank >= 3 ? WeightAxis{1, 0} : WeightAxis{};
+    case OpKind::Gemm:
+      return rank == 2 ? WeightAxis{1, n.attrs.get_int("transB", 0) ? 0 : 1} : WeightAxis{};
+    case OpKind::MatMul: return rank == 2 ? WeightAxis{1, 1} : WeightAxis{};
+    default: return {};
+  }
+}
+
+bool quantizable_op(OpKind op) {
+  return op == OpKind::Conv || op == OpKind::Gemm || op == OpKind::MatMul;
+}
+
+// `w` rounded per slice of `axis` to 127 levels each side of zero: every element becomes
+// round(w / s) · s with s = max|w| of its slice / 127 (rounding half to even, as
+// QuantizeLinear does).
+Tensor fake_quantized_weights(const Tensor& w, int axis) {
+  Tensor r(DataType::kFloat32, w.shape());
+  const Shape& s = w.shape();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t channels = s[axis];
+  const float* p = w.data<float>();
+  float* q = r.data<float>();
+  std::vector<float> amax(channels, 0.f);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t i = 0; i < inner; ++i)
+        amax[c] = std::max(amax[c], std::fabs(p[(o * channels + c) * inner + i]));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float scale = amax[c] / 127.f;
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t k = (o * channels + c) * inner + i;
+        q[k] = scale > 0.f ? std::nearbyint(p[k] / scale) * scale : 0.f;
+      }
+    }
+  return r;
+}
+
+// The dequantized copy of `x` (QuantizeLinear → DequantizeLinear with scale amax / 127).
+Value* quantized_copy(Graph& g, Value* x, double amax) {
+  Value* scale = g.add_constant(x->name + "/int8_scale",
+                                Tensor::from_floats({}, {static_cast<float>(amax / 127.0)}));
+  Tensor zp(DataType::kInt8, {});
+  *zp.data<int8_t>() = 0;
+  Value* zero = g.add_constant(x->name + "/int8_zero_point", std::move(zp));
+  Value* codes = g.add_value(x->name + "/int8");
+  codes->dtype = DataType::kInt8;
+  codes->has_shape = x->has_shape;
+  codes->dims = x->dims;
+  Value* back = g.add_value(x->name + "/int8_dequantized");
+  back->dtype = DataType::kFloat32;
+  back->has_shape = x->has_shape;
+  back->dims = x->dims;
+  g.add_node(OpKind::QuantizeLinear, x->name + "/quantize", {x, scale, zero}, {codes});
+  g.add_node(OpKind::DequantizeLinear, x->name + "/dequantize", {codes, scale, zero}, {back});
+  return back;
+}
+
+// Why `n` stays in float, or "" where it is quantized (`amax` null: where it would be, given a
+// scale for its input).
+std::string float_reason(const Node& n, const std::map<std::string, double>* amax) {
+  const Value* x = n.input(0);
+  const WeightAxis wa = weight_axis(n);
+  if (!x || x->dtype != DataType::kFloat32) return "its input is not float32";
+  if (wa.input < 0) return "its weights are not of a shape kiln quantizes";
+  const Value* w = n.input(wa.input);
+  if (!w->is_constant() || w->dtype != DataType::kFloat32)
+    return "its weights are not a float32 constant";
+  if (x->is_constant()) return "its input is a constant";
+  if (!amax) return "";
+  auto it = amax->find(x->name);
+  if (it == amax->end()) return "the calibration has no scale for its input '" + x->name + "'";
+  if (!std::isfinite(it->second) || it->second <= 0)
+    return "its input '" + x->name + "' was all zeros (or not finite) in calibration";
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> int8_calibration_values(const Graph& g) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (const auto& n : g.nodes()) {
+    if (!quantizable_op(n->op) || !float_reason(*n, nullptr).empty()) continue;
+    if (seen.insert(n->input(0)->name).second) names.push_back(n->input(0)->name);
+  }
+  return names;
+}
+
+Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
+                           QuantizationReport* report) {
+  std::vector<Node*> layers;
+  for (const auto& n : g.nodes())
+    if (quantizable_op(n->op)) layers.push_back(n.get());
+  std::map<const Value*, Value*> dequantized;  // per input value, its Q → DQ copy
+  bool changed = false;
+  for (Node* n : layers) {
+    const std::string why = float_reason(*n, &amax);
+    if (!why.empty()) {
+      if (report) report->float_layers.push_back(n->describe() + ": " + why);
+      continue;
+    }
+    Value* x = n->input(0);
+    const double a = amax.at(x->name);
+    Value*& copy = dequantized[x];
+    if (!copy) copy = quantized_copy(g, x, a);
+    g.set_input(n, 0, copy);
+    const WeightAxis wa = weight_axis(*n);
+    Value* w = n->input(wa.input);
+    Value* rounded =
+        g.add_constant(w->name + "/int8_rounded", fake_quantized_weights(w->constant, wa.axis));
+    g.set_input(n, wa.input, rounded);
+    if (report) report->layers.push_back({n->name, op_name(n->op), x->name, a, "int8 simulated"});
+    changed = true;
+  }
+  if (changed) {
+    KILN_RETURN_IF_ERROR(g.topo_sort());
+    g.remove_unused_values();
+  }
+  return changed;
+}
+
+}  // namespace kiln

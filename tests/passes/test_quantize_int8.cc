@@ -1,0 +1,159 @@
+// quantize_int8: Q/DQ pairs before the quantizable layers, their weights rounded per output
+// channel, checked against a quantization written here on its own.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "pass_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+// x rounded to the int8 grid of `amax` (scale amax / 127, zero point 0, codes -128..127).
+Tensor fake_quant(const Tensor& x, double amax) {
+  const float s = static_cast<float>(amax / 127.0);
+  std::vector<float> v(x.data<float>(), x.data<float>() + x.numel());
+  for (float& f : v) f = std::clamp(std::nearbyint(f / s), -128.f, 127.f) * s;
+  return Tensor::from_floats(x.shape(), v);
+}
+
+// w rounded per slice of axis `axis` (symmetric, max|w| / 127), as written here.
+Tensor fake_quant_channels(const Tensor& w, int axis) {
+  const Shape& s = w.shape();
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  const int64_t ch = s[axis];
+  std::vector<float> v(w.data<float>(), w.data<float>() + w.numel());
+  std::vector<float> amax(ch, 0.f);
+  for (size_t k = 0; k < v.size(); ++k)
+    amax[(k / inner) % ch] = std::max(amax[(k / inner) % ch], std::fabs(v[k]));
+  for (size_t k = 0; k < v.size(); ++k) {
+    const float sc = amax[(k / inner) % ch] / 127.f;
+    v[k] = std::nearbyint(v[k] / sc) * sc;
+  }
+  return Tensor::from_floats(s, v);
+}
+
+// x [2,3,6,5] → Conv(w [4,3,3,3], bias) → y.
+struct ConvGraph {
+  Graph g;
+  Tensor w = random_tensor({4, 3, 3, 3}, 7);
+  Tensor bias = random_tensor({4}, 8);
+  ConvGraph() {
+    Value* x = typed_value(g, "x", {2, 3, 6, 5});
+    Value* y = typed_value(g, "y", {2, 4, 4, 3});
+    g.add_node(OpKind::Conv, "conv", {x, g.add_constant("w", w), g.add_constant("b", bias)}, {y});
+    g.inputs() = {x};
+    g.outputs() = {y};
+  }
+};
+
+TEST(QuantizeInt8, ConvComputesOnTheInt8Grid) {
+  ConvGraph c;
+  const Tensor x = random_tensor({2, 3, 6, 5}, 9, -2.f, 2.f);
+  auto before = run_graph(c.g, {x});
+  ASSERT_TRUE(before.is_ok());
+  EXPECT_EQ(int8_calibration_values(c.g), std::vector<std::string>{"x"});
+  QuantizationReport report;
+  auto changed = quantize_int8(c.g, {{"x", 1.5}}, &report);  // clips |x| > 1.5
+  ASSERT_TRUE(changed.is_ok()) << changed.status().to_string();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify_graph(c.g).is_ok());
+  EXPECT_EQ(count_op(c.g, OpKind::QuantizeLinear), 1);
+  EXPECT_EQ(count_op(c.g, OpKind::DequantizeLinear), 1);
+  ASSERT_EQ(report.layers.size(), 1u);
+  EXPECT_EQ(report.layers[0].node, "conv");
+  EXPECT_EQ(report.layers[0].input, "x");
+  EXPECT_EQ(report.layers[0].amax, 1.5);
+  EXPECT_TRUE(report.float_layers.empty());
+  auto after = run_graph(c.g, {x});
+  ASSERT_TRUE(after.is_ok()) << after.status().to_string();
+
+  // The same conv on inputs and weights quantized here.
+  ConvGraph want;
+  for (const auto& v : want.g.values())
+    if (v->name == "w") v->constant = fake_quant_channels(c.w, 0);
+  auto expected = run_graph(want.g, {fake_quant(x, 1.5)});
+  ASSERT_TRUE(expected.is_ok());
+  expect_near((*after)[0], (*expected)[0], 1e-5, 1e-5);
+  // ... which is not the float answer: the rounding happened.
+  double diff = 0;
+  for (int64_t k = 0; k < (*after)[0].numel(); ++k)
+    diff = std::max<double>(
+        diff, std::fabs((*after)[0].data<float>()[k] - (*before)[0].data<float>()[k]));
+  EXPECT_GT(diff, 1e-3);
+}
+
+TEST(QuantizeInt8, GemmWeightsPerOutputColumn) {
+  for (int64_t trans_b : {0, 1}) {
+    SCOPED_TRACE("transB " + std::to_string(trans_b));
+    Graph g;
+    Value* x = typed_value(g, "x", {3, 6});
+    Value* y = typed_value(g, "y", {3, 5});
+    Attributes a;
+    a.set("transB", trans_b);
+    const Tensor w = random_tensor(trans_b ? Shape{5, 6} : Shape{6, 5}, 3);
+    g.add_node(OpKind::Gemm, "fc", {x, g.add_constant("w", w)}, {y}, a);
+    g.inputs() = {x};
+    g.outputs() = {y};
+    ASSERT_TRUE(quantize_int8(g, {{"x", 1.0}}).is_ok());
+    const Value* rounded = nullptr;
+    for (const auto& n : g.nodes())
+      if (n->op == OpKind::Gemm) rounded = n->input(1);
+    ASSERT_TRUE(rounded && rounded->is_constant());
+    expect_near(rounded->constant, fake_quant_channels(w, trans_b ? 0 : 1), 0, 0);
+  }
+}
+
+TEST(QuantizeInt8, OnePairPerValueSharedByItsReaders) {
+  Graph g;
+  Value* x = typed_value(g, "x", {1, 3, 4, 4});
+  Value* a = typed_value(g, "a", {1, 2, 4, 4});
+  Value* b = typed_value(g, "b", {1, 2, 4, 4});
+  g.add_node(OpKind::Conv, "left", {x, g.add_constant("w1", random_tensor({2, 3, 1, 1}, 1))}, {a});
+  g.add_node(OpKind::Conv, "right", {x, g.add_constant("w2", random_tensor({2, 3, 1, 1}, 2))}, {b});
+  g.inputs() = {x};
+  g.outputs() = {a, b};
+  QuantizationReport report;
+  ASSERT_TRUE(quantize_int8(g, {{"x", 1.0}}, &report).is_ok());
+  EXPECT_EQ(count_op(g, OpKind::QuantizeLinear), 1);
+  EXPECT_EQ(report.layers.size(), 2u);
+  ASSERT_TRUE(verify_graph(g).is_ok());
+}
+
+TEST(QuantizeInt8, LayersWithoutAScaleStayInFloatAndSayWhy) {
+  ConvGraph c;
+  QuantizationReport report;
+  auto changed = quantize_int8(c.g, {{"other", 1.0}}, &report);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(count_op(c.g, OpKind::QuantizeLinear), 0);
+  ASSERT_EQ(report.float_layers.size(), 1u);
+  EXPECT_NE(report.float_layers[0].find("no scale for its input 'x'"), std::string::npos)
+      << report.float_layers[0];
+  // An input that was all zeros in calibration has no scale either.
+  ConvGraph zero;
+  QuantizationReport r2;
+  ASSERT_TRUE(quantize_int8(zero.g, {{"x", 0.0}}, &r2).is_ok());
+  ASSERT_EQ(r2.float_layers.size(), 1u);
+  EXPECT_NE(r2.float_layers[0].find("all zeros"), std::string::npos) << r2.float_layers[0];
+}
+
+TEST(QuantizeInt8, WeightsComputedInTheGraphStayInFloat) {
+  Graph g;
+  Value* x = typed_value(g, "x", {3, 6});
+  Value* w = typed_value(g, "w", {6, 5});
+  Value* y = typed_value(g, "y", {3, 5});
+  g.add_node(OpKind::MatMul, "mm", {x, w}, {y});
+  g.inputs() = {x, w};
+  g.outputs() = {y};
+  EXPECT_TRUE(int8_calibration_values(g).empty());
+  QuantizationReport report;
+  ASSERT_TRUE(quantize_int8(g, {{"x", 1.0}}, &report).is_ok());
+  ASSERT_EQ(report.float_layers.size(), 1u);
+  EXPECT_NE(report.float_layers[0].find("not a float32 constant"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -259,6 +259,13 @@ Status ContextPlans::run_segment_steps(Plan& p, RunObserver* observer, std::vect
   return Status::ok();
 }
 
+Status ContextPlans::poison(Plan& p) {
+  const size_t main = device_index(device_->kind());
+  if (!e_.options.poison_memory || p.arena_bytes[main] <= p.arena_base[main]) return Status::ok();
+  return device_->fill(static_cast<char*>(p.arena[main]) + p.arena_base[main],
+                       static_cast<size_t>(p.arena_bytes[main] - p.arena_base[main]), 0xFF);
+}
+
 Status ContextPlans::run_segments(Entry& top, const std::vector<const Tensor*>& inputs,
                                   std::vector<Tensor>& outputs, RunObserver* observer,
                                   std::vector<double>* step_ms) {
@@ -272,6 +279,8 @@ Status ContextPlans::run_segments(Entry& top, const std::vector<const Tensor*>& 
     DeviceEvents& ev = *top.events;
     KILN_RETURN_IF_ERROR(ev.record(0));
     Plan& first = *top.plan;
+    // Poisoned before the inputs are copied in: the first segment's arena holds them.
+    KILN_RETURN_IF_ERROR(poison(first));
     in_data_.clear();
     for (size_t i = 0; i < inputs.size() && i < first.input_slots.size(); ++i) {
       in_data_.push_back(inputs[i]->raw());
@@ -289,11 +298,7 @@ Status ContextPlans::run_segments(Entry& top, const std::vector<const Tensor*>& 
     bool moved = false;
     while (true) {
       Plan& p = *cur->plan;
-      const size_t main = device_index(device_->kind());
-      if (e_.options.poison_memory && p.arena_bytes[main] > p.arena_base[main])
-        KILN_RETURN_IF_ERROR(
-            device_->fill(static_cast<char*>(p.arena[main]) + p.arena_base[main],
-                          static_cast<size_t>(p.arena_bytes[main] - p.arena_base[main]), 0xFF));
+      if (cur != &top) KILN_RETURN_IF_ERROR(poison(p));  // its part of the arena only
       KILN_RETURN_IF_ERROR(run_segment_steps(p, observer, step_ms, steps_before));
       steps_before += p.steps.size();
       if (p.read_back.empty()) break;
@@ -468,11 +473,8 @@ Status ContextPlans::start(Entry& e, const std::vector<const Tensor*>& inputs,
     }
     set_plan_io(p, in_data_, out_data_);  // pointers only: the tensors are not held
   }
-  const size_t main = device_index(device_->kind());
   // Poisoned before the steps, in the device's order (never part of a capture).
-  if (e_.options.poison_memory && p.arena_bytes[main] > 0)
-    KILN_RETURN_IF_ERROR(
-        device_->fill(p.arena[main], static_cast<size_t>(p.arena_bytes[main]), 0xFF));
+  KILN_RETURN_IF_ERROR(poison(p));
 
   // The whole run is captured (copies from the staging buffers included) once it has run
   // eagerly, where the engine captures runs, every input went through staging and every

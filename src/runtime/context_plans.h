@@ -123,6 +123,9 @@ class ContextPlans {
                      const std::vector<const void*>& copied_out);
   Status enqueue_compute(Entry& e, RunObserver* observer);
   Status observe_step(const PlanStep& st, RunObserver& observer);
+  // With EngineOptions::poison_memory: `p`'s part of the arena (from its arena_base) filled
+  // with 0xFF bytes, so a step that leaves part of its output unwritten shows.
+  Status poison(Plan& p);
   // For time_compute and profile_steps: the last run's inputs back in place.
   Status keep_inputs(Entry& e, const char* what);
   Status restore_inputs(Entry& e);

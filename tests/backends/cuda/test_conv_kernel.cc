@@ -102,8 +102,11 @@ TEST(CudnnConv, TacticCacheSkipsRetiming) {
     expect_lib_kernel_matches(*cn->node, cn->in, p, cache, {}, &second);
     EXPECT_EQ(cache.size(), 1u);
     EXPECT_NE(second.find("cached"), std::string::npos) << second;
-    // The same algorithm and path: the text up to the timing is equal.
-    EXPECT_EQ(first.substr(0, first.find('(')), second.substr(0, second.find('(')));
+    // The same algorithm and path: the text up to the workspace is equal. (The workspace a
+    // timed candidate reports is cuDNN's perf result's; a cached one asks
+    // cudnnGetConvolutionForwardWorkspaceSize, which can say less: 0 KiB against 1713 KiB for
+    // one bf16 algorithm on an H100.)
+    EXPECT_EQ(first.substr(0, first.find(" ws ")), second.substr(0, second.find(" ws ")));
     auto other = make_conv(kConvs[0], kEpilogues[8], 32);
     expect_lib_kernel_matches(*other->node, other->in, p, cache);
     EXPECT_EQ(cache.size(), 2u);

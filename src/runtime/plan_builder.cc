@@ -392,6 +392,7 @@ Status Builder::add_node(const Node& n, int order_index) {
     return Status::ok();
   }
   KILN_RETURN_IF_ERROR(add_first_taker(n, kn, order_index, candidates, declined, timed));
+  if (stop_ >= 0) return Status::ok();  // inputs it reads on the host are read back first
   if (bounded_) stop_after_bounded(n, order_index);
   return Status::ok();
 }
@@ -401,6 +402,9 @@ Status Builder::add_first_taker(const Node& n, const Node& kn, int order_index,
                                 std::vector<std::string>& declined,
                                 std::vector<std::string>& timed) {
   const Precision prec = precision_of(n);
+  // Small inputs a declining kernel reads on the host that are not known at build (a graph
+  // input's threshold): read back first, so that the rest is planned with them known.
+  std::vector<const Value*> host_reads;
   for (const KernelCandidate* c : candidates) {
     const BackendState* state = o_.states ? o_.states->find(c->backend) : nullptr;
     auto made = c->make(kn, KernelParams{prec, state});
@@ -409,6 +413,13 @@ Status Builder::add_first_taker(const Node& n, const Node& kn, int order_index,
         return made.status().with_context(n.describe());
       declined.push_back(std::string(c->backend) + ": " + made.status().message());
       continue;
+    }
+    for (size_t i = 0; i < kn.inputs.size(); ++i) {
+      const Value* v = kn.inputs[i];
+      if (v && !host_[v->id()].value && host_[v->id()].numel() <= kKeyedInputElements &&
+          (*made)->reads_on_host(static_cast<int>(i)) &&
+          std::find(host_reads.begin(), host_reads.end(), v) == host_reads.end())
+        host_reads.push_back(v);
     }
     std::string why;
     KILN_RETURN_IF_ERROR(
@@ -426,6 +437,11 @@ Status Builder::add_first_taker(const Node& n, const Node& kn, int order_index,
     std::string why = declined.empty() ? "no kernel" : declined.back();
     return unsupported(n.describe() + ": op " + op_name(n.op) + " has no kernel that takes it (" +
                        why + ")");
+  }
+  if (!host_reads.empty()) {
+    for (const Value* v : host_reads) KILN_RETURN_IF_ERROR(read_back_value(v));
+    stop_ = order_index;
+    return Status::ok();
   }
   // Another main device: the reference kernel on the host, as a fallback step.
   if (!OpRegistry::find(n.op))

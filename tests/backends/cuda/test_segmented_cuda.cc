@@ -6,6 +6,7 @@
 // kernel runs on the GPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "backends/cuda/cuda_test_util.h"
@@ -159,6 +160,54 @@ TEST(CudaSegmentedPlans, NmsOfAnyCountBuildsNoPlanAfterTheFirstRun) {
   }
   EXPECT_EQ(ctx->stats().plan_builds, builds_after_first);
   EXPECT_EQ(ctx->stats().plan_runs, 2);
+}
+
+// NonMaxSuppression whose thresholds are graph inputs (as ONNX's node tests give them): not
+// known at build, so the kernel, which reads them on the host, declines; the plan reads them
+// back first and plans the rest with them known (per value), every kernel on the GPU.
+TEST(CudaSegmentedPlans, NmsThresholdsGivenAsInputsAreReadBack) {
+  ModelBuilder b(13);
+  b.input("boxes", kFloat, {1, kBoxes, 4});
+  b.input("scores", kFloat, {1, 1, kBoxes});
+  b.input("iou", kFloat, {1});
+  b.input("thr", kFloat, {1});
+  b.initializer_ints("max_out", {1}, {20});
+  b.node("NonMaxSuppression", {"boxes", "scores", "max_out", "iou", "thr"}, {"selected"}, "nms");
+  b.output_any("selected", kInt64, 2);
+  EngineOptions ref;
+  ref.backend = KernelChoice::kReference;
+  auto want_engine = Engine::from_bytes(b.bytes(), ref);
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.time_tactics = false;
+  o.poison_memory = true;
+  auto engine = Engine::from_bytes(b.bytes(), o);
+  ASSERT_TRUE(want_engine.is_ok() && engine.is_ok()) << engine.status().to_string();
+  auto want_ctx = (*want_engine)->create_context();
+  auto ctx = (*engine)->create_context();
+  for (const auto& [iou, thr] : {std::pair{0.5f, 0.3f}, {0.2f, 0.6f}, {0.5f, 0.3f}}) {
+    SCOPED_TRACE("iou " + std::to_string(iou) + " score threshold " + std::to_string(thr));
+    auto in = inputs_of(20, 3.f, 7);
+    std::vector<float> scores(kBoxes);
+    for (int64_t i = 0; i < kBoxes; ++i)
+      scores[i] = 1.f / (1.f + std::exp(-in.at("logits").data<float>()[i]));
+    const std::map<std::string, Tensor> feed = {
+        {"boxes", in.at("boxes")},
+        {"scores", Tensor::from_floats({1, 1, kBoxes}, scores)},
+        {"iou", Tensor::from_floats({1}, {iou})},
+        {"thr", Tensor::from_floats({1}, {thr})}};
+    auto want = want_ctx->run(feed);
+    auto got = ctx->run(feed);
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    ASSERT_GT(want->at("selected").numel(), 0);
+    ASSERT_EQ(got->at("selected").shape(), want->at("selected").shape());
+    EXPECT_EQ(got->at("selected").to_int64s(), want->at("selected").to_int64s());
+    auto info = ctx->plan();
+    ASSERT_TRUE(info.is_ok());
+    for (const PlanStepInfo& st : info->steps)
+      if (st.kind == "kernel") EXPECT_EQ(st.device, "cuda") << st.op << " " << st.name;
+  }
 }
 
 }  // namespace

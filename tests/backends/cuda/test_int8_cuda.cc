@@ -1,0 +1,74 @@
+// An int8 engine on the GPU: calibrated on the GPU's fp32 engine, its Q/DQ pairs run by the CUDA
+// kernels (nothing on the host), its answer close to the CPU's int8 engine (the GPU computes
+// the float layers in fp16), and its magnitudes those the CPU finds.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backends/cuda/cuda_test_util.h"
+#include "kiln/engine.h"
+#include "kiln/tensor_io.h"
+#include "onnx/onnx_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+TEST(CudaInt8, CalibratedEngineRunsItsQuantizationOnTheGpu) {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"N", 8, 12, 10});
+  m.initializer("w1", {16, 8, 3, 3}, uniform(16 * 8 * 9, 1, -0.2f, 0.2f));
+  m.initializer("b1", {16}, uniform(16, 2, -0.1f, 0.1f));
+  m.initializer("w2", {8, 16, 1, 1}, uniform(8 * 16, 3, -0.5f, 0.5f));
+  m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  m.node("Relu", {"c1"}, {"r"}, "relu1");
+  m.node("Conv", {"r", "w2"}, {"y"}, "conv2");
+  m.output("y", kFloat, {"N", 8, 10, 8});
+  TempDir dir;
+  ASSERT_TRUE(
+      write_npy(dir.file("x.npy"), Tensor::from_floats({16, 8, 12, 10}, uniform(15360, 4, -1, 1)))
+          .is_ok());
+  EngineOptions o;
+  o.precision = Precision::kInt8;
+  o.calibration_data = dir.file("x.npy");
+  o.calibration_method = "minmax";
+  o.calibration_batch = 5;
+  auto cpu = Engine::from_bytes(m.bytes(), o);
+  o.device = Device::kCuda;
+  o.time_tactics = false;
+  o.poison_memory = true;
+  auto gpu = Engine::from_bytes(m.bytes(), o);
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  const auto& qc = (*cpu)->report().quantization.layers;
+  const auto& qg = (*gpu)->report().quantization.layers;
+  ASSERT_EQ(qc.size(), 2u);
+  ASSERT_EQ(qg.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(qg[i].amax, qc[i].amax, 1e-5 * qc[i].amax);
+  const std::map<std::string, Tensor> in = {
+      {"x", Tensor::from_floats({3, 8, 12, 10}, uniform(2880, 5, -1, 1))}};
+  auto want = (*cpu)->create_context()->run(in);
+  auto ctx = (*gpu)->create_context();
+  auto got = ctx->run(in);
+  ASSERT_TRUE(want.is_ok() && got.is_ok()) << got.status().to_string();
+  EXPECT_LE(relative_l2(got->at("y"), want->at("y")), 1e-2);
+  auto info = ctx->plan();
+  ASSERT_TRUE(info.is_ok());
+  int quantize_steps = 0;
+  for (const PlanStepInfo& s : info->steps) {
+    if (s.kind != "kernel") continue;
+    EXPECT_EQ(s.device, "cuda") << s.op << " " << s.name;
+    quantize_steps += s.op == "QuantizeLinear";
+  }
+  EXPECT_EQ(quantize_steps, 2);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -110,9 +110,10 @@ double divergence_at(const std::vector<int64_t>& counts, int i, int levels) {
 
 double entropy_amax(const AbsHistogram& h, int levels) {
   KILN_CHECK(levels > 0);
-  const std::vector<int64_t>& counts = h.counts();
+  std::vector<int64_t> counts = h.counts();
   const int n = static_cast<int>(counts.size());
   if (h.total() == 0 || h.range() == 0) return 0;
+  if (n > 1) counts[0] = counts[1];  // the zeros' spike (see calibrator.h)
   if (n <= levels) return h.range();
   double best = std::numeric_limits<double>::infinity();
   int best_i = n;

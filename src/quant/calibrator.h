@@ -36,8 +36,10 @@ Result<CalibrationSpec> parse_calibration_method(const std::string& text);
 // The number of positive int8 levels the entropy search quantizes into (codes 0..127).
 inline constexpr int kInt8Levels = 128;
 
-// The entropy calibrator's threshold for `h`. For each candidate i from `levels` to the
-// number of bins:
+// The entropy calibrator's threshold for `h`. Bin 0 counts as bin 1 does: it holds the exact
+// zeros of a value after a ReLU (half of it or more), a spike that merging bins would smear
+// and the search would then avoid by clipping far too low (TensorRT's histogram calibrator
+// does the same). For each candidate i from `levels` to the number of bins:
 //   P = bins [0, i) of the histogram, the counts of the bins beyond added to bin i-1 (what
 //       clipping at edge i does to the value);
 //   Q = bins [0, i) merged into `levels` groups of i / levels bins (the last group takes the

@@ -115,12 +115,31 @@ TEST(Calibrator, EntropyMatchesTheIndependentSearch) {
     const std::vector<float> v = laplace_with_outliers(50000, seed);
     AbsHistogram h(max_abs_of(v));
     h.add(v.data(), static_cast<int64_t>(v.size()));
-    const double want = reference_entropy_amax(h.counts(), h.bin_width(), kInt8Levels);
+    std::vector<int64_t> counts = h.counts();
+    counts[0] = counts[1];  // bin 0 counts as bin 1 (calibrator.h)
+    const double want = reference_entropy_amax(counts, h.bin_width(), kInt8Levels);
     EXPECT_DOUBLE_EQ(entropy_amax(h), want) << "seed " << seed;
     // The outliers are clipped: the threshold lies well inside the range, above the bulk.
     EXPECT_LT(want, 0.6 * h.range());
     EXPECT_GT(want, 5.0);
   }
+}
+
+// A value after a ReLU: 60% exact zeros, the rest half-normal. The zeros do not pull the
+// threshold down: it is the threshold of the same values without them.
+TEST(Calibrator, EntropyIgnoresTheZerosOfAReluOutput) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> positive, with_zeros;
+  for (int i = 0; i < 40000; ++i) positive.push_back(std::fabs(d(gen)));
+  with_zeros = positive;
+  with_zeros.insert(with_zeros.end(), 60000, 0.f);
+  const double range = max_abs_of(positive);
+  AbsHistogram a(range), b(range);
+  a.add(positive.data(), static_cast<int64_t>(positive.size()));
+  b.add(with_zeros.data(), static_cast<int64_t>(with_zeros.size()));
+  EXPECT_DOUBLE_EQ(entropy_amax(b), entropy_amax(a));
+  EXPECT_GT(entropy_amax(b), 2.5);  // a unit half-normal: most of its range kept
 }
 
 TEST(Calibrator, EntropyKeepsAFlatDistributionWhole) {

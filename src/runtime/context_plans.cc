@@ -61,6 +61,7 @@ PlanOptions plan_options(const Engine::Impl& e, const ContextDevice& d) {
   o.reuse_memory = e.options.reuse_memory;
   o.states = &e.states;
   o.reference_only = e.options.backend == KernelChoice::kReference;
+  if (!e.value_scales.empty()) o.value_scales = &e.value_scales;
   return o;
 }
 

@@ -196,6 +196,28 @@ Status set_shapes(const Graph& graph, const EngineOptions& options, Engine::Impl
   return Status::ok();
 }
 
+// The scale of every 8-bit value a QuantizeLinear writes with a constant per-tensor scale and
+// zero point (int8 engines' and Q/DQ models'), for the plans' slots.
+std::map<std::string, QuantScale> quantized_values(const Graph& graph) {
+  std::map<std::string, QuantScale> r;
+  for (const auto& n : graph.nodes()) {
+    if (n->op != OpKind::QuantizeLinear || !n->output(0)) continue;
+    const Value* s = n->input(1);
+    const Value* z = n->input(2);
+    if (!s || !s->is_constant() || s->constant.numel() != 1 ||
+        s->constant.dtype() != DataType::kFloat32)
+      continue;
+    if (z && (!z->is_constant() || z->constant.numel() != 1)) continue;
+    QuantScale q;
+    q.scale = {s->constant.data<float>()[0]};
+    if (z)
+      q.zero_point = {z->constant.dtype() == DataType::kInt8 ? z->constant.data<int8_t>()[0]
+                                                             : z->constant.data<uint8_t>()[0]};
+    r[n->output(0)->name] = std::move(q);
+  }
+  return r;
+}
+
 // Step 4: the execution order, each value's last use, and the backends' states. Every node
 // must have a kernel on the host (the reference kernels take every op with a shape rule); the
 // plans choose each node's kernel among the registry's candidates (runtime/plan_builder.cc).
@@ -269,6 +291,7 @@ Result<std::shared_ptr<Engine>> build_engine(
   impl->asked = resolved;
   impl->asked.precision = options.precision;
   impl->calibration = std::move(calibration);
+  impl->value_scales = quantized_values(*graph);
   impl->report = std::move(report);
   KILN_RETURN_IF_ERROR(set_shapes(*graph, options, *impl));
   KILN_RETURN_IF_ERROR(assign_kernels(*graph, *impl));

@@ -11,6 +11,7 @@
 #include "ir/graph.h"
 #include "kiln/engine.h"
 #include "quant/calibration_cache.h"
+#include "runtime/plan.h"
 
 namespace kiln {
 
@@ -28,6 +29,9 @@ struct Engine::Impl {
   EngineOptions asked;
   // An int8 engine's magnitudes, which plan files and for_gpu() build from again.
   std::shared_ptr<const quant::CalibrationTable> calibration;
+  // The 8-bit values' scales (each QuantizeLinear's output with a constant scale and zero
+  // point), which the plans record with their slots.
+  std::map<std::string, QuantScale> value_scales;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   std::map<std::string, std::string> metadata;  // the model's metadata_props

@@ -85,6 +85,14 @@ TEST(Calibration, MinMaxFindsTheLargestMagnitudeOfEachLayerInput) {
   EXPECT_NEAR(q.layers[1].amax, fp32_max(model, x, "r"), 1e-6);
   EXPECT_TRUE(q.float_layers.empty());
   EXPECT_EQ((*e)->options().precision, Precision::kInt8);
+  // The plan records each 8-bit value's scale with its slot.
+  auto planned = (*e)->create_context();
+  ASSERT_TRUE(
+      planned->run({{"x", Tensor::from_floats({1, 3, 8, 6}, uniform(144, 8, -1, 1))}}).is_ok());
+  auto info = planned->plan();
+  ASSERT_TRUE(info.is_ok());
+  EXPECT_NE(info->text().find(" q(scale 0.04724409"), std::string::npos)
+      << info->text();  // 6 / 127
 
   // The int8 engine's answer: near fp32's, not equal to it.
   auto fp32 = Engine::from_bytes(model, {});

@@ -522,6 +522,10 @@ TEST_F(Cli, BuildsAnInt8PlanFromCalibrationSamples) {
                     " --calib-samples 32 --calib-method minmax --batch 2 --threads 1 -o " + plan);
   ASSERT_EQ(built.code, 0) << built.err;
   EXPECT_NE(built.err.find("int8: 7 layers quantized"), std::string::npos) << built.err;
+  EXPECT_NE(built.err.find("calibrating [=============================="), std::string::npos)
+      << built.err;
+  EXPECT_NE(built.err.find("32/32 samples"), std::string::npos) << built.err;
+  EXPECT_NE(built.err.find("(pass 1 of 1)"), std::string::npos) << built.err;  // minmax
   EXPECT_NE(built.out.find("(int8)"), std::string::npos) << built.out;
   EXPECT_TRUE(fs::exists(plan + ".calib"));
   auto inspected = kiln("inspect " + plan + " --plan --batch 2 --threads 1");

@@ -1,16 +1,19 @@
 #include "cli_common.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
 #include "gpu_monitor.h"
+#include "kiln/calibration.h"
 
 namespace kiln::cli {
 
@@ -37,6 +40,64 @@ int resolved_threads(const GlobalOptions& global) {
   return n ? static_cast<int>(n) : 1;
 }
 
+namespace {
+
+// "[=========>          ] 256/512 samples, 180.3/s, 1.4 s left (pass 1 of 2)" on stderr,
+// rewritten in place.
+void print_progress(const CalibrationProgress& p) {
+  constexpr int kWidth = 30;
+  const double total = static_cast<double>(std::max<int64_t>(p.samples_total, 1));
+  const int filled = static_cast<int>(kWidth * std::min(1.0, p.samples_done / total));
+  std::string bar(static_cast<size_t>(filled), '=');
+  bar.resize(kWidth, ' ');
+  // Seconds per sample so far, over both passes: what is left of this pass and the next.
+  const double done = (p.pass - 1) * total + static_cast<double>(p.samples_done);
+  const double rate = p.seconds > 0 ? done / p.seconds : 0;
+  const double left = rate > 0 ? (p.passes * total - done) / rate : 0;
+  std::fprintf(stderr,
+               "\rkiln: calibrating [%s] %lld/%lld samples, %.1f/s, %.1f s left (pass %d of %d)",
+               bar.c_str(), static_cast<long long>(p.samples_done),
+               static_cast<long long>(p.samples_total), rate, left, p.pass, p.passes);
+  if (p.pass == p.passes && p.samples_done >= p.samples_total) std::fprintf(stderr, "\n");
+}
+
+// An int8 build that will calibrate (samples given, no cache to read): calibrated here, with a
+// progress bar, into the cache the build then reads (a temporary one where none is named).
+Status calibrate_first(const std::string& path, EngineOptions& options) {
+  if (options.precision != Precision::kInt8 || options.calibration_data.empty() ||
+      is_plan_file(path))
+    return Status::ok();
+  std::FILE* existing = options.calibration_cache.empty()
+                            ? nullptr
+                            : std::fopen(options.calibration_cache.c_str(), "rb");
+  if (existing) {
+    std::fclose(existing);
+    return Status::ok();
+  }
+  EngineOptions fp32 = options;
+  fp32.precision = Precision::kFp32;
+  fp32.shape_profiles.clear();
+  fp32.shape_ranges.clear();
+  fp32.only_profile_shapes = false;
+  fp32.time_tactics = false;
+  KILN_ASSIGN_OR_RETURN(auto engine, Engine::load(path, fp32));
+  KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(options.calibration_data, *engine));
+  if (options.calibration_cache.empty())
+    options.calibration_cache =
+        (std::filesystem::temp_directory_path() / ("kiln-" + std::to_string(::getpid()) + ".calib"))
+            .string();
+  KILN_ASSIGN_OR_RETURN(CalibrationResult r, calibrate(*engine, *source, options, print_progress));
+  if (r.samples < options.calibration_samples)
+    std::fprintf(stderr, "kiln: note: calibrated on %lld samples, fewer than the %d asked\n",
+                 static_cast<long long>(r.samples), options.calibration_samples);
+  if (r.skipped)
+    std::fprintf(stderr, "kiln: note: %lld unreadable samples skipped\n",
+                 static_cast<long long>(r.skipped));
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global,
                                             const std::vector<std::string>& fp32_values,
                                             const std::function<void(EngineOptions&)>& adjust) {
@@ -44,7 +105,11 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
   EngineOptions options = global.engine;
   options.fp32_values.insert(options.fp32_values.end(), fp32_values.begin(), fp32_values.end());
   if (adjust) adjust(options);
+  const bool temporary_cache = options.calibration_cache.empty();
+  KILN_RETURN_IF_ERROR(calibrate_first(path, options));
   auto engine = Engine::load(path, options);
+  if (temporary_cache && !options.calibration_cache.empty())
+    std::remove(options.calibration_cache.c_str());
   if (engine.is_ok())
     for (const std::string& line : (*engine)->report().fp32_kept)
       std::fprintf(stderr, "kiln: note: %s\n", line.c_str());
@@ -55,9 +120,6 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
                    "kiln: int8: %zu layers quantized (simulated in float: quantize, then "
                    "dequantize), %zu in float; %s scales from %s\n",
                    q.layers.size(), q.float_layers.size(), q.method.c_str(), q.source.c_str());
-    if (q.calibration_seconds > 0 && q.samples < options.calibration_samples)
-      std::fprintf(stderr, "kiln: note: calibrated on %lld samples, fewer than the %d asked\n",
-                   static_cast<long long>(q.samples), options.calibration_samples);
   }
   if (engine.is_ok())
     spdlog::info("loaded {} in {:.1f} ms ({} nodes)", path, (now_seconds() - t0) * 1e3,

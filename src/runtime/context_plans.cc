@@ -7,6 +7,7 @@
 #include <map>
 #include <new>
 
+#include "core/layout_index.h"
 #include "runtime/engine_impl.h"
 
 namespace kiln {
@@ -366,7 +367,20 @@ Result<Tensor> observed_float32(const TensorRef& ref, ContextDevice& device,
     KILN_RETURN_IF_ERROR(device.read(scratch.data(), ref.data, n));
     bytes = scratch.data();
   }
-  return tensor_from_bytes(bytes, ref.desc.dtype, ref.desc.shape, DataType::kFloat32);
+  Tensor t = tensor_from_bytes(bytes, ref.desc.dtype, ref.desc.shape, DataType::kFloat32);
+  const Layout layout = ref.desc.layout;
+  const Shape& s = ref.desc.shape;
+  if (layout == Layout::kPlain || s.size() != 4) return t;
+  // Stored NHWC or blocked: the elements in their logical order.
+  Tensor plain(DataType::kFloat32, s);
+  const float* from = t.data<float>();
+  float* to = plain.data<float>();
+  int64_t k = 0;
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < s[1]; ++c)
+      for (int64_t h = 0; h < s[2]; ++h)
+        for (int64_t w = 0; w < s[3]; ++w) to[k++] = from[layout_index(layout, s, n, c, h, w)];
+  return plain;
 }
 
 Status ContextPlans::observe_step(const PlanStep& st, RunObserver& observer) {

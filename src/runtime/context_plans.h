@@ -42,8 +42,9 @@ class RunObserver {
 };
 
 // The float32 value an observer sees (`ref`, in `device`'s memory) as a host float32 tensor
-// of its logical shape, whatever dtype the device holds it in; `scratch` holds the bytes
-// read back where the device computes outside host memory.
+// of its logical shape, in its logical element order, whatever dtype and layout the device
+// holds it in; `scratch` holds the bytes read back where the device computes outside host
+// memory.
 Result<Tensor> observed_float32(const TensorRef& ref, ContextDevice& device,
                                 std::vector<uint8_t>& scratch);
 

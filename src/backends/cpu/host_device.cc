@@ -6,6 +6,7 @@
 
 #include "backends/backend.h"
 #include "core/half.h"
+#include "core/layout_index.h"
 
 namespace kiln {
 
@@ -43,19 +44,6 @@ class HostPlanDevice final : public PlanDevice {
   // Conversion scratch, grown to the largest tensor converted.
   std::vector<float> floats_, floats_out_;
 };
-
-// The channel block of a blocked layout (nChw8c, nChw16c), or 0.
-int64_t block_of(Layout layout) {
-  return layout == Layout::kNChw8c ? 8 : layout == Layout::kNChw16c ? 16 : 0;
-}
-
-// The element index of logical [n, c, h, w] in `layout` of `shape`.
-int64_t index_of(Layout layout, const Shape& s, int64_t n, int64_t c, int64_t h, int64_t w) {
-  if (const int64_t b = block_of(layout))  // [N, C/b, H, W, b]
-    return (((n * (s[1] / b) + c / b) * s[2] + h) * s[3] + w) * b + c % b;
-  return layout == Layout::kNHWC ? ((n * s[2] + h) * s[3] + w) * s[1] + c
-                                 : ((n * s[1] + c) * s[2] + h) * s[3] + w;
-}
 
 Status HostPlanDevice::convert(const TensorRef& src, const TensorRef& dst) {
   const TensorDesc &a = src.desc, &b = dst.desc;
@@ -99,8 +87,8 @@ Status HostPlanDevice::convert(const TensorRef& src, const TensorRef& dst) {
     for (int64_t c = 0; c < s[1]; ++c)
       for (int64_t h = 0; h < s[2]; ++h)
         for (int64_t w = 0; w < s[3]; ++w) {
-          const int64_t i = index_of(a.layout, s, in, c, h, w);
-          const int64_t o = index_of(b.layout, s, in, c, h, w);
+          const int64_t i = layout_index(a.layout, s, in, c, h, w);
+          const int64_t o = layout_index(b.layout, s, in, c, h, w);
           if (as_float) {
             out[o] = floats_[i];
           } else {

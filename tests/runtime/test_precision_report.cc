@@ -1,0 +1,97 @@
+// compare_precision (kiln/precision_report.h) on the CPU: an int8 engine's layers against
+// fp32 (small, nonzero errors; a budget below them marks them), and a graph output the int8
+// engine loses to zeros, reported.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kiln/precision_report.h"
+#include "kiln/tensor_io.h"
+#include "onnx/onnx_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+// x [N,3,8,6] → Conv 3×3 → Relu "r" → Conv 1×1 → y.
+std::string model() {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"N", 3, 8, 6});
+  m.initializer("w1", {4, 3, 3, 3}, uniform(108, 1, -0.5f, 0.5f));
+  m.initializer("w2", {2, 4, 1, 1}, uniform(8, 3, -1.f, 1.f));
+  m.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  m.node("Relu", {"c1"}, {"r"}, "relu1");
+  m.node("Conv", {"r", "w2"}, {"y"}, "conv2");
+  m.output("y", kFloat, {"N", 2, 6, 4});
+  return m.bytes();
+}
+
+std::shared_ptr<Engine> int8_engine(const TempDir& dir, const Tensor& calibration) {
+  EXPECT_TRUE(write_npy(dir.file("c.npy"), calibration).is_ok());
+  EngineOptions o;
+  o.precision = Precision::kInt8;
+  o.calibration_data = dir.file("c.npy");
+  o.calibration_method = "minmax";
+  auto e = Engine::from_bytes(model(), o);
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? *e : nullptr;
+}
+
+std::vector<std::map<std::string, Tensor>> samples(float scale) {
+  return {{{"x", Tensor::from_floats({2, 3, 8, 6}, uniform(288, 7, -scale, scale))}},
+          {{"x", Tensor::from_floats({1, 3, 8, 6}, uniform(144, 8, -scale, scale))}}};
+}
+
+TEST(PrecisionReport, Int8LayersAgainstFp32) {
+  TempDir dir;
+  auto int8 = int8_engine(dir, Tensor::from_floats({8, 3, 8, 6}, uniform(1152, 4, -1, 1)));
+  auto fp32 = Engine::from_bytes(model(), {});
+  ASSERT_TRUE(int8 && fp32.is_ok());
+  auto r = compare_precision(*int8, **fp32, samples(1.f));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->precision, "int8");
+  EXPECT_EQ(r->samples, 2);
+  std::map<std::string, LayerError> by_value;
+  for (const LayerError& l : r->layers) by_value[l.value] = l;
+  ASSERT_TRUE(by_value.count("r") && by_value.count("y"));
+  for (const char* v : {"r", "y"}) {
+    EXPECT_GT(by_value[v].relative_l2, 1e-4) << v;
+    EXPECT_LT(by_value[v].relative_l2, 0.1) << v;
+    EXPECT_GT(by_value[v].cosine, 0.99) << v;
+  }
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_TRUE(r->lost.empty());
+  // A budget below the errors marks the layers.
+  auto strict = compare_precision(*int8, **fp32, samples(1.f), 1e-6);
+  ASSERT_TRUE(strict.is_ok());
+  for (const LayerError& l : strict->layers)
+    if (l.value == "r" || l.value == "y") EXPECT_TRUE(l.over_budget) << l.value;
+  EXPECT_FALSE(compare_precision(**fp32, *int8, samples(1.f)).is_ok());  // int8 as reference
+  EXPECT_FALSE(compare_precision(*int8, **fp32, {}).is_ok());
+}
+
+// Calibrated on inputs a million times larger than the ones it then sees: every input
+// quantizes to 0, the output is all zeros where fp32's is not. Said, never silent.
+TEST(PrecisionReport, AnOutputLostToZerosIsReported) {
+  TempDir dir;
+  std::vector<float> huge = uniform(1152, 4, -1e6f, 1e6f);
+  auto int8 = int8_engine(dir, Tensor::from_floats({8, 3, 8, 6}, huge));
+  auto fp32 = Engine::from_bytes(model(), {});
+  ASSERT_TRUE(int8 && fp32.is_ok());
+  auto r = compare_precision(*int8, **fp32, samples(1.f));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->lost.size(), 1u);
+  EXPECT_NE(r->lost[0].find("output 'y' is all zeros in int8"), std::string::npos) << r->lost[0];
+  ASSERT_EQ(r->outputs.size(), 1u);
+  EXPECT_TRUE(r->outputs[0].over_budget);
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -535,6 +535,17 @@ TEST_F(Cli, BuildsAnInt8PlanFromCalibrationSamples) {
       << inspected.out;
   auto run = kiln("bench " + plan + " --batch 2 --warmup 0 --duration 0.05 --threads 1");
   ASSERT_EQ(run.code, 0) << run.err;
+  // The per-layer comparison against fp32, on the samples calibration left over (8 of 40).
+  auto report = kiln("inspect " + model + " --precision int8 --calib " + npy +
+                     " --calib-samples 32 --calib-batch 4 --calib-method minmax --threads 1 "
+                     "--precision-report --max-layer-error 0.5");
+  ASSERT_EQ(report.code, 0) << report.err;
+  EXPECT_NE(report.out.find("precision report: int8 against fp32 on 2 batches of samples of"),
+            std::string::npos)
+      << report.out;
+  EXPECT_NE(report.out.find("after the 32 calibration takes"), std::string::npos) << report.out;
+  EXPECT_NE(report.out.find("output logits"), std::string::npos) << report.out;
+  expect_error(kiln("inspect " + model + " --precision-report"), 2, "compares a reduced precision");
   expect_error(kiln("build " + model + " --precision int8 -o " + path("g.kiln").string()), 1,
                "precision int8 needs calibration samples");
   expect_error(kiln("build " + model + " --precision int8 --calib-method median -o " +

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "kiln/calibration.h"
+#include "kiln/precision_report.h"
 
 namespace kiln::cli {
 
@@ -19,6 +21,8 @@ struct InspectOptions {
   bool passes = false;
   bool plan = false;
   bool plan_steps = false;
+  bool precision_report = false;
+  double max_layer_error = kDefaultMaxLayerError;
   int64_t batch = 0;
 };
 
@@ -134,6 +138,89 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
   return kExitOk;
 }
 
+// Up to `batches` batches of the calibration samples for the comparison: those after the
+// ones calibration takes where the data holds more (held aside), else the same ones (said).
+Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engine& fp32,
+                                                                      const EngineOptions& o,
+                                                                      int batches,
+                                                                      std::string* what) {
+  KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(o.calibration_data, fp32));
+  std::vector<std::map<std::string, Tensor>> kept;
+  int64_t skipped = 0;
+  while (skipped < o.calibration_samples) {
+    KILN_ASSIGN_OR_RETURN(auto b, source->next(static_cast<int>(std::min<int64_t>(
+                                      o.calibration_batch, o.calibration_samples - skipped))));
+    if (b.empty()) break;
+    skipped += b.begin()->second.shape()[0];
+  }
+  *what = "samples of " + source->describe() + " after the " + std::to_string(skipped) +
+          " calibration takes";
+  for (int k = 0; k < batches; ++k) {
+    KILN_ASSIGN_OR_RETURN(auto b, source->next(o.calibration_batch));
+    if (b.empty()) break;
+    kept.push_back(std::move(b));
+  }
+  if (!kept.empty()) return kept;
+  KILN_RETURN_IF_ERROR(source->rewind());
+  *what = "the calibration samples of " + source->describe() +
+          " themselves (none is left over to hold aside)";
+  for (int k = 0; k < batches; ++k) {
+    KILN_ASSIGN_OR_RETURN(auto b, source->next(o.calibration_batch));
+    if (b.empty()) break;
+    kept.push_back(std::move(b));
+  }
+  return kept;
+}
+
+// --precision-report: every layer of the engine --precision asks for against fp32 on the
+// same device, on held-aside calibration samples (--calib), else on random inputs (said).
+int print_precision_report(const InspectOptions& o, const GlobalOptions& g,
+                           const std::vector<std::string>& fp32_values) {
+  if (g.engine.precision == Precision::kFp32)
+    return usage_error(
+        "--precision-report compares a reduced precision (--precision "
+        "fp16|bf16|int8...) with fp32");
+  auto reduced = load_engine(o.model, g, fp32_values);
+  if (!reduced.is_ok()) return fail(reduced.status());
+  EngineOptions fo = g.engine;
+  fo.precision = Precision::kFp32;
+  fo.precision_overrides.clear();
+  fo.fp32_values.clear();
+  auto fp32 = Engine::load(o.model, fo);
+  if (!fp32.is_ok()) return fail(fp32.status());
+  std::vector<std::map<std::string, Tensor>> samples;
+  std::string what;
+  if (!g.engine.calibration_data.empty()) {
+    auto held = held_aside_samples(**fp32, g.engine, 4, &what);
+    if (!held.is_ok()) return fail(held.status());
+    samples = std::move(*held);
+  } else {
+    for (uint32_t seed : {1u, 2u}) {
+      auto r = random_inputs(**fp32, o.batch > 0 ? o.batch : 1, {}, seed);
+      if (!r.is_ok()) return usage_error(r.status().message());
+      samples.push_back(std::move(*r));
+    }
+    what = "2 random inputs, not inputs like the real ones (give --calib DIR|FILE.npy)";
+  }
+  auto r = compare_precision(**reduced, **fp32, samples, o.max_layer_error);
+  if (!r.is_ok()) return fail(r.status());
+  int over = 0;
+  for (const LayerError& l : r->layers) over += l.over_budget;
+  std::printf(
+      "\nprecision report: %s against fp32 on %d batches of %s; budget %g relative L2, "
+      "%d of %zu values over it\n",
+      r->precision.c_str(), r->samples, what.c_str(), r->max_layer_error, over, r->layers.size());
+  std::printf("  %-36s %-20s %12s %10s\n", "value (node)", "op", "rel. L2", "cosine");
+  for (const LayerError& l : r->layers)
+    std::printf("  %-36s %-20s %12.3e %10.6f%s\n", (l.value + " (" + l.node + ")").c_str(),
+                l.op.c_str(), l.relative_l2, l.cosine, l.over_budget ? "  OVER" : "");
+  for (const LayerError& l : r->outputs)
+    std::printf("  output %-29s %-20s %12.3e %10.6f%s\n", l.value.c_str(), "", l.relative_l2,
+                l.cosine, l.over_budget ? "  OVER" : "");
+  for (const std::string& line : r->lost) std::printf("  LOST: %s\n", line.c_str());
+  return kExitOk;
+}
+
 int run(const InspectOptions& o, const GlobalOptions& g) {
   // A plan file holds an engine: its summary comes from that engine itself (loaded on the
   // device it was built for: --device must agree).
@@ -185,7 +272,11 @@ int run(const InspectOptions& o, const GlobalOptions& g) {
     fp32_values = print_fp16_range(o.model, g, o.batch > 0 ? o.batch : 1, {}, true);
     if (g.no_fp16_fallback) fp32_values.clear();
   }
-  if (g.cuda() || o.plan || o.plan_steps) return print_plan(o, g, fp32_values);
+  if (g.cuda() || o.plan || o.plan_steps) {
+    const int code = print_plan(o, g, fp32_values);
+    if (code != kExitOk || !o.precision_report) return code;
+  }
+  if (o.precision_report) return print_precision_report(o, g, fp32_values);
   return kExitOk;
 }
 
@@ -206,6 +297,12 @@ Command add_inspect_command(CLI::App& root, const GlobalOptions& global) {
   app->add_flag("--plan-steps", o->plan_steps,
                 "also print the plan as data: every step's device and kernel, and each "
                 "operand's dtype, shape, layout and place in the arena");
+  app->add_flag("--precision-report", o->precision_report,
+                "every layer of the --precision engine against fp32 (relative L2, cosine), on "
+                "held-aside --calib samples, else random inputs");
+  app->add_option("--max-layer-error", o->max_layer_error,
+                  "--precision-report: the relative L2 error a layer may reach (default 0.01)")
+      ->check(CLI::PositiveNumber);
   app->add_option("-b,--batch", o->batch, "the batch size of the plan to print (default 1)")
       ->check(CLI::PositiveNumber);
   return {app, [o, &global] { return run(*o, global); }};

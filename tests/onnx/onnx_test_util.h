@@ -118,6 +118,16 @@ void add_attr(onnx::NodeProto& n, const std::string& name, const T& value) {
   *n.add_attribute() = onnx::MakeAttribute(name, value);
 }
 
+// `n` floats drawn uniformly from [lo, hi), the same for the same seed (weights and inputs of
+// the models these tests build).
+inline std::vector<float> uniform_floats(size_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
 // A fresh empty folder under the system temp dir, removed by the destructor.
 class TempDir {
  public:

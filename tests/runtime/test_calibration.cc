@@ -14,21 +14,14 @@
 namespace kiln::test {
 namespace {
 
-std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
-// x [N,3,8,6] → Conv 3×3 (4 filters) → Relu "r" → Conv 1×1 (2 filters) → y [N,2,6,4].
-std::string two_conv_model() {
+// x [N,3,8,6] → Conv 3×3 (4 filters) → Relu "r" → Conv 1×1 (2 filters) → y [N,2,6,4]; the
+// first conv's weights drawn with `seed`.
+std::string two_conv_model(uint32_t seed = 1) {
   ModelBuilder m(13);
   m.input("x", kFloat, {"N", 3, 8, 6});
-  m.initializer("w1", {4, 3, 3, 3}, uniform(108, 1, -0.5f, 0.5f));
-  m.initializer("b1", {4}, uniform(4, 2, -0.1f, 0.1f));
-  m.initializer("w2", {2, 4, 1, 1}, uniform(8, 3, -1.f, 1.f));
+  m.initializer("w1", {4, 3, 3, 3}, uniform_floats(108, seed, -0.5f, 0.5f));
+  m.initializer("b1", {4}, uniform_floats(4, 2, -0.1f, 0.1f));
+  m.initializer("w2", {2, 4, 1, 1}, uniform_floats(8, 3, -1.f, 1.f));
   m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
   m.node("Relu", {"c1"}, {"r"}, "relu1");
   m.node("Conv", {"r", "w2"}, {"y"}, "conv2");
@@ -38,7 +31,7 @@ std::string two_conv_model() {
 
 // 20 samples, with one large value so min-max and the other methods differ.
 Tensor samples() {
-  std::vector<float> v = uniform(20 * 3 * 8 * 6, 4, -1.f, 1.f);
+  std::vector<float> v = uniform_floats(20 * 3 * 8 * 6, 4, -1.f, 1.f);
   v[77] = 6.f;
   return Tensor::from_floats({20, 3, 8, 6}, v);
 }
@@ -88,7 +81,8 @@ TEST(Calibration, MinMaxFindsTheLargestMagnitudeOfEachLayerInput) {
   // The plan records each 8-bit value's scale with its slot.
   auto planned = (*e)->create_context();
   ASSERT_TRUE(
-      planned->run({{"x", Tensor::from_floats({1, 3, 8, 6}, uniform(144, 8, -1, 1))}}).is_ok());
+      planned->run({{"x", Tensor::from_floats({1, 3, 8, 6}, uniform_floats(144, 8, -1, 1))}})
+          .is_ok());
   auto info = planned->plan();
   ASSERT_TRUE(info.is_ok());
   EXPECT_NE(info->text().find(" q(scale 0.04724409"), std::string::npos)
@@ -97,7 +91,7 @@ TEST(Calibration, MinMaxFindsTheLargestMagnitudeOfEachLayerInput) {
   // The int8 engine's answer: near fp32's, not equal to it.
   auto fp32 = Engine::from_bytes(model, {});
   ASSERT_TRUE(fp32.is_ok());
-  const Tensor one = Tensor::from_floats({1, 3, 8, 6}, uniform(144, 9, -1.f, 1.f));
+  const Tensor one = Tensor::from_floats({1, 3, 8, 6}, uniform_floats(144, 9, -1.f, 1.f));
   auto a = (*e)->create_context()->run({{"x", one}});
   auto b = (*fp32)->create_context()->run({{"x", one}});
   ASSERT_TRUE(a.is_ok() && b.is_ok());
@@ -133,16 +127,7 @@ TEST(Calibration, TheCacheIsReusedWithoutSamplesAndRefusedForAnotherMethod) {
       << other.status().to_string();
 
   // Another model (other weights): refused too.
-  ModelBuilder m(13);
-  m.input("x", kFloat, {"N", 3, 8, 6});
-  m.initializer("w1", {4, 3, 3, 3}, uniform(108, 11, -0.5f, 0.5f));
-  m.initializer("b1", {4}, uniform(4, 2, -0.1f, 0.1f));
-  m.initializer("w2", {2, 4, 1, 1}, uniform(8, 3, -1.f, 1.f));
-  m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
-  m.node("Relu", {"c1"}, {"r"}, "relu1");
-  m.node("Conv", {"r", "w2"}, {"y"}, "conv2");
-  m.output("y", kFloat, {"N", 2, 6, 4});
-  auto foreign = Engine::from_bytes(m.bytes(), int8_options("", dir.file("c.calib")));
+  auto foreign = Engine::from_bytes(two_conv_model(11), int8_options("", dir.file("c.calib")));
   ASSERT_FALSE(foreign.is_ok());
   EXPECT_NE(foreign.status().message().find("model"), std::string::npos)
       << foreign.status().to_string();
@@ -166,9 +151,9 @@ TEST(Calibration, NoSamplesAndNoCacheIsAClearError) {
 TEST(Calibration, BadNpySamplesAreNamed) {
   TempDir dir;
   const std::string model = two_conv_model();
-  ASSERT_TRUE(
-      write_npy(dir.file("shape.npy"), Tensor::from_floats({2, 3, 8, 5}, uniform(240, 1, 0, 1)))
-          .is_ok());
+  ASSERT_TRUE(write_npy(dir.file("shape.npy"),
+                        Tensor::from_floats({2, 3, 8, 5}, uniform_floats(240, 1, 0, 1)))
+                  .is_ok());
   auto shape = Engine::from_bytes(model, int8_options(dir.file("shape.npy"), ""));
   ASSERT_FALSE(shape.is_ok());
   EXPECT_NE(shape.status().message().find("dimension 3 is 5"), std::string::npos)
@@ -215,7 +200,7 @@ TEST(Calibration, ImageDirectory) {
   dir.write("notes.txt", "not an image");
   ModelBuilder m(13);
   m.input("x", kFloat, {"N", 3, 16, 12});
-  m.initializer("w", {2, 3, 3, 3}, uniform(54, 1, -0.5f, 0.5f));
+  m.initializer("w", {2, 3, 3, 3}, uniform_floats(54, 1, -0.5f, 0.5f));
   m.node("Conv", {"x", "w"}, {"y"}, "conv");
   m.output("y", kFloat, {"N", 2, 14, 10});
   EngineOptions o = int8_options(dir.path().string(), "");
@@ -289,7 +274,7 @@ TEST(Calibration, ProgramSamplesThenAPlanFile) {
   ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
   EXPECT_EQ((*loaded)->options().precision, Precision::kInt8);
   EXPECT_EQ((*loaded)->report().quantization.source, "the engine's saved calibration");
-  const Tensor one = Tensor::from_floats({2, 3, 8, 6}, uniform(288, 5, -1.f, 1.f));
+  const Tensor one = Tensor::from_floats({2, 3, 8, 6}, uniform_floats(288, 5, -1.f, 1.f));
   auto a = (*int8)->create_context()->run({{"x", one}});
   auto b = (*loaded)->create_context()->run({{"x", one}});
   ASSERT_TRUE(a.is_ok() && b.is_ok());

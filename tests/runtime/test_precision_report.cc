@@ -12,20 +12,12 @@
 namespace kiln::test {
 namespace {
 
-std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
 // x [N,3,8,6] → Conv 3×3 → Relu "r" → Conv 1×1 → y.
 std::string model() {
   ModelBuilder m(13);
   m.input("x", kFloat, {"N", 3, 8, 6});
-  m.initializer("w1", {4, 3, 3, 3}, uniform(108, 1, -0.5f, 0.5f));
-  m.initializer("w2", {2, 4, 1, 1}, uniform(8, 3, -1.f, 1.f));
+  m.initializer("w1", {4, 3, 3, 3}, uniform_floats(108, 1, -0.5f, 0.5f));
+  m.initializer("w2", {2, 4, 1, 1}, uniform_floats(8, 3, -1.f, 1.f));
   m.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
   m.node("Relu", {"c1"}, {"r"}, "relu1");
   m.node("Conv", {"r", "w2"}, {"y"}, "conv2");
@@ -45,13 +37,13 @@ std::shared_ptr<Engine> int8_engine(const TempDir& dir, const Tensor& calibratio
 }
 
 std::vector<std::map<std::string, Tensor>> samples(float scale) {
-  return {{{"x", Tensor::from_floats({2, 3, 8, 6}, uniform(288, 7, -scale, scale))}},
-          {{"x", Tensor::from_floats({1, 3, 8, 6}, uniform(144, 8, -scale, scale))}}};
+  return {{{"x", Tensor::from_floats({2, 3, 8, 6}, uniform_floats(288, 7, -scale, scale))}},
+          {{"x", Tensor::from_floats({1, 3, 8, 6}, uniform_floats(144, 8, -scale, scale))}}};
 }
 
 TEST(PrecisionReport, Int8LayersAgainstFp32) {
   TempDir dir;
-  auto int8 = int8_engine(dir, Tensor::from_floats({8, 3, 8, 6}, uniform(1152, 4, -1, 1)));
+  auto int8 = int8_engine(dir, Tensor::from_floats({8, 3, 8, 6}, uniform_floats(1152, 4, -1, 1)));
   auto fp32 = Engine::from_bytes(model(), {});
   ASSERT_TRUE(int8 && fp32.is_ok());
   auto r = compare_precision(*int8, **fp32, samples(1.f));
@@ -81,7 +73,7 @@ TEST(PrecisionReport, Int8LayersAgainstFp32) {
 // quantizes to 0, the output is all zeros where fp32's is not. Said, never silent.
 TEST(PrecisionReport, AnOutputLostToZerosIsReported) {
   TempDir dir;
-  std::vector<float> huge = uniform(1152, 4, -1e6f, 1e6f);
+  std::vector<float> huge = uniform_floats(1152, 4, -1e6f, 1e6f);
   auto int8 = int8_engine(dir, Tensor::from_floats({8, 3, 8, 6}, huge));
   auto fp32 = Engine::from_bytes(model(), {});
   ASSERT_TRUE(int8 && fp32.is_ok());

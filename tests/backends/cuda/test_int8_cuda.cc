@@ -13,28 +13,20 @@
 namespace kiln::test {
 namespace {
 
-std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(gen);
-  return v;
-}
-
 TEST(CudaInt8, CalibratedEngineRunsItsQuantizationOnTheGpu) {
   ModelBuilder m(13);
   m.input("x", kFloat, {"N", 8, 12, 10});
-  m.initializer("w1", {16, 8, 3, 3}, uniform(16 * 8 * 9, 1, -0.2f, 0.2f));
-  m.initializer("b1", {16}, uniform(16, 2, -0.1f, 0.1f));
-  m.initializer("w2", {8, 16, 1, 1}, uniform(8 * 16, 3, -0.5f, 0.5f));
+  m.initializer("w1", {16, 8, 3, 3}, uniform_floats(16 * 8 * 9, 1, -0.2f, 0.2f));
+  m.initializer("b1", {16}, uniform_floats(16, 2, -0.1f, 0.1f));
+  m.initializer("w2", {8, 16, 1, 1}, uniform_floats(8 * 16, 3, -0.5f, 0.5f));
   m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
   m.node("Relu", {"c1"}, {"r"}, "relu1");
   m.node("Conv", {"r", "w2"}, {"y"}, "conv2");
   m.output("y", kFloat, {"N", 8, 10, 8});
   TempDir dir;
-  ASSERT_TRUE(
-      write_npy(dir.file("x.npy"), Tensor::from_floats({16, 8, 12, 10}, uniform(15360, 4, -1, 1)))
-          .is_ok());
+  ASSERT_TRUE(write_npy(dir.file("x.npy"),
+                        Tensor::from_floats({16, 8, 12, 10}, uniform_floats(15360, 4, -1, 1)))
+                  .is_ok());
   EngineOptions o;
   o.precision = Precision::kInt8;
   o.calibration_data = dir.file("x.npy");
@@ -53,7 +45,7 @@ TEST(CudaInt8, CalibratedEngineRunsItsQuantizationOnTheGpu) {
   ASSERT_EQ(qg.size(), 2u);
   for (size_t i = 0; i < 2; ++i) EXPECT_NEAR(qg[i].amax, qc[i].amax, 1e-5 * qc[i].amax);
   const std::map<std::string, Tensor> in = {
-      {"x", Tensor::from_floats({3, 8, 12, 10}, uniform(2880, 5, -1, 1))}};
+      {"x", Tensor::from_floats({3, 8, 12, 10}, uniform_floats(2880, 5, -1, 1))}};
   auto want = (*cpu)->create_context()->run(in);
   auto ctx = (*gpu)->create_context();
   auto got = ctx->run(in);

@@ -168,7 +168,11 @@ Result<CalibrationResult> calibrate(
   KILN_ASSIGN_OR_RETURN(const int64_t samples,
                         run_pass(*ctx, source, observer, options.calibration_samples,
                                  options.calibration_batch, p, progress, t0));
-  if (samples == 0) return invalid_argument("calibrate: no samples in " + source.describe());
+  if (samples == 0)
+    return invalid_argument("calibrate: no samples in " + source.describe() +
+                            (source.skipped()
+                                 ? " (" + std::to_string(source.skipped()) + " could not be read)"
+                                 : std::string()));
   if (passes == 2) {
     observer.start_histograms();
     p = {2, passes, 0, samples, 0};

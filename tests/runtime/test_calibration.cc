@@ -214,6 +214,14 @@ TEST(Calibration, ImageDirectory) {
   EXPECT_GT(q.layers[0].amax, 1.0);
   EXPECT_LE(q.layers[0].amax, 2.65);
 
+  TempDir broken;
+  broken.write("a.jpg", "\xff\xd8\xff garbage");
+  broken.write("b.png", "not a png");
+  auto unreadable = Engine::from_bytes(m.bytes(), int8_options(broken.path().string(), ""));
+  ASSERT_FALSE(unreadable.is_ok());
+  EXPECT_NE(unreadable.status().message().find("(2 could not be read)"), std::string::npos)
+      << unreadable.status().to_string();
+
   TempDir empty;
   auto none = Engine::from_bytes(m.bytes(), int8_options(empty.path().string(), ""));
   ASSERT_FALSE(none.is_ok());

@@ -760,7 +760,10 @@ Result<DeviceMemoryInfo> ContextPlans::memory() const {
   const size_t main = device_index(device_->kind()), cpu = device_index(DeviceKind::kCpu);
   m.arena = e.plan->arena_bytes[main];
   m.arena_lower_bound = e.plan->arena_lower_bound[main];
-  m.workspace = static_cast<int64_t>(e.plan->workspace_bytes[main]);
+  // The workspace is shared: the largest any segment asks for.
+  m.workspace = static_cast<int64_t>(top.plan->workspace_bytes[main]);
+  for (const Entry* s : top.chain)
+    m.workspace = std::max(m.workspace, static_cast<int64_t>(s->plan->workspace_bytes[main]));
   // Host memory a device that computes elsewhere stages through: its host steps' arena, and
   // the inputs' and outputs' staging.
   if (e.io) m.pinned_host = e.plan->arena_bytes[cpu] + e.staging_bytes;

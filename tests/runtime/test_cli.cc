@@ -249,6 +249,28 @@ TEST_F(Cli, Fp16RangeGuardNamesTheOverflowingNode) {
   r = kiln("inspect --precision fp16 " + cool);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("float values inside fp16's range"), std::string::npos) << r.out;
+
+  // y = 1000·x: random inputs stay inside fp16's range, inputs like the real ones (--calib,
+  // values of 100) do not. The report says which it ran on.
+  std::string scaled = ModelBuilder()
+                           .input("x", {"batch", "16"})
+                           .output("y", {"batch", "16"})
+                           .initializer("k", {}, {1e3f})
+                           .node("Mul", {"x", "k"}, {"y"})
+                           .save(path("scaled.onnx"));
+  const std::string real = path("real.npy").string();
+  ASSERT_TRUE(write_npy(real, Tensor::from_floats({4, 16}, std::vector<float>(64, 100.f))).is_ok());
+  r = kiln("inspect --precision fp16 " + scaled);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("inside fp16's range (float32 run on 2 random inputs; --calib"),
+            std::string::npos)
+      << r.out;
+  r = kiln("inspect --precision fp16 --calib " + real + " " + scaled);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("1 of 1 float values leave fp16's range (float32 run on 1 samples of " + real),
+      std::string::npos)
+      << r.out;
 }
 
 TEST_F(Cli, BenchWritesJson) {

@@ -79,6 +79,11 @@ struct CalibrationResult {
   std::string cache;                   // the cache written, or empty
 };
 
+// The options of the fp32 engine that calibrates for an int8 build with `options`: the same
+// model form, device and threads, in fp32 with no per-node precision, no shape profiles, CUDA
+// graphs or kernel timing (calibration needs the values, not speed).
+EngineOptions calibration_engine_options(const EngineOptions& options);
+
 // Calibrates for an int8 build with `options` (its calibration_method, calibration_samples,
 // calibration_batch and calibration_cache; its device and the rest as the int8 engine will be
 // built) by running `fp32_engine` (built with those options but fp32 precision) on `source`'s

@@ -147,6 +147,19 @@ std::vector<std::string> calibration_values(const Engine& engine) {
   return int8_calibration_values(*engine_impl(engine).graph);
 }
 
+EngineOptions calibration_engine_options(const EngineOptions& options) {
+  EngineOptions o = options;
+  o.precision = Precision::kFp32;
+  o.precision_overrides.clear();
+  o.fp32_values.clear();
+  o.shape_profiles.clear();
+  o.shape_ranges.clear();
+  o.only_profile_shapes = false;
+  o.cuda_graph = false;
+  o.time_tactics = false;  // the fp32 kernels' first choice
+  return o;
+}
+
 Result<CalibrationResult> calibrate(
     const Engine& fp32_engine, CalibrationSource& source, const EngineOptions& options,
     const std::function<void(const CalibrationProgress&)>& progress) {
@@ -209,16 +222,8 @@ Result<quant::CalibrationTable> int8_calibration(const std::string& model_bytes,
                                                  const std::string& model_dir,
                                                  const EngineOptions& options,
                                                  QuantizationReport& report) {
-  EngineOptions o = options;
-  o.precision = Precision::kFp32;
-  o.precision_overrides.clear();
-  o.fp32_values.clear();
-  o.shape_profiles.clear();
-  o.shape_ranges.clear();
-  o.only_profile_shapes = false;
-  o.cuda_graph = false;
-  o.time_tactics = false;  // the fp32 kernels' first choice: calibration needs no speed
-  KILN_ASSIGN_OR_RETURN(auto fp32, Engine::from_bytes(model_bytes, o, model_dir));
+  KILN_ASSIGN_OR_RETURN(
+      auto fp32, Engine::from_bytes(model_bytes, calibration_engine_options(options), model_dir));
   quant::CalibrationTable expected = expected_calibration(*fp32, options);
   const std::vector<std::string> values = calibration_values(*fp32);
   const std::string& cache = options.calibration_cache;

@@ -67,20 +67,9 @@ Status calibrate_first(const std::string& path, EngineOptions& options) {
   if (options.precision != Precision::kInt8 || options.calibration_data.empty() ||
       is_plan_file(path))
     return Status::ok();
-  std::FILE* existing = options.calibration_cache.empty()
-                            ? nullptr
-                            : std::fopen(options.calibration_cache.c_str(), "rb");
-  if (existing) {
-    std::fclose(existing);
+  if (!options.calibration_cache.empty() && std::filesystem::exists(options.calibration_cache))
     return Status::ok();
-  }
-  EngineOptions fp32 = options;
-  fp32.precision = Precision::kFp32;
-  fp32.shape_profiles.clear();
-  fp32.shape_ranges.clear();
-  fp32.only_profile_shapes = false;
-  fp32.time_tactics = false;
-  KILN_ASSIGN_OR_RETURN(auto engine, Engine::load(path, fp32));
+  KILN_ASSIGN_OR_RETURN(auto engine, Engine::load(path, calibration_engine_options(options)));
   KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(options.calibration_data, *engine));
   if (options.calibration_cache.empty())
     options.calibration_cache =
@@ -136,6 +125,17 @@ void print_quantization(const QuantizationReport& q) {
     std::printf("  %-32s %-7s %-32s %12.6g  %s\n", l.node.c_str(), l.op.c_str(), l.input.c_str(),
                 l.amax, l.runs.c_str());
   for (const std::string& line : q.float_layers) std::printf("  in float: %s\n", line.c_str());
+}
+
+Result<std::vector<std::map<std::string, Tensor>>> next_batches(CalibrationSource& source,
+                                                                int batches, int batch) {
+  std::vector<std::map<std::string, Tensor>> r;
+  for (int k = 0; k < batches; ++k) {
+    KILN_ASSIGN_OR_RETURN(auto b, source.next(batch));
+    if (b.empty()) break;
+    r.push_back(std::move(b));
+  }
+  return r;
 }
 
 Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what) {

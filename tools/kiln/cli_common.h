@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/calibration.h"
 #include "kiln/engine.h"
 #include "kiln/fp16_range.h"
 #include "kiln/pipeline.h"
@@ -63,6 +64,10 @@ int usage_error(const std::string& message);
 
 // The thread count the engine runs with (the option, or the core count when 0).
 int resolved_threads(const GlobalOptions& global);
+// Up to `batches` batches of at most `batch` samples each from `source`, fewer where it runs
+// out.
+Result<std::vector<std::map<std::string, Tensor>>> next_batches(CalibrationSource& source,
+                                                                int batches, int batch);
 // An int8 engine's quantization, one line per layer (nothing for other engines).
 void print_quantization(const QuantizationReport& q);
 

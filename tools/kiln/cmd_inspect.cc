@@ -145,7 +145,6 @@ Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engi
                                                                       int batches,
                                                                       std::string* what) {
   KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(o.calibration_data, fp32));
-  std::vector<std::map<std::string, Tensor>> kept;
   int64_t skipped = 0;
   while (skipped < o.calibration_samples) {
     KILN_ASSIGN_OR_RETURN(auto b, source->next(static_cast<int>(std::min<int64_t>(
@@ -155,21 +154,12 @@ Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engi
   }
   *what = "samples of " + source->describe() + " after the " + std::to_string(skipped) +
           " calibration takes";
-  for (int k = 0; k < batches; ++k) {
-    KILN_ASSIGN_OR_RETURN(auto b, source->next(o.calibration_batch));
-    if (b.empty()) break;
-    kept.push_back(std::move(b));
-  }
+  KILN_ASSIGN_OR_RETURN(auto kept, next_batches(*source, batches, o.calibration_batch));
   if (!kept.empty()) return kept;
   KILN_RETURN_IF_ERROR(source->rewind());
   *what = "the calibration samples of " + source->describe() +
           " themselves (none is left over to hold aside)";
-  for (int k = 0; k < batches; ++k) {
-    KILN_ASSIGN_OR_RETURN(auto b, source->next(o.calibration_batch));
-    if (b.empty()) break;
-    kept.push_back(std::move(b));
-  }
-  return kept;
+  return next_batches(*source, batches, o.calibration_batch);
 }
 
 // --precision-report: every layer of the engine --precision asks for against fp32 on the

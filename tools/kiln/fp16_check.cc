@@ -24,13 +24,7 @@ namespace {
 Result<std::vector<std::map<std::string, Tensor>>> calibration_samples(const Engine& engine,
                                                                        const std::string& data) {
   KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(data, engine));
-  std::vector<std::map<std::string, Tensor>> samples;
-  for (int k = 0; k < 4; ++k) {
-    KILN_ASSIGN_OR_RETURN(auto batch, source->next(4));
-    if (batch.empty()) break;
-    samples.push_back(std::move(batch));
-  }
-  return samples;
+  return next_batches(*source, 4, 4);
 }
 
 }  // namespace

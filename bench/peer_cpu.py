@@ -12,6 +12,8 @@ and prints both and the ratio kiln/ORT. Alternating and taking medians is what m
 ratio meaningful on a shared, noisy machine; the absolute numbers are not.
 With --kiln-before, a second kiln build (the one before a change) joins the rotation, and the
 table adds its throughput and the ratio after/before: a before-and-after comparison in one run.
+With --also NAME=FILE (repeatable), kiln on another model or plan file joins the rotation (an
+int8 plan: `--also int8=r50.int8.kiln`), reported against ORT and against the first kiln.
 Standard library only (Debian /usr/bin/python3).
 """
 
@@ -75,6 +77,8 @@ def main():
     p.add_argument("--warmup", type=float, default=1.0, help="untimed seconds per run")
     p.add_argument("--kiln", default=os.path.join(ROOT, "build", "kiln"))
     p.add_argument("--kiln-before", help="a second kiln binary (before a change) to alternate with")
+    p.add_argument("--also", action="append", default=[], metavar="NAME=FILE",
+                   help="kiln on another model or plan file (an int8 plan) in the rotation")
     p.add_argument("--node", default="node")
     p.add_argument("--markdown", help="append the result row to this Markdown file")
     a = p.parse_args()
@@ -89,6 +93,13 @@ def main():
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     times = ["--warmup", str(a.warmup), "--duration", str(a.duration)]
     results = {"ort": [], "kiln": [], "before": []}
+    also = {}
+    for spec in a.also:
+        name, _, path = spec.partition("=")
+        if not name or not os.path.isfile(path) or name in results:
+            p.error(f"--also {spec}: NAME=FILE, an existing file and a new name")
+        also[name] = path
+        results[name] = []
     with tempfile.TemporaryDirectory(prefix="kiln_peer_") as tmp:
         out = os.path.join(tmp, "result.json")
         cmds = {
@@ -99,6 +110,8 @@ def main():
         }
         if a.kiln_before:
             cmds["before"] = [a.kiln_before] + cmds["kiln"][1:]
+        for name, path in also.items():
+            cmds[name] = cmds["kiln"][:4] + [path] + cmds["kiln"][5:]
         names = list(cmds)
         for r in range(a.rounds):
             # Each contender goes first in turn (with two, the order swaps every round).
@@ -127,6 +140,10 @@ def main():
     if before_ips:
         print(f"kiln before: {before_ips:.1f} img/s ({before_ips / ort_ips:.3f} of ORT); "
               f"after/before {kiln_ips / before_ips:.3f}")
+    for n in also:
+        ips = statistics.median(results[n])
+        print(f"kiln {n} ({os.path.basename(also[n])}): {ips:.1f} img/s ({ips / ort_ips:.3f} of "
+              f"ORT, {ips / kiln_ips:.3f} of kiln)")
     print(f"median of {a.rounds} alternating rounds of {a.duration:g} s each")
     print(f"machine: {mach}")
     print(f"date:    {date}")
@@ -145,6 +162,11 @@ def main():
                         f"{before_ips:.1f} | {before_ips / ort_ips:.3f} | {a.rounds} × "
                         f"{a.duration:g} | {mach} | {date} | after/before "
                         f"{kiln_ips / before_ips:.3f} |\n")
+            for n in also:
+                ips = statistics.median(results[n])
+                f.write(f"| {name} ({n}: {os.path.basename(also[n])}) | {a.batch} | {a.threads} "
+                        f"| {ort_ips:.1f} | {ips:.1f} | {ips / ort_ips:.3f} | {a.rounds} × "
+                        f"{a.duration:g} | {mach} | {date} | {n}/kiln {ips / kiln_ips:.3f} |\n")
 
 
 if __name__ == "__main__":

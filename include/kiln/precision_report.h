@@ -25,6 +25,9 @@ struct LayerError {
   double relative_l2 = 0;
   double cosine = 1;
   bool over_budget = false;  // relative_l2 > PrecisionReport::max_layer_error
+  // The float values the node reads (through an 8-bit Q → DQ pair: the value quantized), by
+  // name: where the error came in is the first node over budget whose inputs are within it.
+  std::vector<std::string> inputs;
 };
 
 struct PrecisionReport {
@@ -47,5 +50,24 @@ inline constexpr double kDefaultMaxLayerError = 0.01;
 Result<PrecisionReport> compare_precision(const Engine& reduced, const Engine& fp32,
                                           const std::vector<std::map<std::string, Tensor>>& samples,
                                           double max_layer_error = kDefaultMaxLayerError);
+
+// Fallback by measured error: the layers of a reduced engine (`reduced.precision` fp16, bf16
+// or int8) to keep at the next higher precision so that no layer's error against fp32 on
+// `samples` exceeds `max_layer_error`, found in rounds. Each round builds the engine of
+// `model_path` with the overrides so far, compares it with `fp32` (compare_precision), and keeps
+// the layers where the error comes in: each node over budget whose inputs are all within it
+// (for int8, the quantized layers among it and its producers, the only ones an override moves).
+// It stops when no layer is over budget, when a round finds nothing more to keep, or after
+// `max_rounds`. The higher precision is fp16 for a CUDA int8 engine and fp32 otherwise.
+struct ErrorFallback {
+  PrecisionMap overrides;         // the options' own, plus one per layer kept
+  std::vector<std::string> kept;  // "conv7 (Conv): 3.2e-02 > 1.0e-02, round 1", in order
+  PrecisionReport report;         // the last round's comparison
+  int rounds = 0;
+};
+Result<ErrorFallback> keep_layers_within_error(
+    const std::string& model_path, const EngineOptions& reduced, const Engine& fp32,
+    const std::vector<std::map<std::string, Tensor>>& samples, double max_layer_error,
+    int max_rounds = 4);
 
 }  // namespace kiln

@@ -65,6 +65,12 @@ std::vector<int> Epilogue::inputs() const {
 std::string Epilogue::describe() const {
   std::ostringstream os;
   const char* sep = "";
+  if (int8()) {
+    // The int8 operands first: they apply before the op.
+    os << "int8 in(scale " << input_scale << "), weights(" << weight_scales.size()
+       << " channel scales) →";
+    sep = " ";
+  }
   if (affine_input >= 0) {
     os << "× scale[c] + shift[c]";
     sep = " ";
@@ -75,7 +81,10 @@ std::string Epilogue::describe() const {
   }
   if (residual_input >= 0) os << sep << "+ residual";
   if (act != Activation::kNone) {
-    if (residual_input >= 0 || affine_input >= 0 || bias_input >= 0) os << " → ";
+    if (residual_input >= 0 || affine_input >= 0 || bias_input >= 0)
+      os << " → ";
+    else if (int8())
+      os << " ";
     os << activation_name(act);
     if (act == Activation::kClip) os << "(" << alpha << ", " << beta << ")";
     if (act == Activation::kLeakyRelu) os << "(" << alpha << ")";

@@ -1,6 +1,8 @@
 #include "ops/op_registry.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "core/check.h"
 #include "core/half.h"
@@ -39,6 +41,17 @@ std::vector<T> without_epilogue_inputs(const Node& node, const std::vector<T>& i
   return r;
 }
 
+// `x` (float32) on the int8 grid of `scale`: clamp(round_half_even(x / scale), -128, 127) ·
+// scale, what QuantizeLinear → DequantizeLinear give.
+Tensor int8_rounded(const Tensor& x, float scale) {
+  Tensor r(DataType::kFloat32, x.shape());
+  const float* p = x.data<float>();
+  float* q = r.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    q[i] = std::min(127.f, std::max(-128.f, std::nearbyint(p[i] / scale))) * scale;
+  return r;
+}
+
 }  // namespace
 
 Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDesc>& in,
@@ -71,6 +84,17 @@ Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDe
                                 " " + dtype_name(in[j].dtype) + shape_str(in[j].shape) +
                                 ": expected float32" + shape_str(want));
   }
+  if (e.int8()) {
+    // Only fuse_int8_conv makes int8 operands, on Conv: another op's kernel would not round.
+    if (node.op != OpKind::Conv)
+      return internal_error("int8 operands on " + std::string(op_name(node.op)) +
+                            " (only Conv carries them)");
+    if (in[0].dtype != DataType::kFloat32 || in.size() < 2 || in[1].shape.empty() ||
+        in[1].shape[0] != static_cast<int64_t>(e.weight_scales.size()))
+      return invalid_argument("int8 operands: a float32 input and " +
+                              std::to_string(e.weight_scales.size()) +
+                              " weight scales for weights " + shape_str(in[1].shape));
+  }
   if (e.bias_input >= 0) {
     // Only fuse_epilogue makes a bias, on MatMul: another op's kernel would not apply it.
     if (node.op != OpKind::MatMul)
@@ -89,8 +113,14 @@ Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDe
 Status run_node(const OpDef& def, const Node& node, const std::vector<const Tensor*>& in,
                 const std::vector<Tensor*>& out) {
   if (node.epilogue.empty()) return def.run(node, in, out);
-  KILN_RETURN_IF_ERROR(def.run(node, without_epilogue_inputs(node, in), out));
   const Epilogue& e = node.epilogue;
+  std::vector<const Tensor*> own = without_epilogue_inputs(node, in);
+  Tensor rounded;
+  if (e.int8()) {
+    rounded = int8_rounded(*in[0], e.input_scale);
+    own[0] = &rounded;
+  }
+  KILN_RETURN_IF_ERROR(def.run(node, own, out));
   Tensor& y = *out[0];
   const Tensor* r = e.residual_input >= 0 ? in[e.residual_input] : nullptr;
   const float* scale = e.affine_input >= 0 ? in[e.affine_input]->data<float>() : nullptr;

@@ -129,9 +129,17 @@ Result<ImageNormalization> image_normalization(const std::map<std::string, std::
 // (int8, zero point 0, scale amax / 127 from `amax`, by input value name; one pair per value)
 // and its weights rounded to int8 per output channel (symmetric, max|w| / 127), as float. A
 // layer whose input has no positive finite amax, or whose weights are not a float32 constant,
-// stays in float. `report` (optional) gets each layer quantized and each left in float, why.
+// stays in float, and so does a layer `keep` names (EngineOptions::precision_overrides: a node
+// kept at a higher precision, by name or by measured error). `report` (optional) gets each
+// layer quantized and each left in float, why.
 Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
-                           QuantizationReport* report = nullptr);
+                           QuantizationReport* report = nullptr,
+                           const PrecisionMap* keep = nullptr);
+// After quantize_int8 (fuse_int8_conv.cc): each Conv reading its input through an int8 Q → DQ
+// pair (per tensor, zero point 0) with weights on a per-channel int8 grid reads the pair's
+// float input instead, the rounding carried as Epilogue::input_scale and weight_scales, for an
+// 8-bit kernel. Changes no number. `report` (optional): its layers so fused run "int8".
+Result<bool> fuse_int8_conv(Graph& g, QuantizationReport* report = nullptr);
 // The values quantize_int8 needs an amax for: the inputs of the layers it quantizes, in order.
 std::vector<std::string> int8_calibration_values(const Graph& g);
 

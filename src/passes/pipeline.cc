@@ -12,7 +12,9 @@
 //    standalone channel affines as one node on every device, and on CUDA the concat + norm and
 //    squeeze-and-excitation fusions, which only CUDA kernels run;
 //  - last, for int8 engines given their calibration's magnitudes, quantize_int8: the Q/DQ pairs
-//    before the layers, after every fusion so the patterns above see the float graph.
+//    before the layers, after every fusion so the patterns above see the float graph; then on
+//    the CPU fuse_int8_conv, which folds each pair into the Conv reading it for oneDNN's 8-bit
+//    kernel (CUDA runs the pairs themselves until it has 8-bit kernels).
 #include <map>
 
 #include "passes/pass.h"
@@ -35,7 +37,8 @@ enum class When {
   kOptimize,       // with EngineOptions::optimize; its groups merged after the last of these
   kAfter,          // with optimize, after the merge; its groups reported as they are made
   kAfterCudaOnly,  // the same, CUDA engines only
-  kInt8            // int8 engines (optimize_graph given magnitudes), after everything
+  kInt8,           // int8 engines (optimize_graph given magnitudes), after everything
+  kInt8CpuOnly     // the same, CPU engines only
 };
 
 struct Pass {
@@ -73,8 +76,11 @@ const Pass kPasses[] = {
      [](Graph& g, const PassInputs&, Groups* gr) { return fuse_squeeze_excite(g, gr); }},
     {"quantize_int8", When::kInt8,
      [](Graph& g, const PassInputs& in, Groups*) {
-       return quantize_int8(g, *in.amax, in.quantization);
+       return quantize_int8(g, *in.amax, in.quantization, &in.options.precision_overrides);
      }},
+    // The CPU's oneDNN runs int8 convs; CUDA runs the Q → DQ pairs until it has 8-bit kernels.
+    {"fuse_int8_conv", When::kInt8CpuOnly,
+     [](Graph& g, const PassInputs& in, Groups*) { return fuse_int8_conv(g, in.quantization); }},
 };
 
 // "conv1 + bn1 + relu1 → Conv[→ Relu]": a group's names, and what its surviving node is now.
@@ -123,8 +129,10 @@ Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report
   Groups optimizer_groups;
   bool merged = false;
   for (const Pass& p : kPasses) {
-    if (p.when == When::kInt8 ? !amax : p.when != When::kAlways && !options.optimize) continue;
+    const bool int8 = p.when == When::kInt8 || p.when == When::kInt8CpuOnly;
+    if (int8 ? !amax : p.when != When::kAlways && !options.optimize) continue;
     if (p.when == When::kAfterCudaOnly && !cuda) continue;
+    if (p.when == When::kInt8CpuOnly && cuda) continue;
     const bool after = p.when != When::kAlways && p.when != When::kOptimize;
     if (after && !merged && report) report_groups(g, optimizer_groups, true, *report);
     merged = merged || after;
@@ -139,9 +147,10 @@ Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report
       optimizer_groups.insert(optimizer_groups.end(), groups.begin(), groups.end());
     // A pass that applies to every engine is listed where it changed the graph.
     if (p.when == When::kAlways && !*changed) continue;
-    report->steps.push_back(
-        {std::string(p.name) + (p.when == When::kAfterCudaOnly ? " (CUDA)" : ""),
-         static_cast<int64_t>(g.nodes().size())});
+    report->steps.push_back({std::string(p.name) + (p.when == When::kAfterCudaOnly ? " (CUDA)"
+                                                    : p.when == When::kInt8CpuOnly ? " (CPU)"
+                                                                                   : ""),
+                             static_cast<int64_t>(g.nodes().size())});
   }
   if (report && !merged) report_groups(g, optimizer_groups, true, *report);
   return Status::ok();

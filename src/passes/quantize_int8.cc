@@ -121,14 +121,17 @@ std::vector<std::string> int8_calibration_values(const Graph& g) {
 }
 
 Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
-                           QuantizationReport* report) {
+                           QuantizationReport* report, const PrecisionMap* keep) {
   std::vector<Node*> layers;
   for (const auto& n : g.nodes())
     if (quantizable_op(n->op)) layers.push_back(n.get());
   std::map<const Value*, Value*> dequantized;  // per input value, its Q → DQ copy
   bool changed = false;
   for (Node* n : layers) {
-    const std::string why = float_reason(*n, &amax);
+    std::string why = float_reason(*n, &amax);
+    if (why.empty() && keep && keep->count(n->name))
+      why =
+          std::string("kept in ") + precision_name(keep->at(n->name)) + " by a precision override";
     if (!why.empty()) {
       if (report) report->float_layers.push_back(n->describe() + ": " + why);
       continue;

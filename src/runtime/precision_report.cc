@@ -11,11 +11,26 @@ namespace kiln {
 
 namespace {
 
+// The float inputs of `node` by name, each seen through a Q → DQ pair to the value quantized.
+std::vector<std::string> float_inputs(const Node& node) {
+  std::vector<std::string> r;
+  for (const Value* v : node.inputs) {
+    if (!v || v->is_constant() || !dtype_is_float(v->dtype)) continue;
+    const Node* dq = v->producer;
+    if (dq && dq->op == OpKind::DequantizeLinear && dq->input(0) && dq->input(0)->producer &&
+        dq->input(0)->producer->op == OpKind::QuantizeLinear && dq->input(0)->producer->input(0))
+      v = dq->input(0)->producer->input(0);
+    r.push_back(v->name);
+  }
+  return r;
+}
+
 // Every float32 value of one run, as host float32 tensors, in execution order.
 class KeepValues final : public RunObserver {
  public:
   struct Kept {
     std::string node, op;
+    std::vector<std::string> inputs;
     Tensor t;
   };
   std::map<std::string, Kept> values;
@@ -25,7 +40,7 @@ class KeepValues final : public RunObserver {
     if (!v || v->dtype != DataType::kFloat32) return Status::ok();
     KILN_ASSIGN_OR_RETURN(Tensor t, observed_float32(ref, device, scratch_));
     if (!values.count(v->name)) order.push_back(v->name);
-    values[v->name] = {node.name, op_name(node.op), std::move(t)};
+    values[v->name] = {node.name, op_name(node.op), float_inputs(node), std::move(t)};
     return Status::ok();
   }
 
@@ -92,7 +107,7 @@ Result<PrecisionReport> compare_precision(const Engine& reduced, const Engine& f
   auto b = fp32.create_context();
   std::map<std::string, Sums> sums, out_sums;
   std::vector<std::string> order;
-  std::map<std::string, std::pair<std::string, std::string>> where;  // value -> node, op
+  std::map<std::string, KeepValues::Kept> where;  // value -> node, op, inputs (no tensor)
   for (size_t s = 0; s < samples.size(); ++s) {
     std::map<std::string, Tensor> out_a, out_b;
     KILN_ASSIGN_OR_RETURN(KeepValues va, run_keeping(*a, samples[s], &out_a));
@@ -102,7 +117,8 @@ Result<PrecisionReport> compare_precision(const Engine& reduced, const Engine& f
       if (it == vb.values.end() || it->second.t.shape() != va.values[name].t.shape()) continue;
       if (!sums.count(name)) {
         order.push_back(name);
-        where[name] = {va.values[name].node, va.values[name].op};
+        const KeepValues::Kept& k = va.values[name];
+        where[name] = {k.node, k.op, k.inputs, Tensor()};
       }
       sums[name].add(va.values[name].t, it->second.t);
     }
@@ -117,8 +133,9 @@ Result<PrecisionReport> compare_precision(const Engine& reduced, const Engine& f
   for (const std::string& name : order) {
     LayerError e = sums[name].error(max_layer_error);
     e.value = name;
-    e.node = where[name].first;
-    e.op = where[name].second;
+    e.node = where[name].node;
+    e.op = where[name].op;
+    e.inputs = where[name].inputs;
     report.layers.push_back(std::move(e));
   }
   for (const auto& [name, s] : out_sums) {

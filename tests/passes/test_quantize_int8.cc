@@ -140,6 +140,29 @@ TEST(QuantizeInt8, LayersWithoutAScaleStayInFloatAndSayWhy) {
   EXPECT_NE(r2.float_layers[0].find("all zeros"), std::string::npos) << r2.float_layers[0];
 }
 
+// A layer a precision override names (kept at a higher precision by hand or by measured
+// error) stays in float; its neighbour sharing the input is still quantized.
+TEST(QuantizeInt8, LayersAnOverrideKeepsStayInFloat) {
+  Graph g;
+  Value* x = typed_value(g, "x", {1, 3, 4, 4});
+  Value* a = typed_value(g, "a", {1, 2, 4, 4});
+  Value* b = typed_value(g, "b", {1, 2, 4, 4});
+  g.add_node(OpKind::Conv, "left", {x, g.add_constant("w1", random_tensor({2, 3, 1, 1}, 1))}, {a});
+  Node* right = g.add_node(OpKind::Conv, "right",
+                           {x, g.add_constant("w2", random_tensor({2, 3, 1, 1}, 2))}, {b});
+  g.inputs() = {x};
+  g.outputs() = {a, b};
+  QuantizationReport report;
+  const PrecisionMap keep{{"right", Precision::kFp16}};
+  ASSERT_TRUE(quantize_int8(g, {{"x", 1.0}}, &report, &keep).is_ok());
+  ASSERT_EQ(report.layers.size(), 1u);
+  EXPECT_EQ(report.layers[0].node, "left");
+  ASSERT_EQ(report.float_layers.size(), 1u);
+  EXPECT_NE(report.float_layers[0].find("kept in fp16 by a precision override"), std::string::npos)
+      << report.float_layers[0];
+  EXPECT_EQ(right->input(0), x);
+}
+
 TEST(QuantizeInt8, WeightsComputedInTheGraphStayInFloat) {
   Graph g;
   Value* x = typed_value(g, "x", {3, 6});

@@ -3,6 +3,7 @@
 // engine loses to zeros, reported.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 
 #include "kiln/precision_report.h"
@@ -83,6 +84,45 @@ TEST(PrecisionReport, AnOutputLostToZerosIsReported) {
   EXPECT_NE(r->lost[0].find("output 'y' is all zeros in int8"), std::string::npos) << r->lost[0];
   ASSERT_EQ(r->outputs.size(), 1u);
   EXPECT_TRUE(r->outputs[0].over_budget);
+}
+
+// Fallback by measured error: under a budget below int8's error the first round keeps conv1
+// (where the error comes in: its input is exact), not conv2, whose input is already off; the
+// second round, conv1 now in fp32, keeps conv2; the third measures everything within budget.
+// A budget above the errors keeps nothing.
+TEST(PrecisionReport, KeepsLayersOverBudgetWhereTheErrorComesIn) {
+  TempDir dir;
+  ASSERT_TRUE(write_npy(dir.file("c.npy"),
+                        Tensor::from_floats({8, 3, 8, 6}, uniform_floats(1152, 4, -1, 1)))
+                  .is_ok());
+  {
+    std::ofstream f(dir.file("m.onnx"), std::ios::binary);
+    f << model();
+  }
+  EngineOptions o;
+  o.precision = Precision::kInt8;
+  o.calibration_data = dir.file("c.npy");
+  o.calibration_method = "minmax";
+  o.calibration_cache = dir.file("m.calib");  // one calibration for every round
+  auto fp32 = Engine::load(dir.file("m.onnx"), {});
+  ASSERT_TRUE(fp32.is_ok());
+  auto f = keep_layers_within_error(dir.file("m.onnx"), o, **fp32, samples(1.f), 1e-6);
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  ASSERT_EQ(f->kept.size(), 2u);
+  EXPECT_EQ(f->kept[0].rfind("conv1 (Conv): ", 0), 0u) << f->kept[0];
+  EXPECT_NE(f->kept[0].find("round 1"), std::string::npos) << f->kept[0];
+  EXPECT_EQ(f->kept[1].rfind("conv2 (Conv): ", 0), 0u) << f->kept[1];
+  EXPECT_NE(f->kept[1].find("round 2"), std::string::npos) << f->kept[1];
+  EXPECT_EQ(f->rounds, 3);
+  EXPECT_EQ(f->overrides.size(), 2u);
+  EXPECT_EQ(f->overrides.at("conv1"), Precision::kFp32);
+  for (const LayerError& l : f->report.layers) EXPECT_FALSE(l.over_budget) << l.value;
+
+  auto loose = keep_layers_within_error(dir.file("m.onnx"), o, **fp32, samples(1.f), 0.5);
+  ASSERT_TRUE(loose.is_ok()) << loose.status().to_string();
+  EXPECT_TRUE(loose->kept.empty());
+  EXPECT_EQ(loose->rounds, 1);
+  EXPECT_FALSE(keep_layers_within_error(dir.file("m.onnx"), {}, **fp32, samples(1.f), 0.1).is_ok());
 }
 
 }  // namespace

@@ -61,8 +61,8 @@ void print_progress(const CalibrationProgress& p) {
   if (p.pass == p.passes && p.samples_done >= p.samples_total) std::fprintf(stderr, "\n");
 }
 
-// An int8 build that will calibrate (samples given, no cache to read): calibrated here, with a
-// progress bar, into the cache the build then reads (a temporary one where none is named).
+}  // namespace
+
 Status calibrate_first(const std::string& path, EngineOptions& options) {
   if (options.precision != Precision::kInt8 || options.calibration_data.empty() ||
       is_plan_file(path))
@@ -85,8 +85,6 @@ Status calibrate_first(const std::string& path, EngineOptions& options) {
   return Status::ok();
 }
 
-}  // namespace
-
 Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const GlobalOptions& global,
                                             const std::vector<std::string>& fp32_values,
                                             const std::function<void(EngineOptions&)>& adjust) {
@@ -104,16 +102,43 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
       std::fprintf(stderr, "kiln: note: %s\n", line.c_str());
   if (engine.is_ok()) {
     const QuantizationReport& q = (*engine)->report().quantization;
+    size_t kernels = 0;
+    for (const auto& l : q.layers) kernels += l.runs == "int8";
     if (!q.method.empty())
       std::fprintf(stderr,
-                   "kiln: int8: %zu layers quantized (simulated in float: quantize, then "
-                   "dequantize), %zu in float; %s scales from %s\n",
-                   q.layers.size(), q.float_layers.size(), q.method.c_str(), q.source.c_str());
+                   "kiln: int8: %zu layers quantized (%zu on 8-bit operands, %zu simulated in "
+                   "float: quantize, then dequantize), %zu in float; %s scales from %s\n",
+                   q.layers.size(), kernels, q.layers.size() - kernels, q.float_layers.size(),
+                   q.method.c_str(), q.source.c_str());
   }
   if (engine.is_ok())
     spdlog::info("loaded {} in {:.1f} ms ({} nodes)", path, (now_seconds() - t0) * 1e3,
                  (*engine)->stats().num_nodes);
   return engine;
+}
+
+// Up to `batches` batches of the calibration samples for the comparison: those after the
+// ones calibration takes where the data holds more (held aside), else the same ones (said).
+Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engine& fp32,
+                                                                      const EngineOptions& o,
+                                                                      int batches,
+                                                                      std::string* what) {
+  KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(o.calibration_data, fp32));
+  int64_t skipped = 0;
+  while (skipped < o.calibration_samples) {
+    KILN_ASSIGN_OR_RETURN(auto b, source->next(static_cast<int>(std::min<int64_t>(
+                                      o.calibration_batch, o.calibration_samples - skipped))));
+    if (b.empty()) break;
+    skipped += b.begin()->second.shape()[0];
+  }
+  *what = "samples of " + source->describe() + " after the " + std::to_string(skipped) +
+          " calibration takes";
+  KILN_ASSIGN_OR_RETURN(auto kept, next_batches(*source, batches, o.calibration_batch));
+  if (!kept.empty()) return kept;
+  KILN_RETURN_IF_ERROR(source->rewind());
+  *what = "the calibration samples of " + source->describe() +
+          " themselves (none is left over to hold aside)";
+  return next_batches(*source, batches, o.calibration_batch);
 }
 
 void print_quantization(const QuantizationReport& q) {

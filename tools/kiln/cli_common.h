@@ -68,6 +68,17 @@ int resolved_threads(const GlobalOptions& global);
 // out.
 Result<std::vector<std::map<std::string, Tensor>>> next_batches(CalibrationSource& source,
                                                                 int batches, int batch);
+// An int8 build that will calibrate (samples given, no cache to read): calibrated here, with a
+// progress bar, into the cache the build then reads (a temporary one where none is named, which
+// `options` then names).
+Status calibrate_first(const std::string& path, EngineOptions& options);
+// Up to `batches` batches of the calibration samples (EngineOptions::calibration_data) to
+// measure a reduced engine's error on: those after the ones calibration takes where the data
+// holds more (held aside), else the same ones; `what` says which.
+Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engine& fp32,
+                                                                      const EngineOptions& o,
+                                                                      int batches,
+                                                                      std::string* what);
 // An int8 engine's quantization, one line per layer (nothing for other engines).
 void print_quantization(const QuantizationReport& q);
 

@@ -4,10 +4,13 @@
 // anything again. A CPU plan records the instruction sets it was built for (AVX2, AVX-512...).
 // An int8 build (--precision int8) calibrates on --calib (or reads --calib-cache), writing the
 // calibration beside the plan (OUTPUT.calib) unless --calib-cache names a file; the plan file
-// keeps the scales.
+// keeps the scales. --max-layer-error keeps the layers that lose too much, measured, at a higher
+// precision (kiln/precision_report.h); the plan file records them as precision overrides.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli_common.h"
+#include "kiln/precision_report.h"
 
 namespace kiln::cli {
 
@@ -18,7 +21,48 @@ struct BuildOptions {
   std::string output;
   int64_t batch = 0;
   std::vector<std::string> shapes;
+  double max_layer_error = 0;  // 0: no fallback by measured error
 };
+
+// --max-layer-error: the layers to keep at a higher precision so that none is further than the
+// budget from fp32 on held-aside --calib samples (keep_layers_within_error), as overrides.
+Status keep_within_error(const BuildOptions& o, GlobalOptions& g,
+                         const std::vector<std::string>& fp32_values) {
+  EngineOptions& eo = g.engine;
+  if (eo.precision == Precision::kFp32 || eo.precision == Precision::kTf32)
+    return invalid_argument(
+        "--max-layer-error keeps layers of a reduced precision (--precision "
+        "fp16|bf16|int8) in a higher one");
+  if (eo.calibration_data.empty())
+    return invalid_argument(
+        "--max-layer-error measures on samples like the real inputs: give "
+        "--calib DIR|FILE.npy");
+  EngineOptions fo = eo;
+  fo.precision = Precision::kFp32;
+  fo.precision_overrides.clear();
+  fo.fp32_values.clear();
+  KILN_ASSIGN_OR_RETURN(auto fp32, Engine::load(o.model, fo));
+  std::string what;
+  KILN_ASSIGN_OR_RETURN(auto samples, held_aside_samples(*fp32, eo, 4, &what));
+  EngineOptions reduced = eo;
+  reduced.fp32_values.insert(reduced.fp32_values.end(), fp32_values.begin(), fp32_values.end());
+  KILN_ASSIGN_OR_RETURN(ErrorFallback f, keep_layers_within_error(o.model, reduced, *fp32, samples,
+                                                                  o.max_layer_error));
+  int over = 0;
+  double worst = 0;
+  for (const LayerError& l : f.report.layers) {
+    over += l.over_budget;
+    worst = std::max(worst, l.relative_l2);
+  }
+  std::fprintf(stderr,
+               "kiln: --max-layer-error %g on %d batches of %s: %zu layers kept in a higher "
+               "precision in %d rounds; %d of %zu values still over budget (worst %.2e)\n",
+               o.max_layer_error, f.report.samples, what.c_str(), f.kept.size(), f.rounds, over,
+               f.report.layers.size(), worst);
+  for (const std::string& line : f.kept) std::fprintf(stderr, "kiln:   kept %s\n", line.c_str());
+  eo.precision_overrides = f.overrides;
+  return Status::ok();
+}
 
 int run(const BuildOptions& o, GlobalOptions g) {
   double t0 = now_seconds();
@@ -32,6 +76,16 @@ int run(const BuildOptions& o, GlobalOptions g) {
   }
   // The guard's values are kept in fp32 as overrides, which the plan file records.
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
+  if (o.max_layer_error > 0) {
+    if (eo.precision == Precision::kInt8) {
+      // Every round's engine reads the one calibration.
+      Status calibrated = calibrate_first(o.model, eo);
+      if (!calibrated.is_ok()) return fail(calibrated);
+    }
+    Status kept = keep_within_error(o, g, fp32_values);
+    if (kept.code() == StatusCode::kInvalidArgument) return usage_error(kept.message());
+    if (!kept.is_ok()) return fail(kept);
+  }
   auto engine_or = load_engine(o.model, g, fp32_values);
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const double t_load = now_seconds();
@@ -82,6 +136,11 @@ Command add_build_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--shape", o->shapes, "NAME=1x3x224x224: an input's shape to tune for")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app->add_option("--max-layer-error", o->max_layer_error,
+                  "keep the layers where a reduced precision's error (relative L2 against fp32 "
+                  "on held-aside --calib samples) exceeds this at a higher precision, by "
+                  "measured error (e.g. 0.05)")
+      ->check(CLI::PositiveNumber);
   return {app, [o, &global] { return run(*o, global); }};
 }
 

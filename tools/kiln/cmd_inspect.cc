@@ -138,30 +138,6 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
   return kExitOk;
 }
 
-// Up to `batches` batches of the calibration samples for the comparison: those after the
-// ones calibration takes where the data holds more (held aside), else the same ones (said).
-Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engine& fp32,
-                                                                      const EngineOptions& o,
-                                                                      int batches,
-                                                                      std::string* what) {
-  KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(o.calibration_data, fp32));
-  int64_t skipped = 0;
-  while (skipped < o.calibration_samples) {
-    KILN_ASSIGN_OR_RETURN(auto b, source->next(static_cast<int>(std::min<int64_t>(
-                                      o.calibration_batch, o.calibration_samples - skipped))));
-    if (b.empty()) break;
-    skipped += b.begin()->second.shape()[0];
-  }
-  *what = "samples of " + source->describe() + " after the " + std::to_string(skipped) +
-          " calibration takes";
-  KILN_ASSIGN_OR_RETURN(auto kept, next_batches(*source, batches, o.calibration_batch));
-  if (!kept.empty()) return kept;
-  KILN_RETURN_IF_ERROR(source->rewind());
-  *what = "the calibration samples of " + source->describe() +
-          " themselves (none is left over to hold aside)";
-  return next_batches(*source, batches, o.calibration_batch);
-}
-
 // --precision-report: every layer of the engine --precision asks for against fp32 on the
 // same device, on held-aside calibration samples (--calib), else on random inputs (said).
 int print_precision_report(const InspectOptions& o, const GlobalOptions& g,

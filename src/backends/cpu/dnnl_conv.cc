@@ -11,6 +11,10 @@
 // about half the multiplies but wants nChw16c and rounds about twice as far from the exact
 // result. EngineOptions::cpu_conv_algo picks: "direct" (default: never Winograd), "auto" (all
 // timed, the fastest kept) or "winograd" (wherever oneDNN can create it; direct elsewhere).
+//
+// An int8 Conv (Epilogue::input_scale, from fuse_int8_conv) runs oneDNN's 8-bit conv: the
+// input quantized by the input reorder, the weights packed as int8 codes, the int32 sums scaled
+// back to float32 with the epilogue as post-ops (dnnl_conv_plan.cc, ConvPlanner::make).
 
 #include "backends/cpu/dnnl_conv_plan.h"
 
@@ -44,6 +48,7 @@ class DnnlConvKernel final : public DnnlKernel {
 
   std::string impl_info() const override {
     std::string r = impl_info_of(plan_.prim);
+    if (node_.epilogue.int8()) r = "int8 " + r;
     if (plan_.algo == dnnl::algorithm::convolution_winograd) r += " (winograd)";
     if (plan_.src_reorder) r += " + input reorder";
     if (!plan_.dst_direct) r += " + output reorder";

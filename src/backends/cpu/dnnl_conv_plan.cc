@@ -25,8 +25,17 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
-  return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to,
+                           const dnnl::primitive_attr& attr = dnnl::primitive_attr()) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to, attr));
+}
+
+// A reorder's attribute that multiplies every element by `scales` (one, or one per slice of
+// the dims in `mask`) before rounding to an integer type: to int8 codes, x · (1 / scale).
+dnnl::primitive_attr scaled_by(int mask, const std::vector<float>& scales) {
+  dnnl::primitive_attr attr;
+  attr.set_output_scales(mask, scales);
+  return attr;
 }
 
 // Which algorithm 3×3 stride-1 convs use is the backend's CpuConvAlgo (see dnnl_conv.cc).
@@ -72,10 +81,11 @@ struct Answer {
 // setting), so the first asker's count is the one measured.
 std::string question_key(const Node& node, const ConvOperands& ops, const ConvGeometry& geo,
                          Precision precision) {
-  std::string key = std::string(precision_name(precision)) + " " + shape_str(ops.x) +
-                    shape_str(ops.w) + shape_str(geo.strides) + shape_str(geo.dilations) +
-                    shape_str(geo.pad_begin) + shape_str(geo.pad_end) + "g" +
-                    std::to_string(geo.group);
+  // An int8 conv's plan depends on its scales only through their values, not their count.
+  std::string key = std::string(node.epilogue.int8() ? "int8" : precision_name(precision)) + " " +
+                    shape_str(ops.x) + shape_str(ops.w) + shape_str(geo.strides) +
+                    shape_str(geo.dilations) + shape_str(geo.pad_begin) + shape_str(geo.pad_end) +
+                    "g" + std::to_string(geo.group);
   const Epilogue& e = node.epilogue;
   key += " b" + std::to_string(bias_index(node) >= 0) + " r" +
          std::to_string(e.residual_input >= 0) + " a" + std::to_string(static_cast<int>(e.act)) +
@@ -147,7 +157,14 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
 
   // bf16: the primitive reads bfloat16 input and weights and writes float32 (its accumulator),
   // so the stored activations stay float32 and the input is rounded by the input reorder.
-  const dt in_dt = shared_.precision_of(node_) == Precision::kBf16 ? dt::bf16 : dt::f32;
+  // int8 (Epilogue::input_scale): the same with int8 codes. The input reorder quantizes,
+  // x · (1 / s) rounded half to even and saturated; the weights' codes are W[m] · (1 / s_w[m]);
+  // the int32 sums are scaled back by s · s_w[m] per output channel (oneDNN's output scales),
+  // which oneDNN 2.6 applies to the sum plus the bias: the bias is passed divided by them.
+  const Epilogue& e = node_.epilogue;
+  const dt in_dt = e.int8()                                          ? dt::s8
+                   : shared_.precision_of(node_) == Precision::kBf16 ? dt::bf16
+                                                                     : dt::f32;
   memory::desc src_md(to_dims(ops_.x), in_dt, src_fmt);
   memory::desc dst_md(to_dims(ops_.y), dt::f32, dst_fmt);
   memory::desc w_any(w_dims, in_dt, tag::any);
@@ -167,6 +184,10 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
   dnnl::primitive_attr attr;
   attr.set_post_ops(post);
   ConvPlan p;
+  if (e.int8()) {
+    for (float sw : e.weight_scales) p.out_scales.push_back(e.input_scale * sw);
+    attr.set_output_scales(1 << 1, p.out_scales);
+  }
   p.choice = c;
   p.algo = algo;
   p.res_binary = r >= 0 && res_binary;
@@ -180,7 +201,14 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
   memory::desc w_user(w_dims, dt::f32, groups == 1 ? tag::oihw : tag::goihw);
   memory user(w_user, cpu_engine(), const_cast<float*>(w.data<float>()));
   p.weights = memory(p.pd.weights_desc(), cpu_engine());
-  dnnl::reorder(user, p.weights).execute(stream_, user, p.weights);
+  dnnl::primitive_attr w_attr;
+  if (e.int8()) {
+    // Per output channel: dim 0 of oihw, dims 0 and 1 of goihw (g-major, as the channels).
+    std::vector<float> inv;
+    for (float sw : e.weight_scales) inv.push_back(1.f / sw);
+    w_attr = scaled_by(groups == 1 ? 1 : 3, inv);
+  }
+  make_reorder(w_user, p.weights.get_desc(), w_attr).execute(stream_, user, p.weights);
   stream_.wait();
 
   // Where the primitive's layouts differ from the stored ones, reorder.
@@ -188,7 +216,9 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
   p.dst_direct = p.pd.dst_desc() == dst_ext_;
   if (p.src_reorder) {
     p.src_mem = memory(p.pd.src_desc(), cpu_engine());
-    p.src_reorder_prim = make_reorder(src_ext_, p.pd.src_desc());
+    p.src_reorder_prim =
+        make_reorder(src_ext_, p.pd.src_desc(),
+                     e.int8() ? scaled_by(0, {1.f / e.input_scale}) : dnnl::primitive_attr());
   }
   if (!p.dst_direct) {
     p.dst_mem = memory(p.pd.dst_desc(), cpu_engine());
@@ -260,7 +290,7 @@ bool ConvPlanner::choose(const ConvOperands& ops, ConvPlan* best, double* second
   const bool wino_shape = geo_.group == 1 && ops.w[2] == 3 && ops.w[3] == 3 &&
                           geo_.strides[0] == 1 && geo_.strides[1] == 1 && geo_.dilations[0] == 1 &&
                           geo_.dilations[1] == 1;
-  if (wino_shape && mode != CpuConvAlgo::kDirect) {
+  if (wino_shape && mode != CpuConvAlgo::kDirect && !node_.epilogue.int8()) {
     const size_t before = cands.size();
     add(dnnl::algorithm::convolution_winograd, tag::any, tag::any, true);
     if (mode == CpuConvAlgo::kWinograd && cands.size() > before) {
@@ -320,6 +350,12 @@ void ConvPlanner::run(ConvPlan& p, const float* x, float* y, const float* res, c
       p.res_reorder_prim.execute(
           stream_, {{DNNL_ARG_FROM, memory(res_ext_, cpu_engine(), const_cast<float*>(res))},
                     {DNNL_ARG_TO, dmem}});
+  }
+  if (bias && !p.out_scales.empty()) {
+    // int8: oneDNN scales the bias with the sums (make()).
+    p.bias_scaled.resize(p.out_scales.size());
+    for (size_t m = 0; m < p.out_scales.size(); ++m) p.bias_scaled[m] = bias[m] / p.out_scales[m];
+    bias = p.bias_scaled.data();
   }
   if (bias) args[DNNL_ARG_BIAS] = memory(p.pd.bias_desc(), cpu_engine(), const_cast<float*>(bias));
   p.prim.execute(stream_, args);

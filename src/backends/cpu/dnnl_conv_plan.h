@@ -37,6 +37,9 @@ struct ConvPlan {
   // sum post-op into dst pre-filled with it (a copy of the whole tensor each run).
   bool res_binary = false;
   dnnl::memory src_mem, dst_mem;  // scratch in the primitive's layouts where they differ
+  // int8 convs (Epilogue::int8): the output scales s · s_w[m], and the bias divided by them
+  // (rewritten on each run: the bias is an input).
+  std::vector<float> out_scales, bias_scaled;
   dnnl::reorder src_reorder_prim, dst_reorder_prim, res_reorder_prim;
 };
 

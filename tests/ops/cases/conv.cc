@@ -1,6 +1,9 @@
 // Conv: the shapes CNNs are made of (a 7×7 stride-2 stem on 3 channels, 3×3 with padding, 1×1
 // pointwise, a depthwise 3×3, a grouped conv, a dilated one, asymmetric padding), with their
 // fused epilogues (bias + Relu, Clip as ReLU6, SiLU, a residual + Relu), and no bias.
+#include <algorithm>
+#include <cmath>
+
 #include "ops/cases/op_cases.h"
 #include "ops/op_test_util.h"
 
@@ -49,6 +52,26 @@ OpCase conv(std::string name, const ConvShape& s, uint32_t seed, bool bias = tru
   return c;
 }
 
+// `c` as an int8 Conv (Epilogue::int8, what fuse_int8_conv makes): its weights rounded onto a
+// per-output-channel grid of max|W[m]| / 127, its input read on the grid of `input_scale`
+// (chosen so that the largest inputs saturate at ±127 codes).
+OpCase int8(OpCase c, float input_scale) {
+  c.name = "int8_" + c.name;
+  Tensor& w = c.inputs[1].t;
+  const int64_t m = w.dim(0), inner = w.numel() / m;
+  float* p = w.data<float>();
+  for (int64_t o = 0; o < m; ++o) {
+    float amax = 0.f;
+    for (int64_t i = 0; i < inner; ++i) amax = std::max(amax, std::fabs(p[o * inner + i]));
+    const float sw = amax / 127.f;
+    for (int64_t i = 0; i < inner; ++i)
+      p[o * inner + i] = std::nearbyint(p[o * inner + i] / sw) * sw;
+    c.epilogue.weight_scales.push_back(sw);
+  }
+  c.epilogue.input_scale = input_scale;
+  return c;
+}
+
 }  // namespace
 
 KILN_OP_CASES(conv) {
@@ -62,6 +85,17 @@ KILN_OP_CASES(conv) {
       conv("grouped", {{1, 16, 8, 8}, 32, 3, 1, 4}, 1024),
       conv("dilated", {{1, 8, 16, 16}, 8, 3, 1, 1, 2}, 1028),
       conv("asymmetric_pads", {{1, 8, 9, 10}, 12, 3, 2, 1, 1, {0, 1, 1, 0}}, 1032),
+      // Inputs are uniform in [-1, 1): a scale of 0.9 / 127 saturates the largest tenth.
+      int8(conv("stem_7x7_s2", {{1, 3, 32, 32}, 16, 7, 2}, 1100, true, Activation::kRelu),
+           0.9f / 127),
+      int8(conv("3x3_relu", {{2, 16, 12, 12}, 32, 3}, 1104, true, Activation::kRelu), 0.9f / 127),
+      int8(conv("1x1_residual_relu", {{2, 32, 8, 8}, 32, 1}, 1108, true, Activation::kRelu, true),
+           1.f / 127),
+      int8(conv("1x1_no_bias", {{1, 24, 9, 7}, 40, 1}, 1112, false), 0.5f / 127),
+      int8(conv("depthwise_relu6", {{2, 32, 10, 10}, 32, 3, 1, 32}, 1116, true, Activation::kClip),
+           1.f / 127),
+      int8(conv("grouped", {{1, 16, 8, 8}, 32, 3, 1, 4}, 1124), 1.f / 127),
+      int8(conv("3x3_s2_odd", {{3, 8, 9, 11}, 12, 3, 2}, 1132), 0.8f / 127),
   };
 }
 

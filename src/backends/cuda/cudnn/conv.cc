@@ -208,6 +208,8 @@ namespace {
 Result<std::pair<int, ConvAttrs>> conv_inputs(const Node& node) {
   if (node.inputs.size() < 2 || !node.inputs[0] || !node.inputs[1])
     return unsupported("Conv without X or W");
+  if (node.epilogue.int8())
+    return unsupported("Conv with int8 operands (fuse_int8_conv): no 8-bit CUDA conv yet");
   const Value* w = node.inputs[1];
   if (!w->is_constant()) return unsupported("Conv weight is not a constant (cuDNN packs it)");
   if (w->constant.rank() != 4)

@@ -1,0 +1,111 @@
+// fuse_int8_conv: a Conv that reads its input through QuantizeLinear → DequantizeLinear and
+// whose weights lie on a per-channel int8 grid becomes one int8 Conv (Epilogue::input_scale and
+// weight_scales), which an 8-bit kernel runs on the codes:
+//
+//   x → Q(s, 0, int8) → DQ(s, 0) → Conv(W, B)[epilogue]
+//     ⇒ Conv(x, W, B)[int8 in(s), weights(s_w) → epilogue]
+//
+//   y[m] = Σ round(x/s)·s · W[m] + B[m] = (Σ q_x · q_w[m]) · s · s_w[m] + B[m]
+//
+// with q_x = clamp(round(x / s), -128, 127) and W[m] = q_w[m] · s_w[m], |q_w| ≤ 127 (symmetric
+// per output channel: s_w[m] = max|W[m]| / 127, which quantize_int8 rounds the weights to).
+// The rewrite changes no number: every kernel that takes the node applies the same rounding
+// (the reference through run_node). The Q → DQ pair stays while anything else reads it.
+//
+// Matched: per-tensor float32 scalar scale > 0 and int8 zero point 0 on both Q and DQ (the
+// same scale); weights a float32 rank-4 constant, every element within 1e-6 relative of its
+// code times its channel's scale. Anything else is left as it is, in float with the Q → DQ
+// rounding applied.
+#include <cmath>
+
+#include "passes/pass.h"
+
+namespace kiln {
+
+namespace {
+
+// The scalar float32 constant of `v`, or 0 where it is not one (or not positive and finite).
+float scalar_scale(const Value* v) {
+  if (!v || !v->is_constant() || v->constant.dtype() != DataType::kFloat32 ||
+      v->constant.numel() != 1)
+    return 0.f;
+  const float s = *v->constant.data<float>();
+  return std::isfinite(s) && s > 0.f ? s : 0.f;
+}
+
+// Whether `v` is an omitted zero point or an int8 scalar constant 0.
+bool int8_zero(const Value* v) {
+  if (!v) return true;
+  if (!v->is_constant() || v->constant.dtype() != DataType::kInt8 || v->constant.numel() != 1)
+    return false;
+  return *v->constant.data<int8_t>() == 0;
+}
+
+// The scale of `x`'s Q → DQ pair where `x` is the output of one (int8, zero point 0, one
+// per-tensor scale); 0 otherwise.
+float int8_pair_scale(const Value* x) {
+  const Node* dq = x ? x->producer : nullptr;
+  if (!dq || dq->op != OpKind::DequantizeLinear || dq->attrs.get_int("axis", 1) != 1) return 0.f;
+  const Value* codes = dq->input(0);
+  const Node* q = codes ? codes->producer : nullptr;
+  if (!q || q->op != OpKind::QuantizeLinear || codes->dtype != DataType::kInt8) return 0.f;
+  const Value* src = q->input(0);
+  if (!src || src->dtype != DataType::kFloat32) return 0.f;
+  const float s = scalar_scale(dq->input(1));
+  if (s == 0.f || scalar_scale(q->input(1)) != s) return 0.f;
+  if (!int8_zero(dq->input(2)) || !int8_zero(q->input(2))) return 0.f;
+  return s;
+}
+
+// The per-output-channel scales of weights `w` (float32 [M, C/g, kH, kW]) when every element
+// is a whole multiple of max|w[m]| / 127 (within float rounding); empty otherwise.
+std::vector<float> int8_weight_scales(const Tensor& w) {
+  if (w.dtype() != DataType::kFloat32 || w.rank() != 4 || w.shape()[0] <= 0) return {};
+  const int64_t m = w.shape()[0], inner = w.numel() / m;
+  const float* p = w.data<float>();
+  std::vector<float> scales(static_cast<size_t>(m));
+  for (int64_t c = 0; c < m; ++c) {
+    float amax = 0.f;
+    for (int64_t i = 0; i < inner; ++i) amax = std::max(amax, std::fabs(p[c * inner + i]));
+    if (!std::isfinite(amax)) return {};
+    const float s = amax / 127.f;
+    for (int64_t i = 0; i < inner && s > 0.f; ++i) {
+      const float code = p[c * inner + i] / s;
+      if (std::fabs(code - std::nearbyint(code)) > 1e-3f) return {};
+    }
+    // An all-zero channel: any scale; its codes are all 0.
+    scales[static_cast<size_t>(c)] = s > 0.f ? s : 1.f;
+  }
+  return scales;
+}
+
+bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
+  if (conv->epilogue.int8() || conv->epilogue.affine_input >= 0) return false;
+  Value* x = conv->input(0);
+  const float s = int8_pair_scale(x);
+  const Value* w = conv->input(1);
+  if (s == 0.f || !w || !w->is_constant()) return false;
+  std::vector<float> ws = int8_weight_scales(w->constant);
+  if (ws.empty()) return false;
+  // Rewrite: read the pair's float input, with the rounding on the node.
+  Value* src = x->producer->input(0)->producer->input(0);
+  g.set_input(conv, 0, src);
+  conv->epilogue.input_scale = s;
+  conv->epilogue.weight_scales = std::move(ws);
+  if (report)
+    for (auto& layer : report->layers)
+      if (layer.node == conv->name) layer.runs = "int8";
+  return true;
+}
+
+}  // namespace
+
+Result<bool> fuse_int8_conv(Graph& g, QuantizationReport* report) {
+  KILN_ASSIGN_OR_RETURN(const bool changed, fuse_each(g, OpKind::Conv, [&](Node* n) {
+                          return fuse_one(g, n, report);
+                        }));
+  if (changed) KILN_RETURN_IF_ERROR(eliminate_dead_nodes(g).status());
+  return changed;
+}
+
+}  // namespace kiln

@@ -1,0 +1,99 @@
+// fuse_int8_conv: the Q → DQ pair quantize_int8 puts before a Conv becomes the Conv's int8
+// operands (Epilogue::input_scale, weight_scales), with the same numbers; patterns it cannot
+// carry are left as they are.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "pass_test_util.h"
+
+namespace kiln::test {
+namespace {
+
+// x [2,3,6,5] → Relu → r; r → Conv(w, b) → y1 and r → Conv(w2) [+ relu] → y2: two convs share
+// one input, so quantize_int8 gives them one Q → DQ pair.
+struct TwoConvs {
+  Graph g;
+  TwoConvs() {
+    Value* x = typed_value(g, "x", {2, 3, 6, 5});
+    Value* r = typed_value(g, "r", {2, 3, 6, 5});
+    Value* y1 = typed_value(g, "y1", {2, 4, 4, 3});
+    Value* y2 = typed_value(g, "y2", {2, 6, 6, 5});
+    g.add_node(OpKind::Relu, "relu", {x}, {r});
+    g.add_node(OpKind::Conv, "conv1",
+               {r, g.add_constant("w", random_tensor({4, 3, 3, 3}, 7)),
+                g.add_constant("b", random_tensor({4}, 8))},
+               {y1});
+    Node* c2 = g.add_node(OpKind::Conv, "conv2",
+                          {r, g.add_constant("w2", random_tensor({6, 3, 1, 1}, 9))}, {y2});
+    c2->epilogue.act = Activation::kRelu;
+    g.inputs() = {x};
+    g.outputs() = {y1, y2};
+  }
+};
+
+TEST(FuseInt8Conv, FoldsThePairIntoBothConvsWithTheSameNumbers) {
+  TwoConvs t;
+  QuantizationReport report;
+  auto q = quantize_int8(t.g, {{"r", 0.8}}, &report);  // clips r > 0.8
+  ASSERT_TRUE(q.is_ok() && *q);
+  const Tensor x = random_tensor({2, 3, 6, 5}, 3);
+  auto simulated = run_graph(t.g, {x});
+  ASSERT_TRUE(simulated.is_ok()) << simulated.status().to_string();
+
+  auto changed = fuse_int8_conv(t.g, &report);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().to_string();
+  EXPECT_TRUE(*changed);
+  ASSERT_TRUE(verify_graph(t.g).is_ok());
+  EXPECT_EQ(count_op(t.g, OpKind::QuantizeLinear), 0);
+  EXPECT_EQ(count_op(t.g, OpKind::DequantizeLinear), 0);
+  for (const auto& n : t.g.nodes()) {
+    if (n->op != OpKind::Conv) continue;
+    SCOPED_TRACE(n->name);
+    EXPECT_EQ(n->input(0)->name, "r");
+    EXPECT_FLOAT_EQ(n->epilogue.input_scale, 0.8f / 127);
+    EXPECT_EQ(n->epilogue.weight_scales.size(), static_cast<size_t>(n->input(1)->constant.dim(0)));
+    EXPECT_NE(n->epilogue.describe().find("int8"), std::string::npos) << n->epilogue.describe();
+  }
+  ASSERT_EQ(report.layers.size(), 2u);
+  for (const auto& l : report.layers) EXPECT_EQ(l.runs, "int8");
+
+  // The reference runs the int8 operands as the pair did.
+  auto fused = run_graph(t.g, {x});
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  for (size_t i = 0; i < 2; ++i) expect_near((*fused)[i], (*simulated)[i], 1e-6, 1e-6);
+}
+
+TEST(FuseInt8Conv, LeavesWhatItCannotCarry) {
+  // A pair whose zero point is not 0 (asymmetric), and a conv whose weights are off the grid.
+  Graph g;
+  Value* x = typed_value(g, "x", {1, 3, 5, 5});
+  Value* codes = g.add_value("codes");
+  codes->dtype = DataType::kInt8;
+  Value* back = typed_value(g, "back", {1, 3, 5, 5});
+  Value* y = typed_value(g, "y", {1, 2, 5, 5});
+  Value* scale = g.add_constant("s", Tensor::from_floats({}, {0.01f}));
+  Tensor zp(DataType::kInt8, {});
+  *zp.data<int8_t>() = 3;
+  Value* zero = g.add_constant("zp", std::move(zp));
+  g.add_node(OpKind::QuantizeLinear, "q", {x, scale, zero}, {codes});
+  g.add_node(OpKind::DequantizeLinear, "dq", {codes, scale, zero}, {back});
+  g.add_node(OpKind::Conv, "conv", {back, g.add_constant("w", random_tensor({2, 3, 1, 1}, 4))},
+             {y});
+  g.inputs() = {x};
+  g.outputs() = {y};
+  auto changed = fuse_int8_conv(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+
+  // Zero point 0 now, but the weights are random floats, off any int8 grid.
+  for (const auto& v : g.values())
+    if (v->name == "zp") *v->constant.data<int8_t>() = 0;
+  changed = fuse_int8_conv(g);
+  ASSERT_TRUE(changed.is_ok());
+  EXPECT_FALSE(*changed);
+  EXPECT_EQ(count_op(g, OpKind::DequantizeLinear), 1);
+}
+
+}  // namespace
+}  // namespace kiln::test

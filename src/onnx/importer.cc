@@ -23,6 +23,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "onnx/expand_quantized.h"
 #include "onnx/import_context.h"
 #include "onnx/shape_infer.h"
 #include "onnx/tensor_proto.h"
@@ -276,6 +277,10 @@ Result<std::unique_ptr<Graph>> import_model(std::string_view bytes, const std::s
       what, [&] { parsed = model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())); }));
   if (!parsed)
     return invalid_argument(what + " is not a valid ONNX model (truncated or corrupted?)");
+  // The operator forms of quantized models (QLinearConv, ConvInteger, ONNX Runtime's
+  // com.microsoft QLinearAdd…) become Q/DQ around float ops first (expand_quantized.h).
+  bool expanded = false;
+  KILN_RETURN_IF_ERROR_CTX(expand_quantized_operators(model, base_dir, &expanded), what);
   KILN_ASSIGN_OR_RETURN(int64_t opset, precheck(model, what));
   // Nodes out of order are sorted, not refused (topological_sort.h); the checker then sees
   // the sorted graph, so it must check the model in memory, not re-read the file.
@@ -288,7 +293,7 @@ Result<std::unique_ptr<Graph>> import_model(std::string_view bytes, const std::s
   for (const auto& t : model.graph().initializer())
     has_external |= t.data_location() == onnx::TensorProto::EXTERNAL;
   Status checked = guarded(what + ": ONNX checker", [&] {
-    if (has_external && !path.empty() && !reordered)
+    if (has_external && !path.empty() && !reordered && !expanded)
       onnx::checker::check_model(path);
     else
       onnx::checker::check_model(model);

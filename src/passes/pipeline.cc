@@ -14,7 +14,8 @@
 //  - last, for int8 engines given their calibration's magnitudes, quantize_int8: the Q/DQ pairs
 //    before the layers, after every fusion so the patterns above see the float graph; then on
 //    the CPU fuse_int8_conv, which folds each pair into the Conv reading it for oneDNN's 8-bit
-//    kernel (CUDA runs the pairs themselves until it has 8-bit kernels).
+//    kernel (CUDA runs the pairs themselves until it has 8-bit kernels). fuse_int8_conv also
+//    runs on models quantized by another tool (their own Q/DQ pairs), with the optimizer.
 #include <map>
 
 #include "passes/pass.h"
@@ -38,7 +39,7 @@ enum class When {
   kAfter,          // with optimize, after the merge; its groups reported as they are made
   kAfterCudaOnly,  // the same, CUDA engines only
   kInt8,           // int8 engines (optimize_graph given magnitudes), after everything
-  kInt8CpuOnly     // the same, CPU engines only
+  kInt8CpuOnly     // CPU engines: int8 ones, and any with the optimizer (a model's own Q/DQ)
 };
 
 struct Pass {
@@ -130,7 +131,8 @@ Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report
   bool merged = false;
   for (const Pass& p : kPasses) {
     const bool int8 = p.when == When::kInt8 || p.when == When::kInt8CpuOnly;
-    if (int8 ? !amax : p.when != When::kAlways && !options.optimize) continue;
+    const bool own_qdq = p.when == When::kInt8CpuOnly && options.optimize;
+    if (int8 ? !amax && !own_qdq : p.when != When::kAlways && !options.optimize) continue;
     if (p.when == When::kAfterCudaOnly && !cuda) continue;
     if (p.when == When::kInt8CpuOnly && cuda) continue;
     const bool after = p.when != When::kAlways && p.when != When::kOptimize;
@@ -145,8 +147,9 @@ Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report
       report_groups(g, groups, false, *report);
     else
       optimizer_groups.insert(optimizer_groups.end(), groups.begin(), groups.end());
-    // A pass that applies to every engine is listed where it changed the graph.
-    if (p.when == When::kAlways && !*changed) continue;
+    // A pass that applies to every engine is listed where it changed the graph, and so is
+    // fuse_int8_conv on an engine that is not int8 (a model's own Q/DQ).
+    if ((p.when == When::kAlways || (own_qdq && !amax)) && !*changed) continue;
     report->steps.push_back({std::string(p.name) + (p.when == When::kAfterCudaOnly ? " (CUDA)"
                                                     : p.when == When::kInt8CpuOnly ? " (CPU)"
                                                                                    : ""),

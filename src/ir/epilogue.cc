@@ -67,8 +67,9 @@ std::string Epilogue::describe() const {
   const char* sep = "";
   if (int8()) {
     // The int8 operands first: they apply before the op.
-    os << "int8 in(scale " << input_scale << "), weights(" << weight_scales.size()
-       << " channel scales) →";
+    os << (input_uint8 ? "int8 in(uint8, scale " : "int8 in(scale ") << input_scale;
+    if (input_zero_point != 0) os << ", zero point " << input_zero_point;
+    os << "), weights(" << weight_scales.size() << " channel scales) →";
     sep = " ";
   }
   if (affine_input >= 0) {

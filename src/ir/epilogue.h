@@ -49,13 +49,16 @@ struct Epilogue {
   int affine_input = -1;    // scale at this index of Node::inputs, shift at the next, or -1
   int bias_input = -1;      // MatMul only: float32 [N] added along the last axis, or -1
   // An int8 layer's operands (passes/fuse_int8_conv.cc), Conv only. With input_scale > 0,
-  // input 0 is read rounded to the int8 grid, clamp(round_half_even(x / input_scale), -128,
-  // 127) · input_scale, as QuantizeLinear → DequantizeLinear give it; and the weights, a
+  // input 0 is read rounded to the 8-bit grid, (clamp(round_half_even(x / input_scale) + z,
+  // lo, hi) − z) · input_scale with z = input_zero_point and [lo, hi] = [-128, 127], or [0,
+  // 255] where input_uint8, as QuantizeLinear → DequantizeLinear give it; and the weights, a
   // float32 constant, are whole multiples of weight_scales[m] for output channel m (|code| ≤
   // 127). An 8-bit kernel reads both as their codes and scales its int32 sums by
   // input_scale · weight_scales[m]; a float kernel that takes the node computes the same
   // products in float on the rounded input. 0: a float layer.
   float input_scale = 0.f;
+  int input_zero_point = 0;
+  bool input_uint8 = false;
   std::vector<float> weight_scales;
 
   bool int8() const { return input_scale > 0.f; }

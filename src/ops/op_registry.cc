@@ -43,12 +43,14 @@ std::vector<T> without_epilogue_inputs(const Node& node, const std::vector<T>& i
 
 // `x` (float32) on the int8 grid of `scale`: clamp(round_half_even(x / scale), -128, 127) ·
 // scale, what QuantizeLinear → DequantizeLinear give.
-Tensor int8_rounded(const Tensor& x, float scale) {
+Tensor int8_rounded(const Tensor& x, const Epilogue& e) {
   Tensor r(DataType::kFloat32, x.shape());
   const float* p = x.data<float>();
   float* q = r.data<float>();
+  const float lo = e.input_uint8 ? 0.f : -128.f, hi = e.input_uint8 ? 255.f : 127.f;
+  const float z = static_cast<float>(e.input_zero_point), s = e.input_scale;
   for (int64_t i = 0; i < x.numel(); ++i)
-    q[i] = std::min(127.f, std::max(-128.f, std::nearbyint(p[i] / scale))) * scale;
+    q[i] = (std::min(hi, std::max(lo, std::nearbyint(p[i] / s) + z)) - z) * s;
   return r;
 }
 
@@ -117,7 +119,7 @@ Status run_node(const OpDef& def, const Node& node, const std::vector<const Tens
   std::vector<const Tensor*> own = without_epilogue_inputs(node, in);
   Tensor rounded;
   if (e.int8()) {
-    rounded = int8_rounded(*in[0], e.input_scale);
+    rounded = int8_rounded(*in[0], e);
     own[0] = &rounded;
   }
   KILN_RETURN_IF_ERROR(def.run(node, own, out));

@@ -2,21 +2,23 @@
 // whose weights lie on a per-channel int8 grid becomes one int8 Conv (Epilogue::input_scale and
 // weight_scales), which an 8-bit kernel runs on the codes:
 //
-//   x → Q(s, 0, int8) → DQ(s, 0) → Conv(W, B)[epilogue]
-//     ⇒ Conv(x, W, B)[int8 in(s), weights(s_w) → epilogue]
+//   x → Q(s, z, int8|uint8) → DQ(s, z) → Conv(W, B)[epilogue]
+//     ⇒ Conv(x, W, B)[int8 in(s, z), weights(s_w) → epilogue]
 //
-//   y[m] = Σ round(x/s)·s · W[m] + B[m] = (Σ q_x · q_w[m]) · s · s_w[m] + B[m]
+//   y[m] = Σ (q_x − z)·s · W[m] + B[m] = (Σ (q_x − z) · q_w[m]) · s · s_w[m] + B[m]
 //
-// with q_x = clamp(round(x / s), -128, 127) and W[m] = q_w[m] · s_w[m], |q_w| ≤ 127 (symmetric
+// with q_x = clamp(round(x / s) + z, lo, hi) ([-128, 127] for int8 codes, [0, 255] for uint8:
+// ONNX Runtime's default for activations) and W[m] = q_w[m] · s_w[m], |q_w| ≤ 127 (symmetric
 // per output channel: s_w[m] = max|W[m]| / 127, which quantize_int8 rounds the weights to).
 // The rewrite changes no number: every kernel that takes the node applies the same rounding
 // (the reference through run_node). The Q → DQ pair stays while anything else reads it.
 //
-// Matched: per-tensor float32 scalar scale > 0 and int8 zero point 0 on both Q and DQ (the
-// same scale); weights a float32 rank-4 constant, every element within 1e-6 relative of its
-// code times its channel's scale. Anything else is left as it is, in float with the Q → DQ
-// rounding applied.
+// Matched: per-tensor float32 scalar scale > 0 and a scalar zero point on both Q and DQ (the
+// same ones), int8 or uint8 codes; weights a float32 rank-4 constant, every element within 1e-6
+// relative of its code times its channel's scale. Anything else is left as it is, in float with the
+// Q → DQ rounding applied.
 #include <cmath>
+#include <optional>
 
 #include "passes/pass.h"
 
@@ -33,28 +35,37 @@ float scalar_scale(const Value* v) {
   return std::isfinite(s) && s > 0.f ? s : 0.f;
 }
 
-// Whether `v` is an omitted zero point or an int8 scalar constant 0.
-bool int8_zero(const Value* v) {
-  if (!v) return true;
-  if (!v->is_constant() || v->constant.dtype() != DataType::kInt8 || v->constant.numel() != 1)
-    return false;
-  return *v->constant.data<int8_t>() == 0;
+// The zero point `v` gives codes of type `codes` (int8 or uint8): 0 where omitted, the
+// value of a scalar constant of that type; nothing otherwise.
+std::optional<int> zero_point(const Value* v, DataType codes) {
+  if (!v) return 0;
+  if (!v->is_constant() || v->constant.dtype() != codes || v->constant.numel() != 1) return {};
+  return codes == DataType::kUInt8 ? int{*v->constant.data<uint8_t>()}
+                                   : int{*v->constant.data<int8_t>()};
 }
 
-// The scale of `x`'s Q → DQ pair where `x` is the output of one (int8, zero point 0, one
-// per-tensor scale); 0 otherwise.
-float int8_pair_scale(const Value* x) {
+// The 8-bit grid of `x`'s Q → DQ pair where `x` is the output of one (int8 or uint8 codes,
+// one per-tensor scale and zero point, the same on both); nothing otherwise.
+struct Grid {
+  float scale;
+  int zero_point;
+  bool uint8;
+};
+std::optional<Grid> pair_grid(const Value* x) {
   const Node* dq = x ? x->producer : nullptr;
-  if (!dq || dq->op != OpKind::DequantizeLinear || dq->attrs.get_int("axis", 1) != 1) return 0.f;
+  if (!dq || dq->op != OpKind::DequantizeLinear) return {};
   const Value* codes = dq->input(0);
   const Node* q = codes ? codes->producer : nullptr;
-  if (!q || q->op != OpKind::QuantizeLinear || codes->dtype != DataType::kInt8) return 0.f;
+  if (!q || q->op != OpKind::QuantizeLinear) return {};
+  if (codes->dtype != DataType::kInt8 && codes->dtype != DataType::kUInt8) return {};
   const Value* src = q->input(0);
-  if (!src || src->dtype != DataType::kFloat32) return 0.f;
+  if (!src || src->dtype != DataType::kFloat32) return {};
   const float s = scalar_scale(dq->input(1));
-  if (s == 0.f || scalar_scale(q->input(1)) != s) return 0.f;
-  if (!int8_zero(dq->input(2)) || !int8_zero(q->input(2))) return 0.f;
-  return s;
+  if (s == 0.f || scalar_scale(q->input(1)) != s) return {};
+  const auto zq = zero_point(q->input(2), codes->dtype);
+  const auto zdq = zero_point(dq->input(2), codes->dtype);
+  if (!zq || !zdq || *zq != *zdq) return {};
+  return Grid{s, *zq, codes->dtype == DataType::kUInt8};
 }
 
 // The per-output-channel scales of weights `w` (float32 [M, C/g, kH, kW]) when every element
@@ -82,15 +93,17 @@ std::vector<float> int8_weight_scales(const Tensor& w) {
 bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
   if (conv->epilogue.int8() || conv->epilogue.affine_input >= 0) return false;
   Value* x = conv->input(0);
-  const float s = int8_pair_scale(x);
+  const std::optional<Grid> grid = pair_grid(x);
   const Value* w = conv->input(1);
-  if (s == 0.f || !w || !w->is_constant()) return false;
+  if (!grid || !w || !w->is_constant()) return false;
   std::vector<float> ws = int8_weight_scales(w->constant);
   if (ws.empty()) return false;
   // Rewrite: read the pair's float input, with the rounding on the node.
   Value* src = x->producer->input(0)->producer->input(0);
   g.set_input(conv, 0, src);
-  conv->epilogue.input_scale = s;
+  conv->epilogue.input_scale = grid->scale;
+  conv->epilogue.input_zero_point = grid->zero_point;
+  conv->epilogue.input_uint8 = grid->uint8;
   conv->epilogue.weight_scales = std::move(ws);
   if (report)
     for (auto& layer : report->layers)

@@ -198,14 +198,14 @@ Status set_shapes(const Graph& graph, const EngineOptions& options, Engine::Impl
 
 // The scale of every 8-bit value a QuantizeLinear writes with a constant per-tensor scale and
 // zero point (int8 engines' and Q/DQ models'), and of every float value an int8 Conv reads as
-// int8 codes (Epilogue::input_scale, zero point 0), for the plans' slots.
+// 8-bit codes (Epilogue::input_scale and input_zero_point), for the plans' slots.
 std::map<std::string, QuantScale> quantized_values(const Graph& graph) {
   std::map<std::string, QuantScale> r;
   for (const auto& n : graph.nodes()) {
     if (n->epilogue.int8() && n->input(0)) {
       QuantScale q;
       q.scale = {n->epilogue.input_scale};
-      q.zero_point = {0};
+      q.zero_point = {n->epilogue.input_zero_point};
       r[n->input(0)->name] = std::move(q);
     }
     if (n->op != OpKind::QuantizeLinear || !n->output(0)) continue;

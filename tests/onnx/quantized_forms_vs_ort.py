@@ -135,7 +135,27 @@ def microsoft_ops():
     return m, {"a": u8((2, 3, 6, 4)), "c": u8((2, 3, 6, 4))}
 
 
-FORMS = [qlinear_conv, qlinear_matmul, integer_ops, dynamic_matmul, microsoft_ops]
+def qdq_uint8_conv():
+    # ONNX Runtime's default static quantization: uint8 activations with a zero point, int8
+    # weights per channel, as Q/DQ pairs (kiln runs the conv on oneDNN's u8s8 kernel).
+    w = rng.integers(-127, 128, size=(6, 4, 3, 3), dtype=np.int8)
+    w[:, 0, 0, 0] = 127
+    inits = [const("xs", np.float32(2.0 / 255)), const("xz", np.uint8(100)), const("w", w),
+             const("ws", rng.uniform(0.004, 0.02, 6).astype(np.float32)),
+             const("wz", np.zeros(6, np.int8)), const("ys", np.float32(0.05)),
+             const("yz", np.uint8(20))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"], axis=0),
+             helper.make_node("Conv", ["xf", "wf"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["y"])]
+    m = model(nodes, [vi("x", TensorProto.FLOAT, [2, 4, 9, 7])],
+              [vi("y", TensorProto.UINT8, [2, 6, 9, 7])], inits)
+    return m, {"x": rng.uniform(-0.9, 1.3, size=(2, 4, 9, 7)).astype(np.float32)}
+
+
+FORMS = [qdq_uint8_conv, qlinear_conv, qlinear_matmul, integer_ops, dynamic_matmul, microsoft_ops]
 
 
 def run_both(kiln, m, feeds, work):

@@ -64,8 +64,48 @@ TEST(FuseInt8Conv, FoldsThePairIntoBothConvsWithTheSameNumbers) {
   for (size_t i = 0; i < 2; ++i) expect_near((*fused)[i], (*simulated)[i], 1e-6, 1e-6);
 }
 
+// ONNX Runtime's default activations: uint8 codes with a zero point, folded with the same
+// numbers (padding included: it stands for x = 0).
+TEST(FuseInt8Conv, FoldsAUint8PairWithAZeroPoint) {
+  Graph g;
+  Value* x = typed_value(g, "x", {2, 3, 6, 5});
+  Value* codes = g.add_value("codes");
+  codes->dtype = DataType::kUInt8;
+  Value* back = typed_value(g, "back", {2, 3, 6, 5});
+  Value* y = typed_value(g, "y", {2, 4, 6, 5});
+  Value* scale = g.add_constant("s", Tensor::from_floats({}, {1.5f / 255}));
+  Tensor zp(DataType::kUInt8, {});
+  *zp.data<uint8_t>() = 100;
+  Value* zero = g.add_constant("zp", std::move(zp));
+  Tensor w = random_tensor({4, 3, 3, 3}, 11);
+  for (int64_t m = 0; m < 4; ++m) {  // onto the per-channel grid max|w| / 127
+    float* p = w.data<float>() + m * 27;
+    float amax = 0;
+    for (int i = 0; i < 27; ++i) amax = std::max(amax, std::fabs(p[i]));
+    for (int i = 0; i < 27; ++i) p[i] = std::nearbyint(p[i] / (amax / 127)) * (amax / 127);
+  }
+  g.add_node(OpKind::QuantizeLinear, "q", {x, scale, zero}, {codes});
+  g.add_node(OpKind::DequantizeLinear, "dq", {codes, scale, zero}, {back});
+  Node* conv = g.add_node(OpKind::Conv, "conv", {back, g.add_constant("w", std::move(w))}, {y});
+  conv->attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  g.inputs() = {x};
+  g.outputs() = {y};
+  const Tensor input = random_tensor({2, 3, 6, 5}, 12);
+  auto pair = run_graph(g, {input});
+  ASSERT_TRUE(pair.is_ok()) << pair.status().to_string();
+  auto changed = fuse_int8_conv(g);
+  ASSERT_TRUE(changed.is_ok() && *changed);
+  EXPECT_EQ(conv->epilogue.input_zero_point, 100);
+  EXPECT_TRUE(conv->epilogue.input_uint8);
+  EXPECT_NE(conv->epilogue.describe().find("uint8"), std::string::npos);
+  auto fused = run_graph(g, {input});
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  expect_near((*fused)[0], (*pair)[0], 1e-6, 1e-6);
+}
+
 TEST(FuseInt8Conv, LeavesWhatItCannotCarry) {
-  // A pair whose zero point is not 0 (asymmetric), and a conv whose weights are off the grid.
+  // A pair whose Q and DQ zero points differ (two grids), then a conv whose weights are off
+  // the grid.
   Graph g;
   Value* x = typed_value(g, "x", {1, 3, 5, 5});
   Value* codes = g.add_value("codes");
@@ -76,8 +116,11 @@ TEST(FuseInt8Conv, LeavesWhatItCannotCarry) {
   Tensor zp(DataType::kInt8, {});
   *zp.data<int8_t>() = 3;
   Value* zero = g.add_constant("zp", std::move(zp));
+  Tensor zp0(DataType::kInt8, {});
+  *zp0.data<int8_t>() = 0;
+  Value* zero0 = g.add_constant("zp0", std::move(zp0));
   g.add_node(OpKind::QuantizeLinear, "q", {x, scale, zero}, {codes});
-  g.add_node(OpKind::DequantizeLinear, "dq", {codes, scale, zero}, {back});
+  g.add_node(OpKind::DequantizeLinear, "dq", {codes, scale, zero0}, {back});
   g.add_node(OpKind::Conv, "conv", {back, g.add_constant("w", random_tensor({2, 3, 1, 1}, 4))},
              {y});
   g.inputs() = {x};
@@ -86,7 +129,7 @@ TEST(FuseInt8Conv, LeavesWhatItCannotCarry) {
   ASSERT_TRUE(changed.is_ok());
   EXPECT_FALSE(*changed);
 
-  // Zero point 0 now, but the weights are random floats, off any int8 grid.
+  // Both zero points 0 now, but the weights are random floats, off any int8 grid.
   for (const auto& v : g.values())
     if (v->name == "zp") *v->constant.data<int8_t>() = 0;
   changed = fuse_int8_conv(g);

@@ -82,7 +82,10 @@ struct Answer {
 std::string question_key(const Node& node, const ConvOperands& ops, const ConvGeometry& geo,
                          Precision precision) {
   // An int8 conv's plan depends on its scales only through their values, not their count.
-  std::string key = std::string(node.epilogue.int8() ? "int8" : precision_name(precision)) + " " +
+  const Epilogue& ep = node.epilogue;
+  const std::string codes =
+      std::string(ep.input_uint8 ? "u8" : "s8") + " z" + std::to_string(ep.input_zero_point);
+  std::string key = (ep.int8() ? "int8 " + codes : std::string(precision_name(precision))) + " " +
                     shape_str(ops.x) + shape_str(ops.w) + shape_str(geo.strides) +
                     shape_str(geo.dilations) + shape_str(geo.pad_begin) + shape_str(geo.pad_end) +
                     "g" + std::to_string(geo.group);
@@ -162,12 +165,12 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
   // the int32 sums are scaled back by s · s_w[m] per output channel (oneDNN's output scales),
   // which oneDNN 2.6 applies to the sum plus the bias: the bias is passed divided by them.
   const Epilogue& e = node_.epilogue;
-  const dt in_dt = e.int8()                                          ? dt::s8
+  const dt in_dt = e.int8() ? (e.input_uint8 ? dt::u8 : dt::s8)
                    : shared_.precision_of(node_) == Precision::kBf16 ? dt::bf16
                                                                      : dt::f32;
   memory::desc src_md(to_dims(ops_.x), in_dt, src_fmt);
   memory::desc dst_md(to_dims(ops_.y), dt::f32, dst_fmt);
-  memory::desc w_any(w_dims, in_dt, tag::any);
+  memory::desc w_any(w_dims, e.int8() ? dt::s8 : in_dt, tag::any);
   const int b = bias_index(node_);
   memory::desc bias_md = b >= 0 ? memory::desc({ws[0]}, dt::f32, tag::x) : memory::desc();
 
@@ -187,6 +190,8 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
   if (e.int8()) {
     for (float sw : e.weight_scales) p.out_scales.push_back(e.input_scale * sw);
     attr.set_output_scales(1 << 1, p.out_scales);
+    // The sums over (q_x − z): oneDNN subtracts the source's zero point (padding included).
+    if (e.input_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {e.input_zero_point});
   }
   p.choice = c;
   p.algo = algo;
@@ -216,9 +221,13 @@ ConvPlan ConvPlanner::make(const ConvChoice& c) {
   p.dst_direct = p.pd.dst_desc() == dst_ext_;
   if (p.src_reorder) {
     p.src_mem = memory(p.pd.src_desc(), cpu_engine());
-    p.src_reorder_prim =
-        make_reorder(src_ext_, p.pd.src_desc(),
-                     e.int8() ? scaled_by(0, {1.f / e.input_scale}) : dnnl::primitive_attr());
+    dnnl::primitive_attr quantize;
+    if (e.int8()) {
+      // x · (1 / s) + z, rounded and saturated to the codes' type.
+      quantize = scaled_by(0, {1.f / e.input_scale});
+      if (e.input_zero_point != 0) quantize.set_zero_points(DNNL_ARG_DST, 0, {e.input_zero_point});
+    }
+    p.src_reorder_prim = make_reorder(src_ext_, p.pd.src_desc(), quantize);
   }
   if (!p.dst_direct) {
     p.dst_mem = memory(p.pd.dst_desc(), cpu_engine());

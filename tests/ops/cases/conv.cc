@@ -72,6 +72,16 @@ OpCase int8(OpCase c, float input_scale) {
   return c;
 }
 
+// `c` as an int8 Conv whose input codes are uint8 (or int8) with a zero point: ONNX Runtime's
+// default activations (asymmetric uint8). Its padding stands for x = 0, code z.
+OpCase asymmetric(OpCase c, float input_scale, int zero_point, bool uint8) {
+  c = int8(std::move(c), input_scale);
+  c.name = std::string(uint8 ? "u" : "s") + "8z" + std::to_string(zero_point) + "_" + c.name;
+  c.epilogue.input_zero_point = zero_point;
+  c.epilogue.input_uint8 = uint8;
+  return c;
+}
+
 }  // namespace
 
 KILN_OP_CASES(conv) {
@@ -96,6 +106,19 @@ KILN_OP_CASES(conv) {
            1.f / 127),
       int8(conv("grouped", {{1, 16, 8, 8}, 32, 3, 1, 4}, 1124), 1.f / 127),
       int8(conv("3x3_s2_odd", {{3, 8, 9, 11}, 12, 3, 2}, 1132), 0.8f / 127),
+      // uint8 codes over [-0.78, 1.2] (zero point 100): the lowest inputs saturate at code 0.
+      asymmetric(conv("stem_7x7_s2", {{1, 3, 32, 32}, 16, 7, 2}, 1200, true, Activation::kRelu),
+                 2.f / 255, 100, true),
+      asymmetric(conv("3x3_relu", {{2, 16, 12, 12}, 32, 3}, 1204, true, Activation::kRelu),
+                 2.f / 255, 128, true),
+      asymmetric(
+          conv("1x1_residual_relu", {{2, 32, 8, 8}, 32, 1}, 1208, true, Activation::kRelu, true),
+          2.f / 255, 100, true),
+      asymmetric(
+          conv("depthwise_relu6", {{2, 32, 10, 10}, 32, 3, 1, 32}, 1216, true, Activation::kClip),
+          2.f / 255, 140, true),
+      asymmetric(conv("3x3_s2_odd", {{3, 8, 9, 11}, 12, 3, 2}, 1232), 1.5f / 255, 60, true),
+      asymmetric(conv("3x3_s2_odd", {{3, 8, 9, 11}, 12, 3, 2}, 1236), 1.f / 127, -7, false),
   };
 }
 

@@ -46,8 +46,19 @@ inline std::vector<uint8_t> to_device_bytes(const Tensor& t, DataType dt, Layout
 
 inline Tensor from_device_bytes(const std::vector<uint8_t>& bytes, const TensorDesc& d) {
   if (!dtype_is_float(d.dtype)) {
+    // Integer outputs keep their dtype; one in NHWC (QuantizeLinear's codes) goes back to plain.
     Tensor t(d.dtype, d.shape);
-    std::memcpy(t.raw(), bytes.data(), t.nbytes());
+    const size_t e = dtype_size(d.dtype);
+    if (d.layout != Layout::kNHWC) {
+      std::memcpy(t.raw(), bytes.data(), t.nbytes());
+      return t;
+    }
+    const int64_t b = d.shape[0], c = d.shape[1], hw = d.shape[2] * d.shape[3];
+    auto* o = static_cast<uint8_t*>(t.raw());
+    for (int64_t x = 0; x < b; ++x)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t p = 0; p < hw; ++p)
+          std::memcpy(o + ((x * c + ch) * hw + p) * e, &bytes[((x * hw + p) * c + ch) * e], e);
     return t;
   }
   int64_t n = d.numel();

@@ -62,5 +62,45 @@ TEST(CudaInt8, CalibratedEngineRunsItsQuantizationOnTheGpu) {
   EXPECT_EQ(quantize_steps, 2);
 }
 
+// A model's own quantized output after an NHWC conv: the uint8 codes come back in the logical
+// order (the plan converts their layout on the GPU), equal to the CPU's within one code.
+TEST(CudaInt8, QuantizedOutputOfAnNhwcConvComesBackInOrder) {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {2, 8, 7, 5});
+  m.initializer("w", {6, 8, 3, 3}, uniform_floats(6 * 8 * 9, 6, -0.2f, 0.2f));
+  m.initializer("s", {}, {0.02f});
+  auto* zp = m.graph().add_initializer();
+  zp->set_name("z");
+  zp->set_data_type(onnx::TensorProto::UINT8);
+  zp->set_raw_data(std::string(1, static_cast<char>(90)));
+  auto& conv = m.node("Conv", {"x", "w"}, {"c"}, "conv");
+  add_attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("QuantizeLinear", {"c", "s", "z"}, {"y"}, "quantize");
+  m.output("y", onnx::TensorProto::UINT8, {2, 6, 7, 5});
+  EngineOptions o;
+  auto cpu = Engine::from_bytes(m.bytes(), o);
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.poison_memory = true;
+  auto gpu = Engine::from_bytes(m.bytes(), o);
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+  const std::map<std::string, Tensor> in = {
+      {"x", Tensor::from_floats({2, 8, 7, 5}, uniform_floats(560, 7, -1, 1))}};
+  auto want = (*cpu)->create_context()->run(in);
+  auto got = (*gpu)->create_context()->run(in);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  ASSERT_EQ(got->at("y").dtype(), DataType::kUInt8);
+  const std::vector<int64_t> g = got->at("y").to_int64s(), w = want->at("y").to_int64s();
+  ASSERT_EQ(g.size(), w.size());
+  int off = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    EXPECT_LE(std::abs(g[i] - w[i]), 1) << "element " << i;
+    off += g[i] != w[i];
+  }
+  EXPECT_LE(off, static_cast<int>(g.size()) / 20);  // fp16 sums round apart now and then
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -1,5 +1,5 @@
 // launch_convert (launch.h): the plan's conversions between a producer's and a consumer's
-// dtype (float32, float16, bfloat16) and layout (plain <-> NHWC).
+// dtype (float32, float16, bfloat16) and layout (plain <-> NHWC; also of int8 and uint8 codes).
 //
 // A layout change is a batch of matrix transposes: plain [N][C][HW] -> NHWC [N][HW][C] is
 // N transposes of a C x HW matrix, the reverse N transposes of HW x C. Both run through
@@ -134,6 +134,11 @@ Status launch_convert(const TensorRef& src, TensorRef& dst, cudaStream_t stream)
   if (a.dtype == b.dtype && a.layout == b.layout) {
     KILN_CUDA(cudaMemcpyAsync(dst.data, src.data, a.nbytes(), cudaMemcpyDeviceToDevice, stream));
     return Status::ok();
+  }
+  if (a.dtype == b.dtype && (a.dtype == DataType::kInt8 || a.dtype == DataType::kUInt8)) {
+    // 8-bit codes (a QuantizeLinear's output keeps its input's layout): the layout changes.
+    return a.dtype == DataType::kInt8 ? convert_typed<int8_t, int8_t>(src, dst, stream)
+                                      : convert_typed<uint8_t, uint8_t>(src, dst, stream);
   }
   if (!is_device_float(a.dtype) || !is_device_float(b.dtype))
     return fail("only float32/float16/bfloat16 convert or change layout");

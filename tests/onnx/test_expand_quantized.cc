@@ -32,6 +32,13 @@ void int_initializer(ModelBuilder& b, const std::string& name, int elem,
   t->set_raw_data(raw);
 }
 
+// ONNX Runtime's contrib ops need their domain imported.
+void import_microsoft_domain(ModelBuilder& b) {
+  auto* ms = b.model().add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+}
+
 // Integer codes in [lo, hi] from a fixed seed.
 std::vector<int64_t> codes(size_t n, uint32_t seed, int lo, int hi) {
   std::mt19937 gen(seed);
@@ -241,9 +248,7 @@ TEST(ExpandQuantized, DynamicQuantizeLinearAsDefined) {
 // ONNX Runtime's com.microsoft forms: each dequantizes, computes in float, quantizes.
 TEST(ExpandQuantized, MicrosoftQLinearOpsAsFloatBetweenQuantization) {
   ModelBuilder b(13);
-  auto* ms = b.model().add_opset_import();
-  ms->set_domain("com.microsoft");
-  ms->set_version(1);
+  import_microsoft_domain(b);
   b.input("a", kUInt8, {1, 2, 3, 4});
   b.input("c", kUInt8, {1, 2, 3, 4});
   b.initializer("s1", {}, {0.02f});
@@ -314,9 +319,7 @@ TEST(ExpandQuantized, QLinearMatMulPerColumnWeights) {
 
 TEST(ExpandQuantized, FormsItCannotRunAreRefusedByName) {
   ModelBuilder b(13);
-  auto* ms = b.model().add_opset_import();
-  ms->set_domain("com.microsoft");
-  ms->set_version(1);
+  import_microsoft_domain(b);
   b.input("x", kUInt8, {1, 3, 4, 4});
   b.initializer("s", {}, {0.1f});
   int_initializer(b, "z", kUInt8, {}, {0});
@@ -330,9 +333,7 @@ TEST(ExpandQuantized, FormsItCannotRunAreRefusedByName) {
   EXPECT_NE(e.status().message().find("channels_last"), std::string::npos);
 
   ModelBuilder other(13);
-  auto* ms2 = other.model().add_opset_import();
-  ms2->set_domain("com.microsoft");
-  ms2->set_version(1);
+  import_microsoft_domain(other);
   other.input("x", kFloat, {1, 3});
   other.node("FusedGemm", {"x", "x"}, {"y"}, "fg").set_domain("com.microsoft");
   other.output("y", kFloat, {1, 3});

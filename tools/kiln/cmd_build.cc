@@ -86,7 +86,16 @@ int run(const BuildOptions& o, GlobalOptions g) {
     if (kept.code() == StatusCode::kInvalidArgument) return usage_error(kept.message());
     if (!kept.is_ok()) return fail(kept);
   }
-  auto engine_or = load_engine(o.model, g, fp32_values);
+  // Without shape profiles the input shapes to tune for come from a first load, in fp32: it
+  // only imports (no profile, no plan), and calibrates nothing.
+  const bool profiled = !g.engine.shape_profiles.empty();
+  auto engine_or = load_engine(o.model, g, fp32_values, [profiled](EngineOptions& e) {
+    if (profiled) return;
+    e.precision = Precision::kFp32;
+    e.precision_overrides.clear();
+    e.calibration_data.clear();
+    e.calibration_cache.clear();
+  });
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const double t_load = now_seconds();
   auto feeds = random_inputs(**engine_or, o.batch, o.shapes, 1);
@@ -113,8 +122,12 @@ int run(const BuildOptions& o, GlobalOptions g) {
   Status saved = e.save_plan(o.output);
   if (!saved.is_ok()) return fail(saved);
   auto mem = ctx->device_memory();
-  std::printf("wrote %s (%s): import + passes %.2f s, kernels + tactic timing %.2f s",
-              o.output.c_str(), precision_name(e.options().precision), t_load - t0,
+  std::printf("wrote %s (%s): %s %.2f s, %s %.2f s", o.output.c_str(),
+              precision_name(e.options().precision),
+              profiled ? "import + passes" : "reading the input shapes", t_load - t0,
+              profiled ? "kernels + tactic timing"
+                       : "the build (import, passes, kernels, tactic "
+                         "timing)",
               t_plan - t_load);
   if (mem.is_ok())
     std::printf(", activation arena %.1f MiB, weights %.1f MiB", mem->arena / 1048576.0,

@@ -3,8 +3,10 @@
 // computed here independently.
 #include <algorithm>
 #include <cmath>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "onnx_test_util.h"
+#include "ops/op_test_util.h"
 
 namespace kiln::test {
 namespace {
@@ -12,6 +14,17 @@ namespace {
 constexpr int kUInt8 = onnx::TensorProto::UINT8;
 constexpr int kInt8 = onnx::TensorProto::INT8;
 constexpr int kInt32 = onnx::TensorProto::INT32;
+
+// Whether oneDNN's int8 kernels have VNNI here, as it runs (ONEDNN_MAX_CPU_ISA caps it).
+bool int8_vnni() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx2_vnni:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
 
 // An initializer of an integer type from int64 values (raw little-endian bytes).
 void int_initializer(ModelBuilder& b, const std::string& name, int elem,
@@ -178,7 +191,15 @@ TEST(ExpandQuantized, QLinearConvInt8SymmetricRunsOnEightBitKernels) {
   const std::vector<float> y = r->at("y").to_floats();
   std::vector<int64_t> got(y.size());
   for (size_t i = 0; i < y.size(); ++i) got[i] = std::lround(y[i] / ys);
-  expect_codes_near(Tensor::from_int64s({static_cast<int64_t>(got.size())}, got), want);
+  if (int8_vnni()) {
+    expect_codes_near(Tensor::from_int64s({static_cast<int64_t>(got.size())}, got), want);
+    return;
+  }
+  // Without VNNI oneDNN halves the weights' codes against 16-bit overflow (7-bit weights):
+  // close, not within a step.
+  std::vector<float> gf(got.begin(), got.end()), wf(want.begin(), want.end());
+  const Shape shape = {static_cast<int64_t>(gf.size())};
+  EXPECT_LE(relative_l2(Tensor::from_floats(shape, gf), Tensor::from_floats(shape, wf)), 3e-2);
 }
 
 TEST(ExpandQuantized, ConvIntegerAndMatMulIntegerGiveTheExactSums) {

@@ -34,8 +34,8 @@ class Writer {
   Writer(onnx::ModelProto& m, std::string base_dir) : g_(*m.mutable_graph()), dir_(base_dir) {
     for (int i = 0; i < g_.initializer_size(); ++i) inits_[g_.initializer(i).name()] = i;
     for (const auto& v : g_.input()) names_.insert(v.name());
-    for (const auto& n : g_.node())
-      for (const auto& o : n.output()) names_.insert(o);
+    for (int i = 0; i < g_.node_size(); ++i)
+      for (const auto& o : g_.node(i).output()) names_.insert(o), producer_[o] = i;
     for (const auto& t : g_.initializer()) names_.insert(t.name());
   }
 
@@ -104,15 +104,45 @@ class Writer {
     return *n;
   }
 
-  // x → Q → DQ, once per value: the dequantized value's name.
+  // The scalar float constant `name` (an initializer), or NaN.
+  float scalar(const std::string& name) const {
+    auto it = inits_.find(name);
+    if (it == inits_.end()) return NAN;
+    auto v = tensor_from_proto(g_.initializer(it->second), dir_);
+    return v.is_ok() && v->numel() == 1 ? v->to_floats()[0] : NAN;
+  }
+
+  // Whether value `x` is never negative by construction, as the int8 engine decides it
+  // (quantize_int8.cc): a Relu's output, a Clip's from a min ≥ 0, or a pooling of one.
+  bool never_negative(const std::string& x) const {
+    auto it = producer_.find(x);
+    if (it == producer_.end()) return false;
+    const onnx::NodeProto& p = g_.node(it->second);
+    if (!is_default(p.domain()) || p.input_size() < 1) return false;
+    const std::string& op = p.op_type();
+    if (op == "Relu") return true;
+    if (op == "Clip") {
+      for (const auto& a : p.attribute())  // opset < 11
+        if (a.name() == "min") return a.f() >= 0.f;
+      return p.input_size() > 1 && scalar(p.input(1)) >= 0.f;
+    }
+    const bool pool = op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
+                      op == "GlobalMaxPool";
+    return pool && never_negative(p.input(0));
+  }
+
+  // x → Q → DQ, once per value: the dequantized value's name. uint8 codes over [0, amax]
+  // where x is never negative, int8 over ±amax otherwise (the int8 engine's choice).
   std::string input_pair(const std::string& x, double amax) {
     std::string& dq = pairs_[x];
     if (!dq.empty()) return dq;
-    const float scale = static_cast<float>(amax / 127.0);
+    const bool u8 = never_negative(x);
+    const float scale = static_cast<float>(amax / (u8 ? 255.0 : 127.0));
     const std::string s = add_initializer(x + "/scale", onnx::TensorProto::FLOAT, {},
                                           std::string(reinterpret_cast<const char*>(&scale), 4));
     const std::string z =
-        add_initializer(x + "/zero_point", onnx::TensorProto::INT8, {}, std::string(1, '\0'));
+        add_initializer(x + "/zero_point", u8 ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8,
+                        {}, std::string(1, '\0'));
     const std::string q = fresh(x + "/quantized");
     add_node("QuantizeLinear", {x, s, z}, q);
     dq = fresh(x + "/dequantized");
@@ -176,7 +206,7 @@ class Writer {
 
   onnx::GraphProto& g_;
   std::string dir_;
-  std::map<std::string, int> inits_;
+  std::map<std::string, int> inits_, producer_;
   std::unordered_set<std::string> names_;
   std::map<std::string, std::string> pairs_, weights_;
 };

@@ -3,12 +3,14 @@
 //
 //   x → QuantizeLinear(scale amax / 127, zero point 0, int8) → DequantizeLinear → layer
 //
-// (one pair per value, shared by every layer reading it), and its weights rounded to int8 per
+// (uint8 codes with scale amax / 255 where x is never negative, a ReLU's output; one pair per
+// value, shared by every layer reading it), and its weights rounded to int8 per
 // output channel (symmetric: scale max|w_c| / 127), kept as the float values those codes
 // stand for. That is the model an 8-bit kernel computes: it reads the int8 codes of both and
 // scales the int32 sums. Until a layer has such a kernel, its float kernel computes the same
 // products in float, so the engine gives the 8-bit engine's numbers.
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "passes/pass.h"
@@ -69,15 +71,38 @@ Tensor fake_quantized_weights(const Tensor& w, int axis) {
   return r;
 }
 
-// The dequantized copy of `x` (QuantizeLinear → DequantizeLinear with scale amax / 127).
+// Whether `x` is never negative by construction: the output of a Relu, of a layer whose
+// epilogue ends in Relu or in a Clip from 0 or above (ReLU6), or a pooling of such a value.
+bool never_negative(const Value* x) {
+  const Node* p = x ? x->producer : nullptr;
+  if (!p) return false;
+  if (p->op == OpKind::Relu) return true;
+  if (p->op == OpKind::Clip) {  // a standalone ReLU6: its min a constant ≥ 0
+    const Value* lo = p->input(1);
+    return lo && lo->is_constant() && lo->constant.numel() == 1 &&
+           lo->constant.to_floats()[0] >= 0.f;
+  }
+  const Epilogue& e = p->epilogue;
+  if (e.act == Activation::kRelu || (e.act == Activation::kClip && e.alpha >= 0.f)) return true;
+  const bool pool = p->op == OpKind::MaxPool || p->op == OpKind::AveragePool ||
+                    p->op == OpKind::GlobalAveragePool || p->op == OpKind::GlobalMaxPool;
+  return pool && e.empty() && never_negative(p->input(0));
+}
+
+// The dequantized copy of `x` (QuantizeLinear → DequantizeLinear, zero point 0): uint8 codes
+// over [0, amax] (scale amax / 255) where `x` is never negative, int8 over ±amax (scale
+// amax / 127) otherwise — the same magnitude, one more bit where half the int8 grid would
+// stay unused.
 Value* quantized_copy(Graph& g, Value* x, double amax) {
-  Value* scale = g.add_constant(x->name + "/int8_scale",
-                                Tensor::from_floats({}, {static_cast<float>(amax / 127.0)}));
-  Tensor zp(DataType::kInt8, {});
-  *zp.data<int8_t>() = 0;
+  const bool u8 = never_negative(x);
+  Value* scale =
+      g.add_constant(x->name + "/int8_scale",
+                     Tensor::from_floats({}, {static_cast<float>(amax / (u8 ? 255.0 : 127.0))}));
+  Tensor zp(u8 ? DataType::kUInt8 : DataType::kInt8, {});
+  std::memset(zp.raw(), 0, 1);
   Value* zero = g.add_constant(x->name + "/int8_zero_point", std::move(zp));
   Value* codes = g.add_value(x->name + "/int8");
-  codes->dtype = DataType::kInt8;
+  codes->dtype = u8 ? DataType::kUInt8 : DataType::kInt8;
   codes->has_shape = x->has_shape;
   codes->dims = x->dims;
   Value* back = g.add_value(x->name + "/int8_dequantized");

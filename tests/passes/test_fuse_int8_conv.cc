@@ -51,7 +51,10 @@ TEST(FuseInt8Conv, FoldsThePairIntoBothConvsWithTheSameNumbers) {
     if (n->op != OpKind::Conv) continue;
     SCOPED_TRACE(n->name);
     EXPECT_EQ(n->input(0)->name, "r");
-    EXPECT_FLOAT_EQ(n->epilogue.input_scale, 0.8f / 127);
+    // r is a Relu's output: uint8 codes over [0, 0.8].
+    EXPECT_FLOAT_EQ(n->epilogue.input_scale, 0.8f / 255);
+    EXPECT_TRUE(n->epilogue.input_uint8);
+    EXPECT_EQ(n->epilogue.input_zero_point, 0);
     EXPECT_EQ(n->epilogue.weight_scales.size(), static_cast<size_t>(n->input(1)->constant.dim(0)));
     EXPECT_NE(n->epilogue.describe().find("int8"), std::string::npos) << n->epilogue.describe();
   }

@@ -106,6 +106,44 @@ TEST(QuantizeInt8, GemmWeightsPerOutputColumn) {
   }
 }
 
+// A value that is never negative (a Relu's output, a max pool of one, a conv whose epilogue
+// ends in Relu) gets uint8 codes over [0, amax]: scale amax / 255; any other int8 over ±amax.
+TEST(QuantizeInt8, ValuesNeverNegativeGetUint8Codes) {
+  Graph g;
+  Value* x = typed_value(g, "x", {1, 3, 8, 8});
+  Value* r = typed_value(g, "r", {1, 3, 8, 8});
+  Value* p = typed_value(g, "p", {1, 3, 4, 4});
+  Value* c = typed_value(g, "c", {1, 4, 4, 4});
+  Value* y = typed_value(g, "y", {1, 2, 4, 4});
+  Value* z = typed_value(g, "z", {1, 2, 8, 8});
+  g.add_node(OpKind::Relu, "relu", {x}, {r});
+  Attributes pool;
+  pool.set("kernel_shape", std::vector<int64_t>{2, 2});
+  pool.set("strides", std::vector<int64_t>{2, 2});
+  g.add_node(OpKind::MaxPool, "pool", {r}, {p}, pool);
+  Node* conv = g.add_node(OpKind::Conv, "conv",
+                          {p, g.add_constant("w1", random_tensor({4, 3, 1, 1}, 1))}, {c});
+  conv->epilogue.act = Activation::kRelu;
+  g.add_node(OpKind::Conv, "next", {c, g.add_constant("w2", random_tensor({2, 4, 1, 1}, 2))}, {y});
+  g.add_node(OpKind::Conv, "signed", {x, g.add_constant("w3", random_tensor({2, 3, 1, 1}, 3))},
+             {z});
+  g.inputs() = {x};
+  g.outputs() = {y, z};
+  ASSERT_TRUE(quantize_int8(g, {{"p", 2.0}, {"c", 3.0}, {"x", 1.0}}).is_ok());
+  ASSERT_TRUE(verify_graph(g).is_ok());
+  std::map<std::string, std::pair<DataType, float>> codes;  // per quantized value
+  for (const auto& n : g.nodes())
+    if (n->op == OpKind::QuantizeLinear)
+      codes[n->input(0)->name] = {n->output(0)->dtype, *n->input(1)->constant.data<float>()};
+  ASSERT_EQ(codes.size(), 3u);
+  EXPECT_EQ(codes["p"].first, DataType::kUInt8);
+  EXPECT_FLOAT_EQ(codes["p"].second, 2.f / 255);
+  EXPECT_EQ(codes["c"].first, DataType::kUInt8);
+  EXPECT_FLOAT_EQ(codes["c"].second, 3.f / 255);
+  EXPECT_EQ(codes["x"].first, DataType::kInt8);
+  EXPECT_FLOAT_EQ(codes["x"].second, 1.f / 127);
+}
+
 TEST(QuantizeInt8, OnePairPerValueSharedByItsReaders) {
   Graph g;
   Value* x = typed_value(g, "x", {1, 3, 4, 4});

@@ -12,6 +12,7 @@
 #include "kiln/quantize.h"
 #include "onnx/tensor_proto.h"
 #include "onnx/topological_sort.h"
+#include "quant/weight_scales.h"
 
 namespace kiln {
 
@@ -163,11 +164,7 @@ class Writer {
     int64_t inner = 1;
     for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
     const float* p = w.data<float>();
-    std::vector<float> scale(static_cast<size_t>(channels), 0.f);
-    for (int64_t i = 0; i < w.numel(); ++i) {
-      float& s = scale[static_cast<size_t>((i / inner) % channels)];
-      s = std::max(s, std::fabs(p[i]));
-    }
+    std::vector<float> scale = quant::channel_absmax(w, axis);
     for (float& s : scale) s = s > 0.f ? s / 127.f : 1.f;  // an all-zero channel: codes 0
     std::string codes(static_cast<size_t>(w.numel()), '\0');
     for (int64_t i = 0; i < w.numel(); ++i)

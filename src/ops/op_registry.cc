@@ -41,8 +41,9 @@ std::vector<T> without_epilogue_inputs(const Node& node, const std::vector<T>& i
   return r;
 }
 
-// `x` (float32) on the int8 grid of `scale`: clamp(round_half_even(x / scale), -128, 127) ·
-// scale, what QuantizeLinear → DequantizeLinear give.
+// `x` (float32) on the 8-bit grid of `e` (Epilogue::input_scale, input_zero_point,
+// input_uint8): (clamp(round_half_even(x / s) + z, lo, hi) − z) · s, what QuantizeLinear →
+// DequantizeLinear give.
 Tensor int8_rounded(const Tensor& x, const Epilogue& e) {
   Tensor r(DataType::kFloat32, x.shape());
   const float* p = x.data<float>();

@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "passes/pass.h"
+#include "quant/weight_scales.h"
 
 namespace kiln {
 
@@ -74,10 +75,9 @@ std::vector<float> int8_weight_scales(const Tensor& w) {
   if (w.dtype() != DataType::kFloat32 || w.rank() != 4 || w.shape()[0] <= 0) return {};
   const int64_t m = w.shape()[0], inner = w.numel() / m;
   const float* p = w.data<float>();
-  std::vector<float> scales(static_cast<size_t>(m));
+  std::vector<float> scales = quant::channel_absmax(w, 0);
   for (int64_t c = 0; c < m; ++c) {
-    float amax = 0.f;
-    for (int64_t i = 0; i < inner; ++i) amax = std::max(amax, std::fabs(p[c * inner + i]));
+    const float amax = scales[static_cast<size_t>(c)];
     if (!std::isfinite(amax)) return {};
     const float s = amax / 127.f;
     for (int64_t i = 0; i < inner && s > 0.f; ++i) {

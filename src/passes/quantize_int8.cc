@@ -14,6 +14,7 @@
 #include <set>
 
 #include "passes/pass.h"
+#include "quant/weight_scales.h"
 
 namespace kiln {
 
@@ -55,11 +56,7 @@ Tensor fake_quantized_weights(const Tensor& w, int axis) {
   const int64_t channels = s[axis];
   const float* p = w.data<float>();
   float* q = r.data<float>();
-  std::vector<float> amax(channels, 0.f);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t c = 0; c < channels; ++c)
-      for (int64_t i = 0; i < inner; ++i)
-        amax[c] = std::max(amax[c], std::fabs(p[(o * channels + c) * inner + i]));
+  const std::vector<float> amax = quant::channel_absmax(w, axis);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {
       const float scale = amax[c] / 127.f;

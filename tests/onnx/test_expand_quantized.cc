@@ -3,8 +3,8 @@
 // computed here independently.
 #include <algorithm>
 #include <cmath>
-#include <oneapi/dnnl/dnnl.hpp>
 
+#include "backends/cpu/dnnl_conv_plan.h"
 #include "onnx_test_util.h"
 #include "ops/op_test_util.h"
 
@@ -14,17 +14,6 @@ namespace {
 constexpr int kUInt8 = onnx::TensorProto::UINT8;
 constexpr int kInt8 = onnx::TensorProto::INT8;
 constexpr int kInt32 = onnx::TensorProto::INT32;
-
-// Whether oneDNN's int8 kernels have VNNI here, as it runs (ONEDNN_MAX_CPU_ISA caps it).
-bool int8_vnni() {
-  switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::avx2_vnni:
-    case dnnl::cpu_isa::avx512_core_vnni:
-    case dnnl::cpu_isa::avx512_core_bf16:
-    case dnnl::cpu_isa::avx512_core_amx: return true;
-    default: return false;
-  }
-}
 
 // An initializer of an integer type from int64 values (raw little-endian bytes).
 void int_initializer(ModelBuilder& b, const std::string& name, int elem,
@@ -191,7 +180,7 @@ TEST(ExpandQuantized, QLinearConvInt8SymmetricRunsOnEightBitKernels) {
   const std::vector<float> y = r->at("y").to_floats();
   std::vector<int64_t> got(y.size());
   for (size_t i = 0; i < y.size(); ++i) got[i] = std::lround(y[i] / ys);
-  if (int8_vnni()) {
+  if (dnnl_cpu::int8_has_vnni()) {
     expect_codes_near(Tensor::from_int64s({static_cast<int64_t>(got.size())}, got), want);
     return;
   }

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "cli_common.h"
+#include "kiln/calibration.h"
 #include "kiln/precision_report.h"
 
 namespace kiln::cli {
@@ -37,11 +38,7 @@ Status keep_within_error(const BuildOptions& o, GlobalOptions& g,
     return invalid_argument(
         "--max-layer-error measures on samples like the real inputs: give "
         "--calib DIR|FILE.npy");
-  EngineOptions fo = eo;
-  fo.precision = Precision::kFp32;
-  fo.precision_overrides.clear();
-  fo.fp32_values.clear();
-  KILN_ASSIGN_OR_RETURN(auto fp32, Engine::load(o.model, fo));
+  KILN_ASSIGN_OR_RETURN(auto fp32, Engine::load(o.model, calibration_engine_options(eo)));
   std::string what;
   KILN_ASSIGN_OR_RETURN(auto samples, held_aside_samples(*fp32, eo, 4, &what));
   EngineOptions reduced = eo;
@@ -90,11 +87,7 @@ int run(const BuildOptions& o, GlobalOptions g) {
   // only imports (no profile, no plan), and calibrates nothing.
   const bool profiled = !g.engine.shape_profiles.empty();
   auto engine_or = load_engine(o.model, g, fp32_values, [profiled](EngineOptions& e) {
-    if (profiled) return;
-    e.precision = Precision::kFp32;
-    e.precision_overrides.clear();
-    e.calibration_data.clear();
-    e.calibration_cache.clear();
+    if (!profiled) e = calibration_engine_options(e);
   });
   if (!engine_or.is_ok()) return fail(engine_or.status());
   const double t_load = now_seconds();

@@ -38,18 +38,6 @@ dnnl::primitive_attr scaled_by(int mask, const std::vector<float>& scales) {
   return attr;
 }
 
-// Whether oneDNN's int8 kernels here have VNNI (8-bit dot products into 32 bits), as it runs:
-// ONEDNN_MAX_CPU_ISA caps it.
-bool int8_has_vnni() {
-  switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::avx2_vnni:
-    case dnnl::cpu_isa::avx512_core_vnni:
-    case dnnl::cpu_isa::avx512_core_bf16:
-    case dnnl::cpu_isa::avx512_core_amx: return true;
-    default: return false;
-  }
-}
-
 // Which algorithm 3×3 stride-1 convs use is the backend's CpuConvAlgo (see dnnl_conv.cc).
 // Direct by default: Winograd's transforms double the fp32 rounding error of deep nets (Wide
 // ResNet-101 at batch 3: 1.0e-4 from float64 against ONNX Runtime's 4.7e-5), and fp32 must
@@ -112,6 +100,16 @@ std::string question_key(const Node& node, const ConvOperands& ops, const ConvGe
 }
 
 }  // namespace
+
+bool int8_has_vnni() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx2_vnni:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
 
 // A backend's answers to "which plan for this conv", by question_key. One lock for the lookup
 // and the measurement: two threads timing at once would slow each other's measurements down,

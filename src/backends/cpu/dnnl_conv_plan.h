@@ -108,4 +108,9 @@ double conv_seconds(const DnnlShared& sh, const Node& node, const Shape& x,
                     dnnl::memory::format_tag src, dnnl::memory::format_tag dst,
                     dnnl::memory::format_tag res);
 
+// Whether oneDNN's int8 kernels run with VNNI here (8-bit dot products into 32 bits), as it
+// runs: ONEDNN_MAX_CPU_ISA caps it. Without VNNI its u8×s8 pair sums saturate at 16 bits, so
+// uint8 codes run as int8 ones, and its s8 path keeps 7 bits of each weight code.
+bool int8_has_vnni();
+
 }  // namespace kiln::dnnl_cpu

@@ -22,8 +22,12 @@ enum class Device { kCpu, kCuda };
 // weights per output channel; the other layers in fp16 (CUDA) or fp32 (CPU). Until kiln has
 // 8-bit kernels for a layer, it runs in float with the 8-bit rounding applied (quantize, then
 // dequantize), which gives the 8-bit engine's numbers; EngineReport::quantization says which.
-// int8 is an engine's precision only, never a node's (precision_overrides).
-enum class Precision : uint8_t { kFp32, kTf32, kFp16, kBf16, kInt8 };
+// fp8: as int8, with float8 e4m3 codes (scale amax / 448, from min-max or percentile
+// calibration; weights per output channel) in place of int8 ones; on the CPU every layer runs
+// in float with the fp8 rounding applied. int8 and fp8 are an engine's precision only, never a
+// node's (precision_overrides).
+enum class Precision : uint8_t { kFp32, kTf32, kFp16, kBf16, kInt8, kFp8 };
+inline bool precision_is_8bit(Precision p) { return p == Precision::kInt8 || p == Precision::kFp8; }
 
 // Which cuDNN API the CUDA convolutions may use: both, timed against each other (kAuto), or
 // only the legacy one or only the graph one (to check or bisect one path).

@@ -30,6 +30,9 @@ enum class DataType : int32_t {
   kUInt32 = 12,
   kUInt64 = 13,
   kBFloat16 = 16,
+  // float8 e4m3 "fn" (ONNX FLOAT8E4M3FN): 1 sign, 4 exponent (bias 7), 3 mantissa bits; ±448 at
+  // most, subnormals down to 2^-9, no infinity, NaN = 0x7f/0xff. kiln's fp8 codes.
+  kFloat8E4M3 = 17,
 };
 
 const char* dtype_name(DataType dt);  // "float32", "int64", ...

@@ -1,7 +1,9 @@
 #include "core/half.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace kiln {
 
@@ -87,6 +89,37 @@ uint16_t float_to_bf16_bits(float f) {
   return static_cast<uint16_t>((u + rounding) >> 16);
 }
 
+float fp8e4m3_bits_to_float(uint8_t b) {
+  const int exponent = (b >> 3) & 0xf, mantissa = b & 0x7;
+  if (exponent == 0xf && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  // Subnormal (exponent 0): mantissa · 2^-9; normal: (8 + mantissa) · 2^(exponent − 10).
+  const float magnitude = exponent == 0
+                              ? std::ldexp(static_cast<float>(mantissa), -9)
+                              : std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);
+  return (b & 0x80) ? -magnitude : magnitude;
+}
+
+uint8_t float_to_fp8e4m3_bits(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+  const float a = std::fabs(f);
+  if (a >= 448.f) return sign | 0x7e;  // saturate (±inf too)
+  // The spacing of the e4m3 grid around `a`: 2^-9 below 2^-6 (subnormals), else 2^(e − 3)
+  // for a in [2^e, 2^(e+1)). a / spacing is then exact in float, and rounding it to the
+  // nearest even integer is the round-to-nearest-even of the format.
+  int e = 0;
+  std::frexp(a, &e);  // a = m · 2^e, m in [0.5, 1): a in [2^(e−1), 2^e)
+  const int exp2 = std::max(e - 1, -6);
+  const float steps = std::nearbyint(std::ldexp(a, 3 - exp2));  // current mode: to even
+  const float r = std::ldexp(steps, exp2 - 3);                  // a, rounded onto the grid
+  if (r == 0.f) return sign;
+  int re = 0;
+  std::frexp(r, &re);
+  if (re - 1 < -6) return sign | static_cast<uint8_t>(std::ldexp(r, 9));  // subnormal
+  const int mantissa = static_cast<int>(std::ldexp(r, 3 - (re - 1))) - 8;
+  return sign | static_cast<uint8_t>(((re - 1 + 7) << 3) | mantissa);
+}
+
 void store_floats(const float* src, size_t n, DataType dt, void* dst) {
   auto* out = static_cast<uint8_t*>(dst);
   switch (dt) {
@@ -100,6 +133,9 @@ void store_floats(const float* src, size_t n, DataType dt, void* dst) {
             dt == DataType::kFloat16 ? float_to_half_bits(src[i]) : float_to_bf16_bits(src[i]);
         std::memcpy(out + i * 2, &h, 2);
       }
+      return;
+    case DataType::kFloat8E4M3:
+      for (size_t i = 0; i < n; ++i) out[i] = float_to_fp8e4m3_bits(src[i]);
       return;
     default: return;
   }
@@ -118,6 +154,9 @@ void load_floats(const void* src, size_t n, DataType dt, float* dst) {
         std::memcpy(&h, in + i * 2, 2);
         dst[i] = dt == DataType::kFloat16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
       }
+      return;
+    case DataType::kFloat8E4M3:
+      for (size_t i = 0; i < n; ++i) dst[i] = fp8e4m3_bits_to_float(in[i]);
       return;
     default: return;
   }

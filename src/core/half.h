@@ -50,6 +50,12 @@ inline float bf16_bits_to_float(uint16_t b) {
 }
 uint16_t float_to_bf16_bits(float f);  // round to nearest even; NaN kept
 
+// float8 e4m3fn (DataType::kFloat8E4M3): to float exactly; from float rounding to nearest even,
+// a finite value beyond ±448 saturating to ±448 (QuantizeLinear's saturate=1), ±inf to ±448,
+// NaN to 0x7f.
+float fp8e4m3_bits_to_float(uint8_t b);
+uint8_t float_to_fp8e4m3_bits(float f);
+
 // Writes n floats as `dt` (float32, float16 rounded to nearest even, or bfloat16 likewise) to
 // dst, which holds n elements of dt. Any other dt is the caller's error (nothing written).
 void store_floats(const float* src, size_t n, DataType dt, void* dst);

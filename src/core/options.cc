@@ -36,7 +36,7 @@ Result<E> parse_name(const std::string& s, const char* what, const char* const (
 
 const char* const kDevices[] = {"cpu", "cuda"};
 const char* const kKernelChoices[] = {"auto", "reference"};
-const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16", "int8"};
+const char* const kPrecisions[] = {"fp32", "tf32", "fp16", "bf16", "int8", "fp8"};
 const char* const kConvPaths[] = {"auto", "legacy", "graph"};
 const char* const kSpaceToDepth[] = {"auto", "on", "off"};
 const char* const kCpuConvAlgos[] = {"direct", "auto", "winograd"};
@@ -119,7 +119,7 @@ struct OptionText<Device> : EnumText<Device, 2, kDevices> {};
 template <>
 struct OptionText<KernelChoice> : EnumText<KernelChoice, 2, kKernelChoices> {};
 template <>
-struct OptionText<Precision> : EnumText<Precision, 5, kPrecisions> {};
+struct OptionText<Precision> : EnumText<Precision, 6, kPrecisions> {};
 template <>
 struct OptionText<CudnnConvPath> : EnumText<CudnnConvPath, 3, kConvPaths> {};
 template <>

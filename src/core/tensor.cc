@@ -28,6 +28,7 @@ const char* dtype_name(DataType dt) {
     case DataType::kUInt32: return "uint32";
     case DataType::kUInt64: return "uint64";
     case DataType::kBFloat16: return "bfloat16";
+    case DataType::kFloat8E4M3: return "float8e4m3";
   }
   return "unknown";
 }
@@ -39,6 +40,7 @@ size_t dtype_size(DataType dt) {
     case DataType::kUInt32: return 4;
     case DataType::kUInt8:
     case DataType::kInt8:
+    case DataType::kFloat8E4M3:
     case DataType::kBool: return 1;
     case DataType::kUInt16:
     case DataType::kInt16:
@@ -172,6 +174,7 @@ double Tensor::at_double(int64_t i) const {
     case DataType::kFloat64: return data<double>()[i];
     case DataType::kFloat16: return half_bits_to_float(data<uint16_t>()[i]);
     case DataType::kBFloat16: return bf16_bits_to_float(data<uint16_t>()[i]);
+    case DataType::kFloat8E4M3: return fp8e4m3_bits_to_float(data<uint8_t>()[i]);
     case DataType::kUInt8: return data<uint8_t>()[i];
     case DataType::kInt8: return data<int8_t>()[i];
     case DataType::kUInt16: return data<uint16_t>()[i];

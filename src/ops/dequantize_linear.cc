@@ -1,5 +1,6 @@
-// DequantizeLinear: int8/uint8/int32 x back to float with a scale and zero point, per tensor
-// or per axis (quantize_linear.h). The output has the scale's dtype.
+// DequantizeLinear: int8/uint8/int32 x back to float with a scale and zero point, or float8
+// e4m3 codes (zero point 0) times the scale, per tensor or per axis (quantize_linear.h). The
+// output has the scale's dtype.
 
 #include <string>
 
@@ -12,7 +13,8 @@ namespace kiln {
 
 namespace {
 
-constexpr DataType kDequantInt[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32};
+constexpr DataType kDequantInt[] = {DataType::kUInt8, DataType::kInt8, DataType::kInt32,
+                                    DataType::kFloat8E4M3};
 constexpr DataType kDequantFloat[] = {DataType::kFloat32, DataType::kFloat16};
 
 Status infer_dequantize_linear(const Node& node, const std::vector<TensorDesc>& in,
@@ -21,6 +23,8 @@ Status infer_dequantize_linear(const Node& node, const std::vector<TensorDesc>& 
   KILN_RETURN_IF_ERROR(expect_dtype(in, 0, kDequantInt));
   KILN_RETURN_IF_ERROR(expect_dtype(in, 1, kDequantFloat));
   if (in.size() > 2 && in[2].present()) KILN_RETURN_IF_ERROR(expect_same_dtype(in, 2, 0));
+  if (in[0].dtype == DataType::kFloat8E4M3 && !fp8_zero_point_is_zero(node))
+    return invalid_argument("input 2 (zero point): a float8 zero point must be 0");
   KILN_RETURN_IF_ERROR(quant_geometry(node, in).status());
   out[0] = {in[1].dtype, in[0].shape};
   return Status::ok();
@@ -45,6 +49,19 @@ Status run_dequantize_linear(const Node& node, const std::vector<const Tensor*>&
   const std::vector<float> scale = floats_of(*in[1]);
   const Tensor* zp = in.size() > 2 ? in[2] : nullptr;
   std::vector<float> y(static_cast<size_t>(in[0]->numel()));
+  if (in[0]->dtype() == DataType::kFloat8E4M3) {
+    if (zp && !fp8_codes_are_zero(*zp))
+      return invalid_argument("input 2 (zero point): a float8 zero point must be 0");
+    const uint8_t* x = in[0]->data<uint8_t>();
+    for (int64_t o = 0; o < g.outer; ++o)
+      for (int64_t c = 0; c < g.channels; ++c) {
+        const int64_t base = (o * g.channels + c) * g.inner;
+        const float s = scale[g.channels == 1 ? 0 : c];
+        for (int64_t i = 0; i < g.inner; ++i) y[base + i] = fp8e4m3_bits_to_float(x[base + i]) * s;
+      }
+    store_floats(y.data(), y.size(), out[0]->dtype(), out[0]->raw());
+    return Status::ok();
+  }
   return dispatch_numeric(in[0]->dtype(), [&](auto tag) -> Status {
     using Q = decltype(tag);
     if constexpr (std::is_same_v<Q, int8_t> || std::is_same_v<Q, uint8_t> ||

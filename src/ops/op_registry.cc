@@ -55,6 +55,15 @@ Tensor int8_rounded(const Tensor& x, const Epilogue& e) {
   return r;
 }
 
+// fp8 codes `x` as the float32 values they stand for: code · scale.
+Tensor fp8_dequantized(const Tensor& x, float scale) {
+  Tensor r(DataType::kFloat32, x.shape());
+  load_floats(x.raw(), static_cast<size_t>(x.numel()), DataType::kFloat8E4M3, r.data<float>());
+  float* q = r.data<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) q[i] *= scale;
+  return r;
+}
+
 }  // namespace
 
 Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDesc>& in,
@@ -64,7 +73,11 @@ Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDe
   for (int k : e.inputs())
     if (k >= static_cast<int>(in.size()) || !in[k].present())
       return invalid_argument("epilogue input " + std::to_string(k) + " is missing");
-  KILN_RETURN_IF_ERROR(def.infer(node, without_epilogue_inputs(node, in), out));
+  std::vector<TensorDesc> own = without_epilogue_inputs(node, in);
+  // fp8 codes in (fuse_fp8_conv): the op sees the float values they stand for.
+  const bool codes = e.int8() && !own.empty() && own[0].dtype == DataType::kFloat8E4M3;
+  if (codes) own[0].dtype = DataType::kFloat32;
+  KILN_RETURN_IF_ERROR(def.infer(node, own, out));
   if (out.empty() || !dtype_is_float(out[0].dtype))
     return unsupported("a fused epilogue needs a float output");
   const int k = e.residual_input;
@@ -92,9 +105,9 @@ Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDe
     if (node.op != OpKind::Conv)
       return internal_error("int8 operands on " + std::string(op_name(node.op)) +
                             " (only Conv carries them)");
-    if (in[0].dtype != DataType::kFloat32 || in.size() < 2 || in[1].shape.empty() ||
+    if ((in[0].dtype != DataType::kFloat32 && !codes) || in.size() < 2 || in[1].shape.empty() ||
         in[1].shape[0] != static_cast<int64_t>(e.weight_scales.size()))
-      return invalid_argument("int8 operands: a float32 input and " +
+      return invalid_argument("8-bit operands: a float32 input (or fp8 codes) and " +
                               std::to_string(e.weight_scales.size()) +
                               " weight scales for weights " + shape_str(in[1].shape));
   }
@@ -120,7 +133,8 @@ Status run_node(const OpDef& def, const Node& node, const std::vector<const Tens
   std::vector<const Tensor*> own = without_epilogue_inputs(node, in);
   Tensor rounded;
   if (e.int8()) {
-    rounded = int8_rounded(*in[0], e);
+    rounded = in[0]->dtype() == DataType::kFloat8E4M3 ? fp8_dequantized(*in[0], e.input_scale)
+                                                      : int8_rounded(*in[0], e);
     own[0] = &rounded;
   }
   KILN_RETURN_IF_ERROR(def.run(node, own, out));

@@ -1,5 +1,7 @@
-// QuantizeLinear: float32 (or float16) x to int8/uint8 with a scale and zero point, per tensor
-// or per axis (quantize_linear.h). The shared geometry check serves DequantizeLinear too.
+// QuantizeLinear: float32 (or float16) x to int8/uint8 with a scale and zero point, or to
+// float8 e4m3 codes (zero point 0: x / scale rounded to the nearest e4m3 value, saturating at
+// ±448, as opset 19 with saturate=1), per tensor or per axis (quantize_linear.h). The shared
+// geometry check serves DequantizeLinear too.
 
 #include "ops/quantize_linear.h"
 
@@ -8,6 +10,7 @@
 #include <limits>
 #include <string>
 
+#include "core/half.h"
 #include "ops/elementwise.h"
 #include "ops/op_util.h"
 
@@ -45,6 +48,17 @@ Result<QuantGeometry> quant_geometry(const Node& node, const std::vector<const T
   return quant_geometry(node, descs);
 }
 
+bool fp8_zero_point_is_zero(const Node& node) {
+  const Value* zp = node.input(2);
+  return !zp || !zp->is_constant() || fp8_codes_are_zero(zp->constant);
+}
+
+bool fp8_codes_are_zero(const Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if ((t.data<uint8_t>()[i] & 0x7f) != 0) return false;
+  return true;
+}
+
 int64_t quantize_value(float x, float scale, int64_t zero_point, int64_t lo, int64_t hi) {
   const float r = std::nearbyint(x / scale);  // the default rounding mode: half to even
   if (std::isnan(r)) return std::clamp<int64_t>(zero_point, lo, hi);
@@ -61,7 +75,7 @@ std::vector<float> floats_of(const Tensor& t) {
 namespace {
 
 constexpr DataType kQuantFloat[] = {DataType::kFloat32, DataType::kFloat16};
-constexpr DataType kQuantInt[] = {DataType::kUInt8, DataType::kInt8};
+constexpr DataType kQuantInt[] = {DataType::kUInt8, DataType::kInt8, DataType::kFloat8E4M3};
 
 Status infer_quantize_linear(const Node& node, const std::vector<TensorDesc>& in,
                              std::vector<TensorDesc>& out) {
@@ -70,6 +84,8 @@ Status infer_quantize_linear(const Node& node, const std::vector<TensorDesc>& in
   KILN_RETURN_IF_ERROR(expect_dtype(in, 1, kQuantFloat));
   const bool has_zp = in.size() > 2 && in[2].present();
   if (has_zp) KILN_RETURN_IF_ERROR(expect_dtype(in, 2, kQuantInt));
+  if (has_zp && in[2].dtype == DataType::kFloat8E4M3 && !fp8_zero_point_is_zero(node))
+    return invalid_argument("input 2 (zero point): a float8 zero point must be 0");
   KILN_RETURN_IF_ERROR(quant_geometry(node, in).status());
   out[0] = {has_zp ? in[2].dtype : DataType::kUInt8, in[0].shape};
   return Status::ok();
@@ -94,7 +110,17 @@ Status run_quantize_linear(const Node& node, const std::vector<const Tensor*>& i
   const std::vector<float> x = floats_of(*in[0]);
   const std::vector<float> scale = floats_of(*in[1]);
   const Tensor* zp = in.size() > 2 ? in[2] : nullptr;
-  if (out[0]->dtype() == DataType::kInt8)
+  if (out[0]->dtype() == DataType::kFloat8E4M3) {
+    if (zp && !fp8_codes_are_zero(*zp))
+      return invalid_argument("input 2 (zero point): a float8 zero point must be 0");
+    uint8_t* y = out[0]->data<uint8_t>();
+    for (int64_t o = 0; o < g.outer; ++o)
+      for (int64_t c = 0; c < g.channels; ++c) {
+        const int64_t base = (o * g.channels + c) * g.inner;
+        const float s = scale[g.channels == 1 ? 0 : c];
+        for (int64_t i = 0; i < g.inner; ++i) y[base + i] = float_to_fp8e4m3_bits(x[base + i] / s);
+      }
+  } else if (out[0]->dtype() == DataType::kInt8)
     quantize_rows<int8_t>(g, x.data(), scale.data(), zp ? zp->data<int8_t>() : nullptr,
                           out[0]->data<int8_t>());
   else

@@ -36,6 +36,11 @@ Result<QuantGeometry> quant_geometry(const Node& node, const std::vector<TensorD
 // The same, for a kernel's input tensors (nullptr for an omitted zero point).
 Result<QuantGeometry> quant_geometry(const Node& node, const std::vector<const Tensor*>& in);
 
+// Whether node's float8 zero point (input 2) is ±0, absent, or not a constant (the kernel
+// checks that one: fp8_codes_are_zero). ONNX allows no other.
+bool fp8_zero_point_is_zero(const Node& node);
+bool fp8_codes_are_zero(const Tensor& t);
+
 // Round half to even, then saturate to [lo, hi]: ONNX's QuantizeLinear rounding.
 int64_t quantize_value(float x, float scale, int64_t zero_point, int64_t lo, int64_t hi);
 

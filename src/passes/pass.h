@@ -67,6 +67,10 @@ Result<bool> fuse_each(Graph& g, OpKind op, Fuse&& fuse) {
 
 // Identity and inference-mode Dropout (mask unused) removed, their uses rewired.
 Result<bool> remove_identity(Graph& g);
+// A graph stored in float16 computes in float32 (widen_float16.cc): float16 constants and
+// values inside the graph widened, the Casts between them removed, float16 graph inputs and
+// outputs kept behind Casts. The engine's precision then decides the arithmetic.
+Result<bool> widen_float16(Graph& g);
 // Nodes with all-constant inputs (and Shape of static shapes, Constant nodes) replaced by
 // constant values computed on the reference kernels.
 Result<bool> fold_constants(Graph& g);
@@ -131,15 +135,21 @@ Result<ImageNormalization> image_normalization(const std::map<std::string, std::
 // layer whose input has no positive finite amax, or whose weights are not a float32 constant,
 // stays in float, and so does a layer `keep` names (EngineOptions::precision_overrides: a node
 // kept at a higher precision, by name or by measured error). `report` (optional) gets each
-// layer quantized and each left in float, why.
+// layer quantized and each left in float, why. `format` kFp8: float8 e4m3 codes (scale
+// amax / 448) and weights on the per-channel e4m3 grid (max|w| / 448) instead.
 Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
-                           QuantizationReport* report = nullptr,
-                           const PrecisionMap* keep = nullptr);
+                           QuantizationReport* report = nullptr, const PrecisionMap* keep = nullptr,
+                           Precision format = Precision::kInt8);
 // After quantize_int8 (fuse_int8_conv.cc): each Conv reading its input through an int8 Q → DQ
 // pair (per tensor, zero point 0) with weights on a per-channel int8 grid reads the pair's
 // float input instead, the rounding carried as Epilogue::input_scale and weight_scales, for an
 // 8-bit kernel. Changes no number. `report` (optional): its layers so fused run "int8".
 Result<bool> fuse_int8_conv(Graph& g, QuantizationReport* report = nullptr);
+// After quantize_int8 on an fp8 engine (fuse_fp8_conv.cc): each Conv reading DequantizeLinear
+// of e4m3 codes (per tensor) with weights on a per-channel e4m3 grid reads the codes, the
+// scales carried as Epilogue::input_scale and weight_scales, for an fp8 kernel. Changes no
+// number. `report` (optional): its layers so fused run "fp8".
+Result<bool> fuse_fp8_conv(Graph& g, QuantizationReport* report = nullptr);
 // The values quantize_int8 needs an amax for: the inputs of the layers it quantizes, in order.
 std::vector<std::string> int8_calibration_values(const Graph& g);
 
@@ -154,8 +164,10 @@ inline constexpr bool kVerifyEachPass = true;
 // Runs every pass pipeline.cc lists for an engine with `options` (its device, input format,
 // whether to optimize), in order; verify_graph after each one with options.verify_passes, and
 // always in debug builds (kVerifyEachPass). `amax` (int8 engines: each value's calibrated
-// magnitude) adds quantize_int8 last, even without the optimizer.
+// magnitude) adds quantize_int8 last, even without the optimizer, with codes of `format`
+// (kInt8 or kFp8).
 Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report = nullptr,
-                      const std::map<std::string, double>* amax = nullptr);
+                      const std::map<std::string, double>* amax = nullptr,
+                      Precision format = Precision::kInt8);
 
 }  // namespace kiln

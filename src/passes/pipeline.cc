@@ -2,8 +2,9 @@
 // applies to:
 //  - normalize_image_inputs first and always (8-bit image inputs, EngineOptions::input_format),
 //    so the optimizer fuses the normalization like any other per-channel affine;
-//  - then, with EngineOptions::optimize, the optimizer: identity removal first so the patterns
-//    below see through it, and again after constant folding (a Pad by zeros whose pads a
+//  - then, with EngineOptions::optimize, the optimizer: a model stored in float16 widened to
+//    float32 first (its weights then fold and fuse like any other's); identity removal so the
+//    patterns below see through it, and again after constant folding (a Pad by zeros whose pads a
 //    Constant node gave); constant folding before BN folding (exporters sometimes compute BN
 //    params with Constant nodes); BN folding before epilogue fusion so Conv + BN + Relu fuses as
 //    one; channel shuffles as one node; dead nodes last, to sweep what folding orphaned. Their
@@ -14,7 +15,8 @@
 //  - last, for int8 engines given their calibration's magnitudes, quantize_int8: the Q/DQ pairs
 //    before the layers, after every fusion so the patterns above see the float graph; then on
 //    the CPU fuse_int8_conv, which folds each pair into the Conv reading it for oneDNN's 8-bit
-//    kernel (CUDA runs the pairs themselves until it has 8-bit kernels). fuse_int8_conv also
+//    kernel (CUDA runs int8 pairs themselves until it has 8-bit kernels), and on CUDA fp8
+//    engines fuse_fp8_conv, which lets each Conv read the e4m3 codes. fuse_int8_conv also
 //    runs on models quantized by another tool (their own Q/DQ pairs), with the optimizer.
 #include <map>
 
@@ -30,6 +32,7 @@ struct PassInputs {
   const EngineOptions& options;
   const std::map<std::string, double>* amax;  // int8 engines: per value, from calibration
   QuantizationReport* quantization;
+  Precision format;  // 8-bit engines: kInt8 or kFp8
 };
 
 // Which engines a pass applies to, and when.
@@ -39,13 +42,15 @@ enum class When {
   kAfter,          // with optimize, after the merge; its groups reported as they are made
   kAfterCudaOnly,  // the same, CUDA engines only
   kInt8,           // int8 engines (optimize_graph given magnitudes), after everything
-  kInt8CpuOnly     // CPU engines: int8 ones, and any with the optimizer (a model's own Q/DQ)
+  kInt8CpuOnly,    // CPU engines: int8 ones, and any with the optimizer (a model's own Q/DQ)
+  kFp8CudaOnly     // CUDA fp8 engines, after quantize_int8
 };
 
 struct Pass {
   const char* name;
   When when;
   Result<bool> (*run)(Graph&, const PassInputs&, Groups*);
+  bool listed_if_changed = false;  // reported only where it changed the graph
 };
 
 const Pass kPasses[] = {
@@ -54,6 +59,8 @@ const Pass kPasses[] = {
        const EngineOptions& o = in.options;
        return normalize_image_inputs(g, o.input_format, o.input_mean, o.input_std);
      }},
+    {"widen_float16", When::kOptimize,
+     [](Graph& g, const PassInputs&, Groups*) { return widen_float16(g); }, true},
     {"remove_identity", When::kOptimize,
      [](Graph& g, const PassInputs&, Groups*) { return remove_identity(g); }},
     {"fold_constants", When::kOptimize,
@@ -77,11 +84,15 @@ const Pass kPasses[] = {
      [](Graph& g, const PassInputs&, Groups* gr) { return fuse_squeeze_excite(g, gr); }},
     {"quantize_int8", When::kInt8,
      [](Graph& g, const PassInputs& in, Groups*) {
-       return quantize_int8(g, *in.amax, in.quantization, &in.options.precision_overrides);
+       return quantize_int8(g, *in.amax, in.quantization, &in.options.precision_overrides,
+                            in.format);
      }},
     // The CPU's oneDNN runs int8 convs; CUDA runs the Q → DQ pairs until it has 8-bit kernels.
     {"fuse_int8_conv", When::kInt8CpuOnly,
      [](Graph& g, const PassInputs& in, Groups*) { return fuse_int8_conv(g, in.quantization); }},
+    // CUDA's fp8 convs read the codes (the CPU has no fp8 arithmetic: it runs the pairs).
+    {"fuse_fp8_conv", When::kFp8CudaOnly,
+     [](Graph& g, const PassInputs& in, Groups*) { return fuse_fp8_conv(g, in.quantization); }},
 };
 
 // "conv1 + bn1 + relu1 → Conv[→ Relu]": a group's names, and what its surviving node is now.
@@ -123,23 +134,26 @@ void report_groups(const Graph& g, const Groups& groups, bool merge, PassReport&
 }  // namespace
 
 Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report,
-                      const std::map<std::string, double>* amax) {
+                      const std::map<std::string, double>* amax, Precision format) {
   const bool verify = kVerifyEachPass || options.verify_passes;
   const bool cuda = options.device == Device::kCuda;
   if (report) report->nodes_before = static_cast<int64_t>(g.nodes().size());
   Groups optimizer_groups;
   bool merged = false;
   for (const Pass& p : kPasses) {
-    const bool int8 = p.when == When::kInt8 || p.when == When::kInt8CpuOnly;
+    const bool int8 =
+        p.when == When::kInt8 || p.when == When::kInt8CpuOnly || p.when == When::kFp8CudaOnly;
     const bool own_qdq = p.when == When::kInt8CpuOnly && options.optimize;
     if (int8 ? !amax && !own_qdq : p.when != When::kAlways && !options.optimize) continue;
     if (p.when == When::kAfterCudaOnly && !cuda) continue;
     if (p.when == When::kInt8CpuOnly && cuda) continue;
+    if (p.when == When::kFp8CudaOnly && (!cuda || !amax || format != Precision::kFp8)) continue;
     const bool after = p.when != When::kAlways && p.when != When::kOptimize;
     if (after && !merged && report) report_groups(g, optimizer_groups, true, *report);
     merged = merged || after;
     Groups groups;
-    auto changed = p.run(g, {options, amax, report ? &report->quantization : nullptr}, &groups);
+    auto changed =
+        p.run(g, {options, amax, report ? &report->quantization : nullptr, format}, &groups);
     if (!changed.is_ok()) return changed.status().with_context(std::string("pass ") + p.name);
     if (verify) KILN_RETURN_IF_ERROR_CTX(verify_graph(g), std::string("after pass ") + p.name);
     if (!report) continue;
@@ -147,11 +161,13 @@ Status optimize_graph(Graph& g, const EngineOptions& options, PassReport* report
       report_groups(g, groups, false, *report);
     else
       optimizer_groups.insert(optimizer_groups.end(), groups.begin(), groups.end());
-    // A pass that applies to every engine is listed where it changed the graph, and so is
-    // fuse_int8_conv on an engine that is not int8 (a model's own Q/DQ).
-    if ((p.when == When::kAlways || (own_qdq && !amax)) && !*changed) continue;
+    // A pass that applies to every engine is listed where it changed the graph, and so are
+    // widen_float16 and fuse_int8_conv on an engine that is not int8 (a model's own Q/DQ).
+    if ((p.when == When::kAlways || p.listed_if_changed || (own_qdq && !amax)) && !*changed)
+      continue;
     report->steps.push_back({std::string(p.name) + (p.when == When::kAfterCudaOnly ? " (CUDA)"
                                                     : p.when == When::kInt8CpuOnly ? " (CPU)"
+                                                    : p.when == When::kFp8CudaOnly ? " (CUDA)"
                                                                                    : ""),
                              static_cast<int64_t>(g.nodes().size())});
   }

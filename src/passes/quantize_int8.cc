@@ -1,5 +1,5 @@
-// quantize_int8: an int8 engine's graph, after every other pass. Each quantizable layer (Conv,
-// Gemm, and MatMul of a rank-2 constant) reads its float32 input through
+// quantize_int8: an int8 or fp8 engine's graph, after every other pass. Each quantizable layer
+// (Conv, Gemm, and MatMul of a rank-2 constant) reads its float32 input through
 //
 //   x → QuantizeLinear(scale amax / 127, zero point 0, int8) → DequantizeLinear → layer
 //
@@ -9,10 +9,15 @@
 // stand for. That is the model an 8-bit kernel computes: it reads the int8 codes of both and
 // scales the int32 sums. Until a layer has such a kernel, its float kernel computes the same
 // products in float, so the engine gives the 8-bit engine's numbers.
+//
+// fp8 engines: the same pairs with float8 e4m3 codes (scale amax / 448; e4m3 is signed, so no
+// unsigned variant), and weights rounded per output channel onto the e4m3 grid scaled to
+// max|w_c| / 448.
 #include <cmath>
 #include <cstring>
 #include <set>
 
+#include "core/half.h"
 #include "passes/pass.h"
 #include "quant/weight_scales.h"
 
@@ -44,10 +49,21 @@ bool quantizable_op(OpKind op) {
   return op == OpKind::Conv || op == OpKind::Gemm || op == OpKind::MatMul;
 }
 
-// `w` rounded per slice of `axis` to 127 levels each side of zero: every element becomes
-// round(w / s) · s with s = max|w| of its slice / 127 (rounding half to even, as
-// QuantizeLinear does).
-Tensor fake_quantized_weights(const Tensor& w, int axis) {
+// The largest code of each format, which amax maps to.
+float format_max(Precision format) { return format == Precision::kFp8 ? 448.f : 127.f; }
+
+// `v` / scale rounded to the format's code (int8: half to even, as QuantizeLinear does; fp8:
+// to the nearest e4m3 value), times the scale again.
+float round_to_grid(float v, float scale, Precision format) {
+  if (format == Precision::kFp8)
+    return fp8e4m3_bits_to_float(float_to_fp8e4m3_bits(v / scale)) * scale;
+  return std::nearbyint(v / scale) * scale;
+}
+
+// `w` rounded per slice of `axis` onto the format's grid: int8, 127 levels each side of zero
+// (every element becomes round(w / s) · s with s = max|w| of its slice / 127); fp8, the e4m3
+// values scaled by max|w| of the slice / 448.
+Tensor fake_quantized_weights(const Tensor& w, int axis, Precision format) {
   Tensor r(DataType::kFloat32, w.shape());
   const Shape& s = w.shape();
   int64_t outer = 1, inner = 1;
@@ -59,10 +75,10 @@ Tensor fake_quantized_weights(const Tensor& w, int axis) {
   const std::vector<float> amax = quant::channel_absmax(w, axis);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {
-      const float scale = amax[c] / 127.f;
+      const float scale = amax[c] / format_max(format);
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t k = (o * channels + c) * inner + i;
-        q[k] = scale > 0.f ? std::nearbyint(p[k] / scale) * scale : 0.f;
+        q[k] = scale > 0.f ? round_to_grid(p[k], scale, format) : 0.f;
       }
     }
   return r;
@@ -86,23 +102,26 @@ bool never_negative(const Value* x) {
   return pool && e.empty() && never_negative(p->input(0));
 }
 
-// The dequantized copy of `x` (QuantizeLinear → DequantizeLinear, zero point 0): uint8 codes
-// over [0, amax] (scale amax / 255) where `x` is never negative, int8 over ±amax (scale
+// The dequantized copy of `x` (QuantizeLinear → DequantizeLinear, zero point 0). int8: uint8
+// codes over [0, amax] (scale amax / 255) where `x` is never negative, int8 over ±amax (scale
 // amax / 127) otherwise — the same magnitude, one more bit where half the int8 grid would
-// stay unused.
-Value* quantized_copy(Graph& g, Value* x, double amax) {
-  const bool u8 = never_negative(x);
-  Value* scale =
-      g.add_constant(x->name + "/int8_scale",
-                     Tensor::from_floats({}, {static_cast<float>(amax / (u8 ? 255.0 : 127.0))}));
-  Tensor zp(u8 ? DataType::kUInt8 : DataType::kInt8, {});
+// stay unused. fp8: e4m3 codes, scale amax / 448.
+Value* quantized_copy(Graph& g, Value* x, double amax, Precision format) {
+  const bool fp8 = format == Precision::kFp8;
+  const bool u8 = !fp8 && never_negative(x);
+  const DataType dt = fp8 ? DataType::kFloat8E4M3 : u8 ? DataType::kUInt8 : DataType::kInt8;
+  const std::string tag = fp8 ? "/fp8" : "/int8";
+  const double top = fp8 ? 448.0 : u8 ? 255.0 : 127.0;
+  Value* scale = g.add_constant(x->name + tag + "_scale",
+                                Tensor::from_floats({}, {static_cast<float>(amax / top)}));
+  Tensor zp(dt, {});
   std::memset(zp.raw(), 0, 1);
-  Value* zero = g.add_constant(x->name + "/int8_zero_point", std::move(zp));
-  Value* codes = g.add_value(x->name + "/int8");
-  codes->dtype = u8 ? DataType::kUInt8 : DataType::kInt8;
+  Value* zero = g.add_constant(x->name + tag + "_zero_point", std::move(zp));
+  Value* codes = g.add_value(x->name + tag);
+  codes->dtype = dt;
   codes->has_shape = x->has_shape;
   codes->dims = x->dims;
-  Value* back = g.add_value(x->name + "/int8_dequantized");
+  Value* back = g.add_value(x->name + tag + "_dequantized");
   back->dtype = DataType::kFloat32;
   back->has_shape = x->has_shape;
   back->dims = x->dims;
@@ -143,7 +162,10 @@ std::vector<std::string> int8_calibration_values(const Graph& g) {
 }
 
 Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
-                           QuantizationReport* report, const PrecisionMap* keep) {
+                           QuantizationReport* report, const PrecisionMap* keep, Precision format) {
+  if (!precision_is_8bit(format))
+    return internal_error(std::string("quantize_int8 for precision ") + precision_name(format));
+  const std::string fmt = precision_name(format);
   std::vector<Node*> layers;
   for (const auto& n : g.nodes())
     if (quantizable_op(n->op)) layers.push_back(n.get());
@@ -161,14 +183,14 @@ Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
     Value* x = n->input(0);
     const double a = amax.at(x->name);
     Value*& copy = dequantized[x];
-    if (!copy) copy = quantized_copy(g, x, a);
+    if (!copy) copy = quantized_copy(g, x, a, format);
     g.set_input(n, 0, copy);
     const WeightAxis wa = weight_axis(*n);
     Value* w = n->input(wa.input);
-    Value* rounded =
-        g.add_constant(w->name + "/int8_rounded", fake_quantized_weights(w->constant, wa.axis));
+    Value* rounded = g.add_constant(w->name + "/" + fmt + "_rounded",
+                                    fake_quantized_weights(w->constant, wa.axis, format));
     g.set_input(n, wa.input, rounded);
-    if (report) report->layers.push_back({n->name, op_name(n->op), x->name, a, "int8 simulated"});
+    if (report) report->layers.push_back({n->name, op_name(n->op), x->name, a, fmt + " simulated"});
     changed = true;
   }
   if (changed) {

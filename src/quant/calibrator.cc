@@ -23,10 +23,10 @@ std::string CalibrationSpec::name() const {
   return "?";
 }
 
-Result<CalibrationSpec> parse_calibration_method(const std::string& text) {
+Result<CalibrationSpec> parse_calibration_method(const std::string& text, bool fp8) {
   CalibrationSpec spec;
-  if (text == "entropy") return spec;
-  if (text == "minmax") {
+  if (text == "entropy" && !fp8) return spec;
+  if (text == "minmax" || text == "entropy") {
     spec.method = CalibrationMethod::kMinMax;
     return spec;
   }
@@ -76,8 +76,8 @@ bool normalize_and_smooth(std::vector<double>& d) {
   return true;
 }
 
-// KL(P || Q) for candidate edge i (see entropy_amax's comment).
-double divergence_at(const std::vector<int64_t>& counts, int i, int levels) {
+// KL(P || Q) for candidate edge i, Q merging the bins of each group [starts[l], starts[l+1]).
+double divergence_at(const std::vector<int64_t>& counts, int i, const std::vector<int>& starts) {
   const int n = static_cast<int>(counts.size());
   std::vector<double> p(counts.begin(), counts.begin() + i);
   double outliers = 0;
@@ -85,10 +85,8 @@ double divergence_at(const std::vector<int64_t>& counts, int i, int levels) {
   p[i - 1] += outliers;
 
   std::vector<double> q(i, 0.0);
-  const int merged = i / levels;
-  for (int l = 0; l < levels; ++l) {
-    const int begin = l * merged;
-    const int end = l == levels - 1 ? i : begin + merged;
+  for (size_t l = 0; l + 1 < starts.size(); ++l) {
+    const int begin = starts[l], end = starts[l + 1];
     double total = 0;
     int nonzero = 0;
     for (int k = begin; k < end; ++k) {
@@ -106,25 +104,41 @@ double divergence_at(const std::vector<int64_t>& counts, int i, int levels) {
   return kl;
 }
 
-}  // namespace
+// The even groups of int8's search: `levels` groups of i / levels bins, the last taking the
+// remainder.
+std::vector<int> even_groups(int i, int levels) {
+  std::vector<int> starts;
+  const int merged = i / levels;
+  for (int l = 0; l < levels; ++l) starts.push_back(l * merged);
+  starts.push_back(i);
+  return starts;
+}
 
-double entropy_amax(const AbsHistogram& h, int levels) {
-  KILN_CHECK(levels > 0);
+// The least-divergence edge over candidates [first, n], groups by `groups(i)`.
+template <class Groups>
+double search_amax(const AbsHistogram& h, int first, Groups groups) {
   std::vector<int64_t> counts = h.counts();
   const int n = static_cast<int>(counts.size());
   if (h.total() == 0 || h.range() == 0) return 0;
   if (n > 1) counts[0] = counts[1];  // the zeros' spike (see calibrator.h)
-  if (n <= levels) return h.range();
+  if (n <= first) return h.range();
   double best = std::numeric_limits<double>::infinity();
   int best_i = n;
-  for (int i = levels; i <= n; ++i) {
-    const double d = divergence_at(counts, i, levels);
+  for (int i = first; i <= n; ++i) {
+    const double d = divergence_at(counts, i, groups(i));
     if (d < best) {
       best = d;
       best_i = i;
     }
   }
   return best_i * h.bin_width();
+}
+
+}  // namespace
+
+double entropy_amax(const AbsHistogram& h, int levels) {
+  KILN_CHECK(levels > 0);
+  return search_amax(h, levels, [levels](int i) { return even_groups(i, levels); });
 }
 
 double percentile_amax(const AbsHistogram& h, double percentile) {

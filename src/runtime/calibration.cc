@@ -131,7 +131,8 @@ std::string fingerprint(const std::string& bytes) {
 
 quant::CalibrationTable expected_calibration(const Engine& engine, const EngineOptions& options) {
   quant::CalibrationTable t;
-  auto spec = quant::parse_calibration_method(options.calibration_method);
+  auto spec = quant::parse_calibration_method(options.calibration_method,
+                                              options.precision == Precision::kFp8);
   t.method = spec.is_ok() ? spec->name() : options.calibration_method;
   t.model = fingerprint(engine_impl(engine).model_bytes);
   for (const TensorInfo& in : engine.inputs()) {
@@ -167,7 +168,8 @@ Result<CalibrationResult> calibrate(
     return invalid_argument(std::string("calibrate: the engine must compute in fp32, not ") +
                             precision_name(fp32_engine.options().precision));
   KILN_ASSIGN_OR_RETURN(const quant::CalibrationSpec spec,
-                        quant::parse_calibration_method(options.calibration_method));
+                        quant::parse_calibration_method(options.calibration_method,
+                                                        options.precision == Precision::kFp8));
   const std::vector<std::string> values = calibration_values(fp32_engine);
   if (values.empty())
     return invalid_argument(
@@ -237,7 +239,8 @@ Result<quant::CalibrationTable> int8_calibration(const std::string& model_bytes,
   }
   if (options.calibration_data.empty())
     return invalid_argument(
-        "precision int8 needs calibration samples (--calib DIR|FILE.npy, "
+        std::string("precision ") + precision_name(options.precision) +
+        " needs calibration samples (--calib DIR|FILE.npy, "
         "EngineOptions::calibration_data) or the cache of an earlier calibration "
         "(--calib-cache FILE)" +
         (cache.empty() ? std::string() : ": '" + cache + "' does not exist"));

@@ -115,12 +115,13 @@ static Status check_overrides(const Graph& g, const std::set<std::string>& impor
 // engine's precision and every override must be one of those on a CPU engine.
 static Status check_device_precisions(const EngineOptions& options) {
   for (const auto& [node, p] : options.precision_overrides)
-    if (p == Precision::kInt8)
-      return invalid_argument("precision override " + node +
-                              "=int8: int8 is an engine's precision; a node may be kept in "
+    if (precision_is_8bit(p))
+      return invalid_argument("precision override " + node + "=" + precision_name(p) + ": " +
+                              precision_name(p) +
+                              " is an engine's precision; a node may be kept in "
                               "fp32, tf32, fp16 or bf16");
   auto cpu_refuses = [&](Precision p, const std::string& what) -> Status {
-    if (options.device == Device::kCuda || p == Precision::kFp32 || p == Precision::kInt8)
+    if (options.device == Device::kCuda || p == Precision::kFp32 || precision_is_8bit(p))
       return Status::ok();
     if (p != Precision::kBf16)
       return unsupported(what +
@@ -150,7 +151,7 @@ struct Optimized {
 
 // Step 2 of a build: every pass of passes/pipeline.cc, the report's import and pass lines.
 Result<Optimized> optimize(Graph& graph, const EngineOptions& options, EngineReport& report,
-                           const quant::CalibrationTable* int8) {
+                           const quant::CalibrationTable* int8, Precision format) {
   Optimized o;
   for (const auto& n : graph.nodes()) o.imported_names.insert(n->name);
   // fp32_values may name values the passes fuse away: remember who wrote and read them.
@@ -159,7 +160,8 @@ Result<Optimized> optimize(Graph& graph, const EngineOptions& options, EngineRep
   report.graph_name = graph.name;
   report.opset = graph.opset;
   report.imported = model_stats(graph);
-  KILN_RETURN_IF_ERROR(optimize_graph(graph, options, &o.passes, int8 ? &int8->amax : nullptr));
+  KILN_RETURN_IF_ERROR(
+      optimize_graph(graph, options, &o.passes, int8 ? &int8->amax : nullptr, format));
   for (const auto& step : o.passes.steps) report.passes.push_back({step.pass, step.nodes_after});
   report.fused_groups = o.passes.fused_groups;
   report.quantization.layers = std::move(o.passes.quantization.layers);
@@ -278,15 +280,16 @@ Result<std::shared_ptr<Engine>> build_engine(
   KILN_RETURN_IF_ERROR(validate_options(options));
   KILN_RETURN_IF_ERROR(check_device_precisions(options));
   EngineReport report;
-  EngineOptions compute = options;  // an int8 engine's other layers compute in float
-  if (options.precision == Precision::kInt8) {
+  EngineOptions compute = options;  // an 8-bit engine's other layers compute in float
+  if (precision_is_8bit(options.precision)) {
     KILN_ASSIGN_OR_RETURN(calibration, int8_magnitudes(std::move(calibration), model_bytes,
                                                        model_dir, options, report.quantization));
     compute.precision = options.device == Device::kCuda ? Precision::kFp16 : Precision::kFp32;
   } else {
     calibration = nullptr;
   }
-  KILN_ASSIGN_OR_RETURN(Optimized optimized, optimize(*graph, compute, report, calibration.get()));
+  KILN_ASSIGN_OR_RETURN(Optimized optimized,
+                        optimize(*graph, compute, report, calibration.get(), options.precision));
   KILN_ASSIGN_OR_RETURN(EngineOptions resolved,
                         resolve_precision(*graph, optimized, compute, report));
   KILN_RETURN_IF_ERROR(graph->topo_sort());

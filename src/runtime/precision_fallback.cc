@@ -17,8 +17,8 @@ namespace kiln {
 namespace {
 
 Precision higher_precision(const EngineOptions& o) {
-  return o.precision == Precision::kInt8 && o.device == Device::kCuda ? Precision::kFp16
-                                                                      : Precision::kFp32;
+  return precision_is_8bit(o.precision) && o.device == Device::kCuda ? Precision::kFp16
+                                                                     : Precision::kFp32;
 }
 
 // The nodes a round keeps: for each layer over budget whose inputs are within it, that node;
@@ -75,9 +75,9 @@ Result<ErrorFallback> keep_layers_within_error(
   if (reduced.precision == Precision::kFp32 || reduced.precision == Precision::kTf32)
     return invalid_argument(std::string("keep_layers_within_error: precision ") +
                             precision_name(reduced.precision) +
-                            " is not reduced (fp16, bf16 or int8)");
+                            " is not reduced (fp16, bf16, int8 or fp8)");
   if (!(max_layer_error > 0)) return invalid_argument("keep_layers_within_error: budget ≤ 0");
-  const bool int8 = reduced.precision == Precision::kInt8;
+  const bool int8 = precision_is_8bit(reduced.precision);
   const Precision up = higher_precision(reduced);
   ErrorFallback f;
   f.overrides = reduced.precision_overrides;

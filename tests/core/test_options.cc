@@ -64,13 +64,14 @@ void expect_round_trip(const char* (*name)(E), Result<E> (*parse)(const std::str
 }
 
 TEST(EngineOptions, SwitchNamesRoundTripAndBadNamesAreRefused) {
-  expect_round_trip<Precision>(precision_name, parse_precision, 5, "fp8");
+  expect_round_trip<Precision>(precision_name, parse_precision, 6, "fp4");
   expect_round_trip<CudnnConvPath>(cudnn_conv_path_name, parse_cudnn_conv_path, 3, "LEGACY");
   expect_round_trip<SpaceToDepth>(space_to_depth_name, parse_space_to_depth, 3, "");
   expect_round_trip<CpuConvAlgo>(cpu_conv_algo_name, parse_cpu_conv_algo, 3, "fft");
   expect_round_trip<CpuLayout>(cpu_layout_name, parse_cpu_layout, 5, "nchw");
-  auto r = parse_precision("fp8");
-  EXPECT_NE(r.status().message().find("expected fp32, tf32, fp16, bf16 or int8"), std::string::npos)
+  auto r = parse_precision("fp4");
+  EXPECT_NE(r.status().message().find("expected fp32, tf32, fp16, bf16, int8 or fp8"),
+            std::string::npos)
       << r.status().message();
 }
 
@@ -195,7 +196,7 @@ TEST(OptionList, BadTextsAreRefusedAndChangeNothing) {
       {"workspace_limit", {"1.5GiB"}, "is not a whole number"},
       {"workspace_limit", {"3PiB"}, "KiB, MiB, GiB or TiB"},
       {"max_tactics", {"4MiB"}, "is not a whole number"},
-      {"precision", {"fp8"}, "expected fp32, tf32, fp16, bf16 or int8"},
+      {"precision", {"fp4"}, "expected fp32, tf32, fp16, bf16, int8 or fp8"},
       {"cuda_graph", {"yes"}, "expected 1, 0"},
       {"shape_profiles", {"x"}, "expected NAME=DIMS"},
       {"shape_profiles", {"x=3x4x5,a"}, "'a' is not a shape"},

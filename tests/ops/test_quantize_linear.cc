@@ -3,6 +3,7 @@
 // out by hand or computed plainly here.
 #include <cmath>
 
+#include "core/half.h"
 #include "ops/elementwise_test_util.h"
 
 namespace kiln::test {
@@ -71,6 +72,49 @@ TEST(QuantizeLinear, RoundTripIsWithinHalfAStep) {
   Tensor q = run_ok(OpKind::QuantizeLinear, {}, {&x, &scale, &zp});
   Tensor back = run_ok(OpKind::DequantizeLinear, {}, {&q, &scale, &zp});
   expect_near(back, x, 1.0 / 127 + 1e-6);
+}
+
+// float8 e4m3 codes: the zero point's dtype picks them; x / scale rounds to the nearest e4m3
+// value and saturates at ±448; a nonzero float8 zero point is refused.
+Tensor fp8_tensor(const Shape& shape, const std::vector<float>& v) {
+  Tensor t(DataType::kFloat8E4M3, shape);
+  store_floats(v.data(), v.size(), DataType::kFloat8E4M3, t.raw());
+  return t;
+}
+
+TEST(QuantizeLinear, Float8E4m3Codes) {
+  Tensor x = random_tensor({2, 3, 5}, 13, -6.f, 6.f);
+  Tensor scale = Tensor::from_floats({}, {0.01f});
+  Tensor zp = fp8_tensor({}, {0.f});
+  Tensor q = run_ok(OpKind::QuantizeLinear, {}, {&x, &scale, &zp});
+  ASSERT_EQ(q.dtype(), DataType::kFloat8E4M3);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float want = std::fmin(448.f, std::fmax(-448.f, x.data<float>()[i] / 0.01f));
+    EXPECT_EQ(q.data<uint8_t>()[i], float_to_fp8e4m3_bits(want)) << i;
+  }
+  // Back: code · scale, within half an e4m3 step (1/16 of the value) where nothing saturated.
+  Tensor back = run_ok(OpKind::DequantizeLinear, {}, {&q, &scale, &zp});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = x.data<float>()[i], b = back.data<float>()[i];
+    if (std::fabs(v) < 4.4f)
+      EXPECT_NEAR(b, v, std::fabs(v) / 16 + 1e-6) << i;
+    else
+      EXPECT_EQ(std::fabs(b), 4.48f) << i;
+  }
+  // Per axis.
+  Tensor scales = Tensor::from_floats({3}, {0.01f, 1.f, 100.f});
+  Tensor zps = fp8_tensor({3}, {0.f, 0.f, 0.f});
+  Attributes a;
+  a.set("axis", int64_t{1});
+  Tensor qa = run_ok(OpKind::QuantizeLinear, a, {&x, &scales, &zps});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    EXPECT_EQ(qa.data<uint8_t>()[i],
+              float_to_fp8e4m3_bits(x.data<float>()[i] / scales.data<float>()[(i / 5) % 3]));
+  Tensor nonzero = fp8_tensor({}, {1.f});
+  auto r = run_op(OpKind::QuantizeLinear, {}, {&x, &scale, &nonzero});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("float8 zero point must be 0"), std::string::npos);
+  EXPECT_FALSE(run_op(OpKind::DequantizeLinear, {}, {&q, &scale, &nonzero}).is_ok());
 }
 
 TEST(QuantizeLinear, Errors) {

@@ -85,6 +85,63 @@ TEST(QuantizeInt8, ConvComputesOnTheInt8Grid) {
   EXPECT_GT(diff, 1e-3);
 }
 
+// The nearest e4m3 value of v / s (by search over the grid written here, ties to even codes,
+// saturating at 448), times s.
+float e4m3_rounded(float v, float s) {
+  static const std::vector<float> grid = [] {
+    std::vector<float> g;
+    for (int e = 0; e < 16; ++e)
+      for (int m = 0; m < 8; ++m) {
+        if (e == 15 && m == 7) continue;
+        g.push_back(e == 0 ? std::ldexp(static_cast<float>(m), -9)
+                           : std::ldexp(static_cast<float>(8 + m), e - 10));
+      }
+    return g;
+  }();
+  const float a = std::fabs(v / s);
+  size_t best = 0;
+  for (size_t k = 1; k < grid.size(); ++k) {
+    const float d = std::fabs(grid[k] - a), e = std::fabs(grid[best] - a);
+    if (d < e || (d == e && k % 2 == 0)) best = k;
+  }
+  return std::copysign(grid[best], v) * s;
+}
+
+TEST(QuantizeInt8, Fp8ConvComputesOnTheE4m3Grid) {
+  ConvGraph c;
+  const Tensor x = random_tensor({2, 3, 6, 5}, 9, -2.f, 2.f);
+  QuantizationReport report;
+  auto changed = quantize_int8(c.g, {{"x", 1.5}}, &report, nullptr, Precision::kFp8);
+  ASSERT_TRUE(changed.is_ok()) << changed.status().to_string();
+  ASSERT_TRUE(verify_graph(c.g).is_ok());
+  int fp8_codes = 0;
+  for (const auto& v : c.g.values()) fp8_codes += v->dtype == DataType::kFloat8E4M3;
+  EXPECT_EQ(fp8_codes, 2);  // the Q's output and its zero point (a constant of that dtype)
+  ASSERT_EQ(report.layers.size(), 1u);
+  EXPECT_EQ(report.layers[0].runs, "fp8 simulated");
+  auto after = run_graph(c.g, {x});
+  ASSERT_TRUE(after.is_ok()) << after.status().to_string();
+
+  // Inputs on the e4m3 grid of scale 1.5 / 448 (saturating: |x| > 1.5 becomes 1.5), weights
+  // per output channel on the grid of max|w_c| / 448.
+  std::vector<float> xv(x.data<float>(), x.data<float>() + x.numel());
+  for (float& v : xv) v = e4m3_rounded(v, 1.5f / 448);
+  const int64_t inner = 27;
+  std::vector<float> wv(c.w.data<float>(), c.w.data<float>() + c.w.numel());
+  for (int64_t k = 0; k < 4; ++k) {
+    float m = 0;
+    for (int64_t i = 0; i < inner; ++i) m = std::max(m, std::fabs(wv[k * inner + i]));
+    for (int64_t i = 0; i < inner; ++i)
+      wv[k * inner + i] = e4m3_rounded(wv[k * inner + i], m / 448);
+  }
+  ConvGraph want;
+  for (const auto& v : want.g.values())
+    if (v->name == "w") v->constant = Tensor::from_floats(c.w.shape(), wv);
+  auto expected = run_graph(want.g, {Tensor::from_floats(x.shape(), xv)});
+  ASSERT_TRUE(expected.is_ok());
+  expect_near((*after)[0], (*expected)[0], 1e-5, 1e-5);
+}
+
 TEST(QuantizeInt8, GemmWeightsPerOutputColumn) {
   for (int64_t trans_b : {0, 1}) {
     SCOPED_TRACE("transB " + std::to_string(trans_b));

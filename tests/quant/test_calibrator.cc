@@ -31,14 +31,16 @@ double max_abs_of(const std::vector<float>& v) {
   return m;
 }
 
-// The entropy search, written independently of calibrator.cc.
-double reference_entropy_amax(const std::vector<int64_t>& h, double width, int levels) {
+// The entropy search, written independently of calibrator.cc. `level_of(i, k)`: the level of
+// bin k < i for candidate i, in [0, levels).
+template <class LevelOf>
+double reference_search(const std::vector<int64_t>& h, double width, int first, int levels,
+                        LevelOf level_of_at) {
   const int n = static_cast<int>(h.size());
   double best = std::numeric_limits<double>::infinity();
   int best_i = n;
-  for (int i = levels; i <= n; ++i) {
-    const int merged = i / levels;
-    auto level_of = [&](int k) { return std::min(k / merged, levels - 1); };
+  for (int i = first; i <= n; ++i) {
+    auto level_of = [&](int k) { return level_of_at(i, k); };
     std::vector<double> level_total(levels, 0), level_nonzero(levels, 0);
     for (int k = 0; k < i; ++k) {
       level_total[level_of(k)] += h[k];
@@ -67,6 +69,13 @@ double reference_entropy_amax(const std::vector<int64_t>& h, double width, int l
     if (kl < best) best = kl, best_i = i;
   }
   return best_i * width;
+}
+
+// int8: `levels` even levels of i / levels bins, the last taking the rest.
+double reference_entropy_amax(const std::vector<int64_t>& h, double width, int levels) {
+  return reference_search(h, width, levels, levels, [levels](int i, int k) {
+    return std::min(k / (i / levels), levels - 1);
+  });
 }
 
 TEST(AbsHistogram, CountsMagnitudesAndNonFinite) {
@@ -166,6 +175,9 @@ TEST(Calibrator, EmptyAndZeroValues) {
 
 TEST(Calibrator, ParsesMethods) {
   EXPECT_EQ(parse_calibration_method("entropy")->name(), "entropy");
+  // fp8 takes min-max where entropy is asked (calibrator.h).
+  EXPECT_EQ(parse_calibration_method("entropy", true)->name(), "minmax");
+  EXPECT_EQ(parse_calibration_method("minmax", true)->name(), "minmax");
   EXPECT_EQ(parse_calibration_method("minmax")->name(), "minmax");
   EXPECT_EQ(parse_calibration_method("percentile")->name(), "percentile=99.99");
   auto p = parse_calibration_method("percentile=99.9");

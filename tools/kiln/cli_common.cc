@@ -64,7 +64,7 @@ void print_progress(const CalibrationProgress& p) {
 }  // namespace
 
 Status calibrate_first(const std::string& path, EngineOptions& options) {
-  if (options.precision != Precision::kInt8 || options.calibration_data.empty() ||
+  if (!precision_is_8bit(options.precision) || options.calibration_data.empty() ||
       is_plan_file(path))
     return Status::ok();
   if (!options.calibration_cache.empty() && std::filesystem::exists(options.calibration_cache))

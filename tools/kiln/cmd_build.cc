@@ -66,7 +66,7 @@ int run(const BuildOptions& o, GlobalOptions g) {
   // An int8 build calibrates once: into OUTPUT.calib unless a cache is named, which the
   // second load below (and a later build) reads. A stale one from an earlier build goes first.
   EngineOptions& eo = g.engine;
-  if (eo.precision == Precision::kInt8 && eo.calibration_cache.empty() &&
+  if (precision_is_8bit(eo.precision) && eo.calibration_cache.empty() &&
       !eo.calibration_data.empty()) {
     eo.calibration_cache = o.output + ".calib";
     std::remove(eo.calibration_cache.c_str());
@@ -74,7 +74,7 @@ int run(const BuildOptions& o, GlobalOptions g) {
   // The guard's values are kept in fp32 as overrides, which the plan file records.
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
   if (o.max_layer_error > 0) {
-    if (eo.precision == Precision::kInt8) {
+    if (precision_is_8bit(eo.precision)) {
       // Every round's engine reads the one calibration.
       Status calibrated = calibrate_first(o.model, eo);
       if (!calibrated.is_ok()) return fail(calibrated);

@@ -19,6 +19,11 @@ struct QuantizeOptions {
 int run(const QuantizeOptions& o, const GlobalOptions& global) {
   if (is_plan_file(o.model))
     return usage_error("kiln quantize reads an ONNX model, not a plan file: " + o.model);
+  if (global.engine.precision == Precision::kFp8)
+    return usage_error(
+        "kiln quantize writes int8 Q/DQ models: ONNX's float8 types (opset 19) are newer than "
+        "the ONNX library kiln reads and writes models with (build an fp8 engine with kiln "
+        "build --precision fp8 instead)");
   GlobalOptions g = global;
   g.engine.precision = Precision::kInt8;
   if (g.engine.calibration_data.empty() && g.engine.calibration_cache.empty())

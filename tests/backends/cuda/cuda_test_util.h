@@ -335,6 +335,8 @@ inline double tolerance(Precision p) {
     case Precision::kTf32: return 2e-3;
     case Precision::kFp16: return 5e-3;
     case Precision::kBf16: return 4e-2;  // 8 bits of mantissa: 8x fp16's rounding
+    case Precision::kInt8:
+    case Precision::kFp8: break;  // an engine's precision; kernels compute in fp16 (or codes)
   }
   return 0;
 }

@@ -62,6 +62,68 @@ TEST(CudaInt8, CalibratedEngineRunsItsQuantizationOnTheGpu) {
   EXPECT_EQ(quantize_steps, 2);
 }
 
+// An fp8 engine on the GPU: its convs read the e4m3 codes (fuse_fp8_conv), run by cudnn-fp8
+// (cuDNN's fp8 tensor cores, or the codes widened to fp16 first where that is faster or the
+// only way: conv2 is grouped), never a DequantizeLinear nor a host step; its answer close to
+// the CPU's fp8 engine (simulated in float there; the GPU computes in fp16).
+TEST(CudaFp8, ConvsReadTheCodesAndMatchTheCpu) {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"N", 16, 12, 10});
+  m.initializer("w1", {32, 16, 3, 3}, uniform_floats(32 * 16 * 9, 1, -0.2f, 0.2f));
+  m.initializer("b1", {32}, uniform_floats(32, 2, -0.1f, 0.1f));
+  m.initializer("w2", {16, 16, 1, 1}, uniform_floats(16 * 16, 3, -0.5f, 0.5f));
+  m.initializer("w3", {32, 32, 1, 1}, uniform_floats(32 * 32, 6, -0.3f, 0.3f));
+  add_attr(m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1"), "pads",
+           std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r"}, "relu1");
+  add_attr(m.node("Conv", {"r", "w2"}, {"c2"}, "conv2"), "group", int64_t{2});
+  m.node("Conv", {"r", "w3"}, {"c3"}, "conv3");
+  m.node("Add", {"c3", "r"}, {"y3"}, "add3");
+  m.output("c2", kFloat, {"N", 16, 12, 10});
+  m.output("y3", kFloat, {"N", 32, 12, 10});
+  TempDir dir;
+  ASSERT_TRUE(write_npy(dir.file("x.npy"),
+                        Tensor::from_floats({16, 16, 12, 10}, uniform_floats(30720, 4, -1, 1)))
+                  .is_ok());
+  EngineOptions o;
+  o.precision = Precision::kFp8;
+  o.calibration_data = dir.file("x.npy");
+  o.calibration_method = "minmax";
+  auto cpu = Engine::from_bytes(m.bytes(), o);
+  ASSERT_TRUE(cpu.is_ok()) << cpu.status().to_string();
+  const std::map<std::string, Tensor> in = {
+      {"x", Tensor::from_floats({3, 16, 12, 10}, uniform_floats(5760, 5, -1, 1))}};
+  auto want = (*cpu)->create_context()->run(in);
+  ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+  o.device = Device::kCuda;
+  o.poison_memory = true;
+  for (const bool timed : {false, true}) {
+    SCOPED_TRACE(timed ? "timed" : "first plan");
+    o.time_tactics = timed;
+    auto gpu = Engine::from_bytes(m.bytes(), o);
+    ASSERT_TRUE(gpu.is_ok()) << gpu.status().to_string();
+    for (const auto& l : (*gpu)->report().quantization.layers) EXPECT_EQ(l.runs, "fp8") << l.node;
+    auto ctx = (*gpu)->create_context();
+    auto got = ctx->run(in);
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    for (const char* y : {"c2", "y3"}) EXPECT_LE(relative_l2(got->at(y), want->at(y)), 1e-2) << y;
+    auto info = ctx->plan();
+    ASSERT_TRUE(info.is_ok());
+    int fp8_convs = 0;
+    for (const PlanStepInfo& s : info->steps) {
+      if (s.kind != "kernel") continue;
+      EXPECT_EQ(s.device, "cuda") << s.op << " " << s.name;
+      EXPECT_NE(s.op, "DequantizeLinear") << s.name;
+      if (s.op == "Conv") {
+        EXPECT_EQ(s.tactic.rfind("cudnn-fp8", 0), 0u) << s.name << ": " << s.tactic;
+        std::printf("[ fp8      ] %s: %s\n", s.name.c_str(), s.tactic.c_str());
+        ++fp8_convs;
+      }
+    }
+    EXPECT_EQ(fp8_convs, 3);
+  }
+}
+
 // A model's own quantized output after an NHWC conv: the uint8 codes come back in the logical
 // order (the plan converts their layout on the GPU), equal to the CPU's within one code.
 TEST(CudaInt8, QuantizedOutputOfAnNhwcConvComesBackInOrder) {

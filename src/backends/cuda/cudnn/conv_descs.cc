@@ -74,9 +74,10 @@ std::string conv_tactic_key(const ConvGeometry& g, Precision precision, DataType
 }
 
 cudnnDataType_t cudnn_dtype(DataType dt) {
-  return dt == DataType::kFloat16    ? CUDNN_DATA_HALF
-         : dt == DataType::kBFloat16 ? CUDNN_DATA_BFLOAT16
-                                     : CUDNN_DATA_FLOAT;
+  return dt == DataType::kFloat16      ? CUDNN_DATA_HALF
+         : dt == DataType::kBFloat16   ? CUDNN_DATA_BFLOAT16
+         : dt == DataType::kFloat8E4M3 ? CUDNN_DATA_FP8_E4M3
+                                       : CUDNN_DATA_FLOAT;
 }
 
 const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t a) {

@@ -59,7 +59,7 @@ std::vector<uint8_t> encode_floats(const std::vector<float>& v, DataType dtype);
 std::string conv_tactic_key(const ConvGeometry& g, Precision precision, DataType dtype,
                             const Epilogue& e, bool bias, size_t workspace_limit, bool nhwc);
 
-cudnnDataType_t cudnn_dtype(DataType dt);  // float32 / float16 / bfloat16
+cudnnDataType_t cudnn_dtype(DataType dt);  // float32 / float16 / bfloat16 / float8 e4m3
 const char* cudnn_algo_name(cudnnConvolutionFwdAlgo_t a);
 
 }  // namespace kiln

@@ -118,7 +118,9 @@ Status ConvGraph::build(cudnnHandle_t handle, const ConvGraphSpec& spec) {
   if (s.act != Activation::kNone && !graph_fuses(s.act))
     return invalid_argument(std::string("graph conv cannot fuse ") + activation_name(s.act));
   const bool has_act = s.act != Activation::kNone;
-  const int stages = (s.bias ? 1 : 0) + (s.residual ? 1 : 0) + (has_act ? 1 : 0);
+  const int stages =
+      (s.channel_scale ? 1 : 0) + (s.bias ? 1 : 0) + (s.residual ? 1 : 0) + (has_act ? 1 : 0);
+  const DataType operand = s.operand == DataType::kUndefined ? s.dtype : s.operand;
   int64_t next_virtual = kUidVirtual;
   // The output of the next stage (the conv is stage 0): Y for the last one, else a virtual
   // float tensor.
@@ -129,8 +131,8 @@ Status ConvGraph::build(cudnnHandle_t handle, const ConvGraphSpec& spec) {
                 : tensor(next_virtual++, DataType::kFloat32, true, false, false);
   };
 
-  KILN_ASSIGN_OR_RETURN(const BackendDesc* x, tensor(kUidX, s.dtype, false, false, false));
-  KILN_ASSIGN_OR_RETURN(const BackendDesc* w, tensor(kUidW, s.dtype, false, true, false));
+  KILN_ASSIGN_OR_RETURN(const BackendDesc* x, tensor(kUidX, operand, false, false, false));
+  KILN_ASSIGN_OR_RETURN(const BackendDesc* w, tensor(kUidW, operand, false, true, false));
   KILN_ASSIGN_OR_RETURN(const BackendDesc* cur, stage_out());
 
   auto conv = std::make_unique<BackendDesc>();
@@ -166,6 +168,13 @@ Status ConvGraph::build(cudnnHandle_t handle, const ConvGraphSpec& spec) {
   owned_.push_back(std::move(op));
   ops_.push_back(owned_.back().get());
 
+  if (s.channel_scale) {
+    KILN_ASSIGN_OR_RETURN(const BackendDesc* sc,
+                          tensor(kUidS, DataType::kFloat32, false, false, true));
+    KILN_ASSIGN_OR_RETURN(const BackendDesc* out, stage_out());
+    KILN_RETURN_IF_ERROR(pointwise(CUDNN_POINTWISE_MUL, cur, sc, out).status());
+    cur = out;
+  }
   if (s.bias) {
     KILN_ASSIGN_OR_RETURN(const BackendDesc* b, tensor(kUidB, s.dtype, false, false, true));
     KILN_ASSIGN_OR_RETURN(const BackendDesc* out, stage_out());
@@ -266,11 +275,15 @@ Result<std::unique_ptr<ConvPlan>> make_conv_plan(cudnnHandle_t handle,
 }
 
 Status execute_conv_plan(cudnnHandle_t handle, const ConvPlan& p, const void* x, const void* w,
-                         void* y, const void* b, const void* z, void* workspace) {
+                         void* y, const void* b, const void* z, void* workspace, const void* sc) {
   const ConvGraphSpec& s = p.graph->spec();
-  int64_t uids[5] = {kUidX, kUidW, kUidY, 0, 0};
-  void* ptrs[5] = {const_cast<void*>(x), const_cast<void*>(w), y, nullptr, nullptr};
+  int64_t uids[6] = {kUidX, kUidW, kUidY, 0, 0, 0};
+  void* ptrs[6] = {const_cast<void*>(x), const_cast<void*>(w), y, nullptr, nullptr, nullptr};
   int64_t n = 3;
+  if (s.channel_scale) {
+    uids[n] = kUidS;
+    ptrs[n++] = const_cast<void*>(sc);
+  }
   if (s.bias) {
     uids[n] = kUidB;
     ptrs[n++] = const_cast<void*>(b);

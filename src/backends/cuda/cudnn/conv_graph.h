@@ -6,6 +6,10 @@
 // fallback list); each engine config is finalized into an execution plan and run with a
 // variant pack of the device pointers.
 //
+// 8-bit operands (`operand` kFloat8E4M3): X and W hold e4m3 codes, the conv sums their products
+// in float, and `channel_scale` multiplies the sums by S [1,K,1,1] (float32: the input's scale
+// times each output channel's weight scale) before the bias; Y, B and Z keep `dtype`.
+//
 // Tensors use the logical NCHW dims with NHWC or NCHW strides; the filter KRSC or KCRS to
 // match. Padding is ONNX's own pre/post pads (the backend API takes them asymmetric).
 #pragma once
@@ -24,7 +28,9 @@
 namespace kiln {
 
 struct ConvGraphSpec {
-  DataType dtype = DataType::kFloat32;  // X, W, B, Z, Y
+  DataType dtype = DataType::kFloat32;      // X, W, B, Z, Y
+  DataType operand = DataType::kUndefined;  // X and W where not `dtype` (kFloat8E4M3)
+  bool channel_scale = false;               // the sums times S[k] first (float32)
   bool nhwc = true;
   int64_t n = 0, c = 0, h = 0, w = 0;   // X
   int64_t k = 0, cg = 0, r = 0, s = 0;  // W: out channels, channels per group, kernel
@@ -40,7 +46,7 @@ struct ConvGraphSpec {
 bool graph_fuses(Activation a);
 
 // The uids of the variant pack.
-enum ConvGraphUid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3, kUidB = 4, kUidZ = 5 };
+enum ConvGraphUid : int64_t { kUidX = 1, kUidW = 2, kUidY = 3, kUidB = 4, kUidZ = 5, kUidS = 6 };
 
 // One engine configuration the heuristics returned, with what identifies it again.
 struct ConvEngineCfg {
@@ -84,9 +90,10 @@ Result<std::unique_ptr<ConvPlan>> make_conv_plan(cudnnHandle_t handle,
                                                  std::shared_ptr<ConvGraph> graph,
                                                  const ConvEngineCfg& cfg);
 
-// Runs the plan; b and z only when the spec has them. Host work only besides the launch
+// Runs the plan; b, z and s only when the spec has them. Host work only besides the launch
 // (a variant pack is built per call), so it can be captured in a CUDA graph.
 Status execute_conv_plan(cudnnHandle_t handle, const ConvPlan& p, const void* x, const void* w,
-                         void* y, const void* b, const void* z, void* workspace);
+                         void* y, const void* b, const void* z, void* workspace,
+                         const void* s = nullptr);
 
 }  // namespace kiln

@@ -135,8 +135,10 @@ Status launch_convert(const TensorRef& src, TensorRef& dst, cudaStream_t stream)
     KILN_CUDA(cudaMemcpyAsync(dst.data, src.data, a.nbytes(), cudaMemcpyDeviceToDevice, stream));
     return Status::ok();
   }
-  if (a.dtype == b.dtype && (a.dtype == DataType::kInt8 || a.dtype == DataType::kUInt8)) {
-    // 8-bit codes (a QuantizeLinear's output keeps its input's layout): the layout changes.
+  if (a.dtype == b.dtype && (a.dtype == DataType::kInt8 || a.dtype == DataType::kUInt8 ||
+                             a.dtype == DataType::kFloat8E4M3)) {
+    // 8-bit codes (a QuantizeLinear's output keeps its input's layout): the layout changes,
+    // byte for byte.
     return a.dtype == DataType::kInt8 ? convert_typed<int8_t, int8_t>(src, dst, stream)
                                       : convert_typed<uint8_t, uint8_t>(src, dst, stream);
   }

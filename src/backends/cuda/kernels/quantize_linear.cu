@@ -1,13 +1,15 @@
-// QuantizeLinear and DequantizeLinear, per tensor (one scale and zero point), int8 and uint8:
-// the reference's arithmetic (ops/quantize_linear.h) element by element, so any layout runs as
-// it is offered (the element order does not matter) and the output keeps it.
+// QuantizeLinear and DequantizeLinear, per tensor (one scale and zero point), int8, uint8 and
+// float8 e4m3: the reference's arithmetic (ops/quantize_linear.h) element by element, so any
+// layout runs as it is offered (the element order does not matter) and the output keeps it.
 //   quantize:   q = saturate(round_half_even(x / scale) + zero_point); NaN gives the zero point
+//               e4m3: q = e4m3(x / scale), to nearest even, saturating at ±448, NaN to NaN
 //   dequantize: y = float(q − zero_point) · scale, stored in the activation dtype
 // The float side is the activation dtype on the device (an fp16 engine quantizes its float16
 // values), and the scale is rounded to that dtype first, as the device holds every float
 // input. The scale and zero point are read on the host at prepare; per-axis scales, scales not
 // known at build and int32 dequantization are declined (the reference runs them).
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cmath>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cuda_kernel.h"
 #include "backends/cuda/kernels/elementwise.cuh"
+#include "backends/cuda/kernels/fp8.h"
 #include "backends/cuda/kernels/structured.cuh"
 #include "core/half.h"
 #include "ops/quantize_linear.h"
@@ -38,6 +41,25 @@ struct QuantizeFn {
     constexpr float hi = std::is_same_v<Q, int8_t> ? 127.f : 255.f;
     if (isnan(r)) return static_cast<Q>(zero_point);
     return static_cast<Q>(fminf(fmaxf(r + static_cast<float>(zero_point), lo), hi));
+  }
+};
+
+// The e4m3 code of x / scale (bits in a uint8_t, as kiln stores float8).
+struct QuantizeFp8Fn {
+  float scale;
+  template <class T>
+  __device__ uint8_t operator()(T v) const {
+    const float r = __fdiv_rn(static_cast<float>(load_acc(v)), scale);
+    return static_cast<uint8_t>(__nv_cvt_float_to_fp8(r, __NV_SATFINITE, __NV_E4M3));
+  }
+};
+
+template <class T>
+struct DequantizeFp8Fn {
+  float scale;
+  __device__ T operator()(uint8_t q) const {
+    const __half h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(q), __NV_E4M3);
+    return store_as<T>(__fmul_rn(__half2float(h), scale));
   }
 };
 
@@ -72,6 +94,10 @@ Status read_scale(const std::vector<TensorDesc>& in, DataType act, float* scale,
     switch (in[2].value->dtype()) {
       case DataType::kInt8: *zero_point = in[2].value->data<int8_t>()[0]; break;
       case DataType::kUInt8: *zero_point = in[2].value->data<uint8_t>()[0]; break;
+      case DataType::kFloat8E4M3:  // ±0 only (checked by the op)
+        if ((in[2].value->data<uint8_t>()[0] & 0x7f) != 0)
+          return unsupported("a nonzero float8 zero point");
+        break;
       default:
         return unsupported("a zero point of " + std::string(dtype_name(in[2].value->dtype())));
     }
@@ -104,6 +130,9 @@ class QuantizeLinearKernel final : public CudaKernel {
     return cuda::dispatch_act(x_dtype_, [&](auto tag) -> Status {
       using T = decltype(tag);
       const T* x = static_cast<const T*>(in[0]->data);
+      if (q_ == DataType::kFloat8E4M3)
+        return cuda::launch_map(x, out[0]->as<uint8_t>(), n, QuantizeFp8Fn{scale_}, run.stream,
+                                "quantize");
       if (q_ == DataType::kInt8)
         return cuda::launch_map(x, out[0]->as<int8_t>(), n, QuantizeFn<int8_t>{scale_, zero_point_},
                                 run.stream, "quantize");
@@ -129,7 +158,7 @@ class DequantizeLinearKernel final : public CudaKernel {
                  CudaBuildContext& ctx) override {
     if (in.empty() || !in[0].present()) return invalid_argument("input 0 is missing");
     q_ = in[0].dtype;
-    if (q_ != DataType::kInt8 && q_ != DataType::kUInt8)
+    if (q_ != DataType::kInt8 && q_ != DataType::kUInt8 && q_ != DataType::kFloat8E4M3)
       return unsupported(std::string("dequantizing ") + dtype_name(q_));
     y_dtype_ = ctx.act_dtype();
     KILN_RETURN_IF_ERROR(read_scale(in, y_dtype_, &scale_, &zero_point_));
@@ -144,6 +173,9 @@ class DequantizeLinearKernel final : public CudaKernel {
       using T = decltype(tag);
       T* y = static_cast<T*>(out[0]->data);
       const DequantizeFn<T> f{scale_, zero_point_};
+      if (q_ == DataType::kFloat8E4M3)
+        return cuda::launch_map(in[0]->as<uint8_t>(), y, n, DequantizeFp8Fn<T>{scale_}, run.stream,
+                                "dequantize");
       if (q_ == DataType::kInt8)
         return cuda::launch_map(in[0]->as<int8_t>(), y, n, f, run.stream, "dequantize");
       return cuda::launch_map(in[0]->as<uint8_t>(), y, n, f, run.stream, "dequantize");
@@ -160,7 +192,7 @@ class DequantizeLinearKernel final : public CudaKernel {
 Result<std::unique_ptr<CudaKernel>> make_quantize_linear(const Node& node, Precision) {
   const Value* zp = node.input(2);
   const DataType q = zp ? zp->dtype : DataType::kUInt8;  // ONNX: uint8 without a zero point
-  if (q != DataType::kInt8 && q != DataType::kUInt8)
+  if (q != DataType::kInt8 && q != DataType::kUInt8 && q != DataType::kFloat8E4M3)
     return unsupported(std::string("quantizing to ") + dtype_name(q));
   return std::unique_ptr<CudaKernel>(std::make_unique<QuantizeLinearKernel>(q));
 }
@@ -170,6 +202,15 @@ Result<std::unique_ptr<CudaKernel>> make_dequantize_linear(const Node&, Precisio
 }
 
 }  // namespace
+
+Status launch_dequantize_fp8(const uint8_t* codes, void* y, DataType y_dtype, int64_t n,
+                             float scale, cudaStream_t stream) {
+  return cuda::dispatch_act(y_dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    return cuda::launch_map(codes, static_cast<T*>(y), n, DequantizeFp8Fn<T>{scale}, stream,
+                            "dequantize fp8");
+  });
+}
 
 KILN_REGISTER_CUDA_KERNEL(QuantizeLinear, make_quantize_linear);
 KILN_REGISTER_CUDA_KERNEL(DequantizeLinear, make_dequantize_linear);

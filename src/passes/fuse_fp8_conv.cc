@@ -44,26 +44,8 @@ float codes_scale(const Value* x) {
   return std::isfinite(v) && v > 0.f ? v : 0.f;
 }
 
-// Per output channel, max|W[m]| / 448 where every W[m] / scale is an e4m3 value (within
-// float rounding); empty otherwise.
-std::vector<float> e4m3_weight_scales(const Tensor& w) {
-  if (w.dtype() != DataType::kFloat32 || w.rank() != 4 || w.shape()[0] <= 0) return {};
-  const int64_t m = w.shape()[0], inner = w.numel() / m;
-  const float* p = w.data<float>();
-  std::vector<float> scales = quant::channel_absmax(w, 0);
-  for (int64_t c = 0; c < m; ++c) {
-    const float amax = scales[static_cast<size_t>(c)];
-    if (!std::isfinite(amax)) return {};
-    const float s = amax / 448.f;
-    for (int64_t i = 0; i < inner && s > 0.f; ++i) {
-      const float v = p[c * inner + i] / s;
-      const float on_grid = fp8e4m3_bits_to_float(float_to_fp8e4m3_bits(v));
-      if (std::fabs(v - on_grid) > 1e-5f * std::max(1.f, std::fabs(v))) return {};
-    }
-    scales[static_cast<size_t>(c)] = s > 0.f ? s : 1.f;  // an all-zero channel: codes 0
-  }
-  return scales;
-}
+// v rounded to the nearest e4m3 value (as QuantizeLinear rounds to float8).
+float round_e4m3(float v) { return fp8e4m3_bits_to_float(float_to_fp8e4m3_bits(v)); }
 
 bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
   if (conv->epilogue.int8() || conv->epilogue.affine_input >= 0) return false;
@@ -71,7 +53,8 @@ bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
   const float s = codes_scale(x);
   const Value* w = conv->input(1);
   if (s == 0.f || !w || !w->is_constant()) return false;
-  std::vector<float> ws = e4m3_weight_scales(w->constant);
+  if (w->constant.rank() != 4) return false;
+  std::vector<float> ws = quant::grid_weight_scales(w->constant, 448.f, round_e4m3);
   if (ws.empty()) return false;
   g.set_input(conv, 0, x->producer->input(0));  // the codes
   conv->epilogue.input_scale = s;

@@ -69,34 +69,15 @@ std::optional<Grid> pair_grid(const Value* x) {
   return Grid{s, *zq, codes->dtype == DataType::kUInt8};
 }
 
-// The per-output-channel scales of weights `w` (float32 [M, C/g, kH, kW]) when every element
-// is a whole multiple of max|w[m]| / 127 (within float rounding); empty otherwise.
-std::vector<float> int8_weight_scales(const Tensor& w) {
-  if (w.dtype() != DataType::kFloat32 || w.rank() != 4 || w.shape()[0] <= 0) return {};
-  const int64_t m = w.shape()[0], inner = w.numel() / m;
-  const float* p = w.data<float>();
-  std::vector<float> scales = quant::channel_absmax(w, 0);
-  for (int64_t c = 0; c < m; ++c) {
-    const float amax = scales[static_cast<size_t>(c)];
-    if (!std::isfinite(amax)) return {};
-    const float s = amax / 127.f;
-    for (int64_t i = 0; i < inner && s > 0.f; ++i) {
-      const float code = p[c * inner + i] / s;
-      if (std::fabs(code - std::nearbyint(code)) > 1e-3f) return {};
-    }
-    // An all-zero channel: any scale; its codes are all 0.
-    scales[static_cast<size_t>(c)] = s > 0.f ? s : 1.f;
-  }
-  return scales;
-}
-
 bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
   if (conv->epilogue.int8() || conv->epilogue.affine_input >= 0) return false;
   Value* x = conv->input(0);
   const std::optional<Grid> grid = pair_grid(x);
   const Value* w = conv->input(1);
   if (!grid || !w || !w->is_constant()) return false;
-  std::vector<float> ws = int8_weight_scales(w->constant);
+  if (w->constant.rank() != 4) return false;
+  std::vector<float> ws =
+      quant::grid_weight_scales(w->constant, 127.f, [](float v) { return std::nearbyint(v); });
   if (ws.empty()) return false;
   // Rewrite: read the pair's float input, with the rounding on the node.
   Value* src = x->producer->input(0)->producer->input(0);

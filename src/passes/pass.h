@@ -67,6 +67,10 @@ Result<bool> fuse_each(Graph& g, OpKind op, Fuse&& fuse) {
 
 // Identity and inference-mode Dropout (mask unused) removed, their uses rewired.
 Result<bool> remove_identity(Graph& g);
+// Removes `n`, a node whose output 0 equals its input 0, its readers reading the input. A graph
+// output keeps its name (the input takes it) where the input is a plain intermediate; else `n`
+// stays and this returns false.
+bool bypass_node(Graph& g, Node* n);
 // A graph stored in float16 computes in float32 (widen_float16.cc): float16 constants and
 // values inside the graph widened, the Casts between them removed, float16 graph inputs and
 // outputs kept behind Casts. The engine's precision then decides the arithmetic.

@@ -36,6 +36,27 @@ bool is_zero_pad(const Node& n) {
 
 }  // namespace
 
+bool bypass_node(Graph& g, Node* n) {
+  Value* x = n->input(0);
+  Value* y = n->output(0);
+  if (is_graph_output(g, y)) {
+    // The graph output keeps its name: x takes it over, which needs x to be a plain
+    // intermediate (not a graph input, constant or another graph output) whose name may
+    // change. Otherwise the node stays.
+    if (!x->producer || is_graph_input(g, x) || x->is_constant() || is_graph_output(g, x))
+      return false;
+    std::string name = y->name;
+    g.replace_all_uses(y, x);
+    g.remove_node(n);
+    y->name = name + "__removed";
+    x->name = name;
+  } else {
+    g.replace_all_uses(y, x);
+    g.remove_node(n);
+  }
+  return true;
+}
+
 Result<bool> remove_identity(Graph& g) {
   bool changed = false;
   std::vector<Node*> candidates;
@@ -45,25 +66,8 @@ Result<bool> remove_identity(Graph& g) {
         n->input(0) && n->output(0))
       candidates.push_back(n.get());
   for (Node* n : candidates) {
-    Value* x = n->input(0);
-    Value* y = n->output(0);
     if (n->op == OpKind::Dropout && n->output(1) && is_graph_output(g, n->output(1))) continue;
-    if (is_graph_output(g, y)) {
-      // The graph output keeps its name: x takes it over, which needs x to be a plain
-      // intermediate (not a graph input, constant or another graph output) whose name may
-      // change. Otherwise the Identity stays.
-      if (!x->producer || is_graph_input(g, x) || x->is_constant() || is_graph_output(g, x))
-        continue;
-      std::string name = y->name;
-      g.replace_all_uses(y, x);
-      g.remove_node(n);
-      y->name = name + "__removed";
-      x->name = name;
-    } else {
-      g.replace_all_uses(y, x);
-      g.remove_node(n);
-    }
-    changed = true;
+    changed = bypass_node(g, n) || changed;
   }
   if (changed) g.remove_unused_values();
   return changed;

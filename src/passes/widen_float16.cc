@@ -131,23 +131,7 @@ Result<bool> widen_float16(Graph& g) {
     if (n->op == OpKind::Cast && n->input(0) && n->output(0) &&
         n->input(0)->dtype == DataType::kFloat32 && n->output(0)->dtype == DataType::kFloat32)
       noops.push_back(n.get());
-  for (Node* n : noops) {
-    Value* x = n->input(0);
-    Value* y = n->output(0);
-    if (contains(g.outputs(), y)) {
-      // The output keeps its name; x takes it where x is a plain intermediate.
-      if (!x->producer || contains(g.inputs(), x) || x->is_constant() || contains(g.outputs(), x))
-        continue;
-      const std::string name = y->name;
-      g.replace_all_uses(y, x);
-      g.remove_node(n);
-      y->name = name + "__removed";
-      x->name = name;
-    } else {
-      g.replace_all_uses(y, x);
-      g.remove_node(n);
-    }
-  }
+  for (Node* n : noops) bypass_node(g, n);
   KILN_RETURN_IF_ERROR(g.topo_sort());
   g.remove_unused_values();
   return true;

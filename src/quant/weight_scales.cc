@@ -19,4 +19,22 @@ std::vector<float> channel_absmax(const Tensor& w, int axis) {
   return amax;
 }
 
+std::vector<float> grid_weight_scales(const Tensor& w, float top, float (*round)(float)) {
+  if (w.dtype() != DataType::kFloat32 || w.rank() < 1 || w.shape()[0] <= 0) return {};
+  const int64_t m = w.shape()[0], inner = w.numel() / m;
+  const float* p = w.data<float>();
+  std::vector<float> scales = channel_absmax(w, 0);
+  for (int64_t c = 0; c < m; ++c) {
+    const float amax = scales[static_cast<size_t>(c)];
+    if (!std::isfinite(amax)) return {};
+    const float s = amax / top;
+    for (int64_t i = 0; i < inner && s > 0.f; ++i) {
+      const float v = p[c * inner + i] / s, code = round(v);
+      if (!(std::fabs(v - code) <= 1e-5f * std::max(1.f, std::fabs(code)))) return {};
+    }
+    scales[static_cast<size_t>(c)] = s > 0.f ? s : 1.f;  // an all-zero channel: codes 0
+  }
+  return scales;
+}
+
 }  // namespace kiln::quant

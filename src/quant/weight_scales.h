@@ -1,6 +1,7 @@
-// The per-channel magnitudes that symmetric int8 weight scales come from: an int8 engine
-// rounds each output channel of a layer's weights to max|w_c| / 127 (quantize_int8), the CPU's
-// 8-bit convs recognize that grid (fuse_int8_conv), and `kiln quantize` writes it.
+// The per-channel magnitudes that symmetric 8-bit weight scales come from: an int8 engine
+// rounds each output channel of a layer's weights to max|w_c| / 127 (an fp8 one to the e4m3
+// grid of max|w_c| / 448: quantize_int8), the 8-bit convs recognize that grid (fuse_int8_conv,
+// fuse_fp8_conv), and `kiln quantize` writes it.
 #pragma once
 
 #include <vector>
@@ -12,5 +13,11 @@ namespace kiln::quant {
 // max |w| over each slice of `axis` of the float32 tensor `w` (0 for an all-zero slice; NaN
 // elements are passed over).
 std::vector<float> channel_absmax(const Tensor& w, int axis);
+
+// The scales of weights on a per-output-channel grid: for float32 [M, ...] `w`, s[m] =
+// max|w[m]| / `top` where every w[m] / s[m] is its own `round` (within 1e-5 of max(1, |code|):
+// float rounding), 1 for an all-zero channel; empty where any element is off the grid or not
+// finite. int8: top 127, round to the nearest integer; fp8: top 448, round to e4m3.
+std::vector<float> grid_weight_scales(const Tensor& w, float top, float (*round)(float));
 
 }  // namespace kiln::quant

@@ -103,28 +103,9 @@ class CudnnFp8ConvKernel final : public CudaKernel {
 };
 
 ConvGraphSpec CudnnFp8ConvKernel::spec(bool native) const {
-  const ConvGeometry& g = geo_;
-  ConvGraphSpec s;
-  s.dtype = act_;
+  ConvGraphSpec s = conv_graph_spec(geo_, act_, true);
   s.operand = native ? DataType::kFloat8E4M3 : DataType::kUndefined;
   s.channel_scale = native;
-  s.nhwc = true;
-  s.n = g.batch;
-  s.c = g.in_channels;
-  s.h = g.in_spatial[0];
-  s.w = g.in_spatial[1];
-  s.k = g.out_channels;
-  s.cg = g.in_channels / g.group;
-  s.r = g.kernel[0];
-  s.s = g.kernel[1];
-  s.ho = g.out_spatial[0];
-  s.wo = g.out_spatial[1];
-  for (int i = 0; i < 2; ++i) {
-    s.pre[i] = g.pad_begin[i];
-    s.post[i] = g.pad_end[i];
-    s.stride[i] = g.strides[i];
-    s.dilation[i] = g.dilations[i];
-  }
   s.bias = bias_ >= 0;
   s.residual = e_.residual_input >= 0;
   s.act = e_.act;

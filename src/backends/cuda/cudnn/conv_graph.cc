@@ -16,6 +16,29 @@ constexpr int64_t kUidVirtual = 100;
 
 }  // namespace
 
+ConvGraphSpec conv_graph_spec(const ConvGeometry& g, DataType dtype, bool nhwc) {
+  ConvGraphSpec s;
+  s.dtype = dtype;
+  s.nhwc = nhwc;
+  s.n = g.batch;
+  s.c = g.in_channels;
+  s.h = g.in_spatial[0];
+  s.w = g.in_spatial[1];
+  s.k = g.out_channels;
+  s.cg = g.in_channels / g.group;
+  s.r = g.kernel[0];
+  s.s = g.kernel[1];
+  s.ho = g.out_spatial[0];
+  s.wo = g.out_spatial[1];
+  for (int i = 0; i < 2; ++i) {
+    s.pre[i] = g.pad_begin[i];
+    s.post[i] = g.pad_end[i];
+    s.stride[i] = g.strides[i];
+    s.dilation[i] = g.dilations[i];
+  }
+  return s;
+}
+
 bool graph_fuses(Activation a) {
   switch (a) {
     case Activation::kNone:

@@ -24,6 +24,7 @@
 #include "ir/epilogue.h"
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "ops/conv.h"
 
 namespace kiln {
 
@@ -41,6 +42,10 @@ struct ConvGraphSpec {
   Activation act = Activation::kNone;  // only activations graph_fuses() accepts
   float alpha = 0.f, beta = 0.f;
 };
+
+// The spec's shapes of a 2-D conv resolved by conv_geometry (ops/conv.h): X, W, Y, pads,
+// strides and dilations; no epilogue.
+ConvGraphSpec conv_graph_spec(const ConvGeometry& g, DataType dtype, bool nhwc);
 
 // True when the activation has a pointwise mode in the backend API.
 bool graph_fuses(Activation a);

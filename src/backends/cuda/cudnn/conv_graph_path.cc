@@ -34,26 +34,8 @@ constexpr int kHeurFallback = 4;
 
 Result<std::shared_ptr<ConvGraph>> CudnnConvKernel::build_graph(cudnnHandle_t h, bool fused,
                                                                 bool padded) const {
-  const ConvGeometry& g = geo_;
-  ConvGraphSpec s;
-  s.dtype = x_desc_.dtype;
-  s.nhwc = nhwc();
-  s.n = g.batch;
-  s.c = padded ? padded_channels() : g.in_channels;
-  s.h = g.in_spatial[0];
-  s.w = g.in_spatial[1];
-  s.k = g.out_channels;
-  s.cg = padded ? padded_channels() : g.in_channels / g.group;
-  s.r = g.kernel[0];
-  s.s = g.kernel[1];
-  s.ho = g.out_spatial[0];
-  s.wo = g.out_spatial[1];
-  for (int i = 0; i < 2; ++i) {
-    s.pre[i] = g.pad_begin[i];
-    s.post[i] = g.pad_end[i];
-    s.stride[i] = g.strides[i];
-    s.dilation[i] = g.dilations[i];
-  }
+  ConvGraphSpec s = conv_graph_spec(geo_, x_desc_.dtype, nhwc());
+  if (padded) s.c = s.cg = padded_channels();
   if (fused) {
     s.bias = bias_ >= 0;
     s.residual = epilogue_.residual_input >= 0;

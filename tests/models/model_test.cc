@@ -288,6 +288,7 @@ TEST_P(Fashion8Bit, WithinHalfAPointOfFp32) {
     std::string best;
     double best_val = -1;
     for (const std::string method : kMethods) {
+      if (format == Precision::kFp8 && method == "entropy") continue;  // min-max for fp8
       const EngineOptions o = options(format, method, 512);
       auto r = calibrated(o, 512);
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
@@ -342,6 +343,7 @@ TEST_P(Fashion8Bit, AccuracyTable) {
       std::string best;
       double best_val = -1;
       for (const std::string method : kMethods) {
+        if (format == Precision::kFp8 && method == "entropy") continue;  // min-max for fp8
         const EngineOptions o = options(format, method, samples);
         auto r = calibrated(o, samples);
         ASSERT_TRUE(r.is_ok()) << r.status().to_string();

@@ -51,14 +51,18 @@ Result<PrecisionReport> compare_precision(const Engine& reduced, const Engine& f
                                           const std::vector<std::map<std::string, Tensor>>& samples,
                                           double max_layer_error = kDefaultMaxLayerError);
 
-// Fallback by measured error: the layers of a reduced engine (`reduced.precision` fp16, bf16
-// or int8) to keep at the next higher precision so that no layer's error against fp32 on
+// The precision a reduced engine keeps a layer at (by measured error, or by name: kiln
+// --keep): fp16 for a CUDA int8 or fp8 engine, fp32 otherwise.
+Precision higher_precision(const EngineOptions& reduced);
+
+// Fallback by measured error: the layers of a reduced engine (`reduced.precision` fp16, bf16,
+// int8 or fp8) to keep at the next higher precision so that no layer's error against fp32 on
 // `samples` exceeds `max_layer_error`, found in rounds. Each round builds the engine of
 // `model_path` with the overrides so far, compares it with `fp32` (compare_precision), and keeps
 // the layers where the error comes in: each node over budget whose inputs are all within it
-// (for int8, the quantized layers among it and its producers, the only ones an override moves).
-// It stops when no layer is over budget, when a round finds nothing more to keep, or after
-// `max_rounds`. The higher precision is fp16 for a CUDA int8 engine and fp32 otherwise.
+// (for int8 and fp8, the quantized layers among it and its producers, the only ones an override
+// moves). It stops when no layer is over budget, when a round finds nothing more to keep, or
+// after `max_rounds`, keeping layers at higher_precision(reduced).
 struct ErrorFallback {
   PrecisionMap overrides;         // the options' own, plus one per layer kept
   std::vector<std::string> kept;  // "conv7 (Conv): 3.2e-02 > 1.0e-02, round 1", in order

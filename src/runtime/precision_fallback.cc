@@ -14,12 +14,12 @@
 
 namespace kiln {
 
-namespace {
-
 Precision higher_precision(const EngineOptions& o) {
   return precision_is_8bit(o.precision) && o.device == Device::kCuda ? Precision::kFp16
                                                                      : Precision::kFp32;
 }
+
+namespace {
 
 // The nodes a round keeps: for each layer over budget whose inputs are within it, that node;
 // for an int8 engine, where only the quantized layers move, that node if it is one, else the

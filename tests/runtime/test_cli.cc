@@ -569,6 +569,21 @@ TEST_F(Cli, BuildsAnInt8PlanFromCalibrationSamples) {
       << report.out;
   EXPECT_NE(report.out.find("after the 32 calibration takes"), std::string::npos) << report.out;
   EXPECT_NE(report.out.find("output logits"), std::string::npos) << report.out;
+  // --keep: named layers at the next higher precision (fp32 on the CPU); fp8 the same way.
+  auto kept = kiln("build " + model + " --precision int8 --calib " + npy +
+                   " --calib-samples 32 --calib-method minmax --batch 2 --threads 1 --keep "
+                   "/stem/stem.0/Conv,/conv2/conv2.0/Conv -o " +
+                   path("k.kiln").string());
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(kept.err.find("int8: 5 layers quantized"), std::string::npos) << kept.err;
+  EXPECT_NE(kept.err.find("2 in float"), std::string::npos) << kept.err;
+  auto fp8 = kiln("build " + model + " --precision fp8 --calib " + npy +
+                  " --calib-samples 32 --batch 2 --threads 1 -o " + path("f8.kiln").string());
+  ASSERT_EQ(fp8.code, 0) << fp8.err;
+  EXPECT_NE(fp8.err.find("fp8: 7 layers quantized"), std::string::npos) << fp8.err;
+  EXPECT_NE(fp8.err.find("minmax scales"), std::string::npos) << fp8.err;  // entropy → min-max
+  expect_error(kiln("build " + model + " --keep /stem/stem.0/Conv -o " + path("h.kiln").string()),
+               2, "--keep keeps layers of a reduced-precision engine");
   expect_error(kiln("inspect " + model + " --precision-report"), 2, "compares a reduced precision");
   expect_error(kiln("build " + model + " --precision int8 -o " + path("g.kiln").string()), 1,
                "precision int8 needs calibration samples");

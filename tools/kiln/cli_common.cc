@@ -102,14 +102,15 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
       std::fprintf(stderr, "kiln: note: %s\n", line.c_str());
   if (engine.is_ok()) {
     const QuantizationReport& q = (*engine)->report().quantization;
+    const char* format = precision_name((*engine)->options().precision);
     size_t kernels = 0;
-    for (const auto& l : q.layers) kernels += l.runs == "int8";
+    for (const auto& l : q.layers) kernels += l.runs == format;
     if (!q.method.empty())
       std::fprintf(stderr,
-                   "kiln: int8: %zu layers quantized (%zu on 8-bit operands, %zu simulated in "
+                   "kiln: %s: %zu layers quantized (%zu on 8-bit operands, %zu simulated in "
                    "float: quantize, then dequantize), %zu in float; %s scales from %s\n",
-                   q.layers.size(), kernels, q.layers.size() - kernels, q.float_layers.size(),
-                   q.method.c_str(), q.source.c_str());
+                   format, q.layers.size(), kernels, q.layers.size() - kernels,
+                   q.float_layers.size(), q.method.c_str(), q.source.c_str());
   }
   if (engine.is_ok())
     spdlog::info("loaded {} in {:.1f} ms ({} nodes)", path, (now_seconds() - t0) * 1e3,
@@ -141,9 +142,10 @@ Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engi
   return next_batches(*source, batches, o.calibration_batch);
 }
 
-void print_quantization(const QuantizationReport& q) {
+void print_quantization(const QuantizationReport& q, Precision format) {
   if (q.method.empty()) return;
-  std::printf("\nint8 quantization: %s scales from %s", q.method.c_str(), q.source.c_str());
+  std::printf("\n%s quantization: %s scales from %s", precision_name(format), q.method.c_str(),
+              q.source.c_str());
   if (q.calibration_seconds > 0) std::printf(" in %.1f s", q.calibration_seconds);
   std::printf("\n  %-32s %-7s %-32s %12s  %s\n", "layer", "op", "input", "amax", "runs");
   for (const auto& l : q.layers)

@@ -81,7 +81,7 @@ Result<std::vector<std::map<std::string, Tensor>>> held_aside_samples(const Engi
                                                                       int batches,
                                                                       std::string* what);
 // An int8 engine's quantization, one line per layer (nothing for other engines).
-void print_quantization(const QuantizationReport& q);
+void print_quantization(const QuantizationReport& q, Precision format);
 
 // The engine --device, --precision, --shapes... ask for; `fp32_values` are the values kept in
 // fp32 (what fp16_guard returned). Notes what they kept, one "kiln: note:" line a node.

@@ -83,7 +83,7 @@ int print_plan(const InspectOptions& o, const GlobalOptions& g,
   // A CUDA engine runs passes of its own after the optimizer's (fuse_concat_affine,
   // fuse_squeeze_excite): its report, not the CPU engine's, says what its plan runs.
   if (o.passes && g.cuda()) print_passes(e.report(), " (the CUDA engine's)");
-  print_quantization(e.report().quantization);
+  print_quantization(e.report().quantization, e.options().precision);
   if (!e.report().fp32_kept.empty()) {
     std::printf("\nkept in fp32 (%zu)\n", e.report().fp32_kept.size());
     for (const std::string& line : e.report().fp32_kept) std::printf("  %s\n", line.c_str());

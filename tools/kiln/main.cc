@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "kiln/precision_report.h"
 
 namespace {
 
@@ -113,6 +114,31 @@ kiln::Status set_option_flags(const std::deque<OptionFlag>& flags, double input_
   return kiln::validate_options(e);
 }
 
+// --keep NODE[,NODE...]: the named layers of a reduced-precision engine at the next higher
+// precision (higher_precision: fp32, or fp16 in a CUDA int8/fp8 engine), as precision
+// overrides. A node the overrides already name keeps its own.
+kiln::Status keep_layers(const std::vector<std::string>& names, kiln::EngineOptions& e) {
+  if (names.empty()) return kiln::Status::ok();
+  const kiln::Precision p = e.precision;
+  if (p == kiln::Precision::kFp32 || p == kiln::Precision::kTf32)
+    return kiln::invalid_argument(std::string("--keep keeps layers of a reduced-precision engine "
+                                              "(fp16, bf16, int8 or fp8), not ") +
+                                  kiln::precision_name(p));
+  const kiln::Precision up = kiln::higher_precision(e);
+  for (const std::string& list : names) {
+    size_t start = 0;
+    while (start <= list.size()) {
+      const size_t comma = std::min(list.find(',', start), list.size());
+      const std::string node = list.substr(start, comma - start);
+      if (node.empty())
+        return kiln::invalid_argument("--keep: an empty node name in '" + list + "'");
+      e.precision_overrides.emplace(node, up);
+      start = comma + 1;
+    }
+  }
+  return kiln::validate_options(e);
+}
+
 int run_main(int argc, char** argv) {
   GlobalOptions global;
   for (int i = 0; i < argc; ++i)
@@ -127,6 +153,12 @@ int run_main(int argc, char** argv) {
   app.add_flag("--no-fp16-fallback", global.no_fp16_fallback,
                "CUDA fp16: run in fp16 the layers whose values the fp16 range guard finds "
                "outside fp16's range (by default they are kept in fp32)");
+  std::vector<std::string> keep;
+  app.add_option("--keep", keep,
+                 "NODE[,NODE...]: keep these layers of a reduced-precision engine at the next "
+                 "higher precision (fp32; fp16 in a CUDA int8/fp8 engine), as "
+                 "--precision-overrides would")
+      ->type_name("NODES");
   double input_scale = 1;
   app.add_option("--input-scale", input_scale,
                  "8-bit and jpeg input: the value pixel 255 stands for in --input-mean and "
@@ -162,6 +194,8 @@ int run_main(int argc, char** argv) {
   }
 
   if (kiln::Status st = set_option_flags(flags, input_scale, global); !st.is_ok())
+    return usage_error(st.message());
+  if (kiln::Status st = keep_layers(keep, global.engine); !st.is_ok())
     return usage_error(st.message());
   for (const Command& c : commands)
     if (c.app->parsed() && global.jpeg_input && c.app->get_name() != "bench")

@@ -360,7 +360,9 @@ TEST_P(Fashion8Bit, AccuracyTable) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Nets, Fashion8Bit, testing::Values(FashionNetCase{"fashion_mnist", 6}),
+INSTANTIATE_TEST_SUITE_P(Nets, Fashion8Bit,
+                         testing::Values(FashionNetCase{"fashion_mnist", 6},
+                                         FashionNetCase{"fashion_resnet18", 20}),
                          [](const testing::TestParamInfo<FashionNetCase>& info) {
                            return info.param.model;
                          });

@@ -40,6 +40,10 @@ struct PassReport {
 inline bool is_graph_output(const Graph& g, const Value* v) {
   return std::find(g.outputs().begin(), g.outputs().end(), v) != g.outputs().end();
 }
+// Whether `v` is one of g's inputs.
+inline bool is_graph_input(const Graph& g, const Value* v) {
+  return std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
+}
 
 // The single node reading `v`, when `v` is a private intermediate (one use, not a graph
 // output); nullptr otherwise.

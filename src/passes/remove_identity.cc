@@ -9,10 +9,6 @@ namespace kiln {
 
 namespace {
 
-bool is_graph_input(const Graph& g, const Value* v) {
-  return std::find(g.inputs().begin(), g.inputs().end(), v) != g.inputs().end();
-}
-
 // Dropout is the identity when not training: training_mode (input 2) absent or a constant
 // false, and nobody reads the mask.
 bool is_inference_dropout(const Node& n) {

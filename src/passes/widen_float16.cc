@@ -36,10 +36,6 @@ Tensor widened(const Tensor& t) {
   return r;
 }
 
-bool contains(const std::vector<Value*>& vs, const Value* v) {
-  return std::find(vs.begin(), vs.end(), v) != vs.end();
-}
-
 // Whether a node other than Cast asks for float16 outputs by attribute: then the graph's
 // types are not all the values', and widening would disagree with the node.
 bool asks_for_float16(const Node& n) {
@@ -69,11 +65,11 @@ Result<bool> widen_float16(Graph& g) {
   std::vector<Value*> inputs16, outputs16;
   for (const auto& v : g.values()) {
     if (v->dtype != DataType::kFloat16) continue;
-    if (contains(g.inputs(), v.get())) {
+    if (is_graph_input(g, v.get())) {
       inputs16.push_back(v.get());
       continue;
     }
-    if (contains(g.outputs(), v.get())) {
+    if (is_graph_output(g, v.get())) {
       outputs16.push_back(v.get());
       continue;
     }

@@ -2,7 +2,7 @@
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
 #   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [b256] [stem] [images] [ladder] [peer]
-#                                 [profile] [precision] [multigpu]
+#                                 [profile] [precision] [multigpu] [eightbit]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
 # $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests, KILN_TEST_SHARDS spreads them.
@@ -233,6 +233,47 @@ fi
 if [[ $what == *" precision "* ]]; then
   python3 "$repo/scripts/gpu/torch_precision_error.py" > "$OUT/torch_precision.log" 2>&1
   cat "$OUT/torch_precision.log"
+fi
+
+# 8-bit against fp16 (KILN_8BIT: fp8 int8 best), compute only with CUDA graphs, ResNet-50 and
+# MobileNetV2 (KILN_8BIT_MODELS) at b1 and b256 (KILN_8BIT_BATCHES): each plan built once, then
+# the precisions alternate, 3 rounds (the medians are the figures). Calibrated on random-normal
+# samples: a speed figure (accuracy is bench/results/int8.md's). Also the calibration time of
+# 512 ResNet-50 samples on the GPU, and the same build again from its cache.
+if [[ $what == *" eightbit "* ]]; then
+  e() { echo "== $*" >> "$OUT/eightbit.log"; timeout 240 "$@" >> "$OUT/eightbit.log" 2>&1 || echo "FAILED: $*" >> "$OUT/eightbit.log"; }
+  python3 -c "import numpy as np; np.save('/tmp/calib.npy', np.random.default_rng(0).standard_normal((512, 3, 224, 224), dtype=np.float32))"
+  ps=(fp16 ${KILN_8BIT:-fp8})
+  for m in ${KILN_8BIT_MODELS:-resnet50 mobilenet_v2}; do
+    for bs in ${KILN_8BIT_BATCHES:-1 256}; do
+      for p in "${ps[@]}"; do
+        cal=(); [[ $p == fp16 ]] || cal=(--calib /tmp/calib.npy --calib-samples 64 --calib-cache "/tmp/$m.$p.calib")
+        e kiln build "$models/$m.onnx" --device cuda --precision "$p" "${cal[@]}" --batch "$bs" --cuda-graph \
+          --timing-cache /tmp/kiln-timing.cache -o "/tmp/$m.$p.b$bs.kiln"
+      done
+    done
+  done
+  for round in 1 2 3; do
+    for m in ${KILN_8BIT_MODELS:-resnet50 mobilenet_v2}; do
+      for bs in ${KILN_8BIT_BATCHES:-1 256}; do
+        for p in "${ps[@]}"; do
+          e kiln bench "/tmp/$m.$p.b$bs.kiln" --device cuda --cuda-graph --batch "$bs" --no-transfers \
+            --duration 2 --json "/tmp/kiln-json/${m}_${p}_b${bs}_r$round.json"
+        done
+      done
+    done
+  done
+  grep -E "^== kiln bench|img/s|FAILED" "$OUT/eightbit.log" | tail -60
+  for p in "${ps[@]:1}"; do
+    t0=$(date +%s.%N)
+    e kiln inspect "$models/resnet50.onnx" --device cuda --precision "$p" --calib /tmp/calib.npy \
+      --calib-samples 512 --calib-cache "/tmp/r50.$p.512.calib"
+    t1=$(date +%s.%N)
+    e kiln inspect "$models/resnet50.onnx" --device cuda --precision "$p" --calib /tmp/calib.npy \
+      --calib-samples 512 --calib-cache "/tmp/r50.$p.512.calib"
+    t2=$(date +%s.%N)
+    echo "$p calibration of 512 samples: inspect $(awk "BEGIN{print $t1 - $t0}") s; from the cache $(awk "BEGIN{print $t2 - $t1}") s" | tee -a "$OUT/eightbit.log"
+  done
 fi
 
 tar czf "$OUT/results.tgz" -C /tmp kiln-json

@@ -17,7 +17,6 @@
 // e4m3 value. Anything else is left as it is.
 #include <cmath>
 
-#include "core/half.h"
 #include "passes/pass.h"
 #include "quant/weight_scales.h"
 
@@ -44,9 +43,6 @@ float codes_scale(const Value* x) {
   return std::isfinite(v) && v > 0.f ? v : 0.f;
 }
 
-// v rounded to the nearest e4m3 value (as QuantizeLinear rounds to float8).
-float round_e4m3(float v) { return fp8e4m3_bits_to_float(float_to_fp8e4m3_bits(v)); }
-
 bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
   if (conv->epilogue.int8() || conv->epilogue.affine_input >= 0) return false;
   Value* x = conv->input(0);
@@ -54,7 +50,7 @@ bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
   const Value* w = conv->input(1);
   if (s == 0.f || !w || !w->is_constant()) return false;
   if (w->constant.rank() != 4) return false;
-  std::vector<float> ws = quant::grid_weight_scales(w->constant, 448.f, round_e4m3);
+  std::vector<float> ws = quant::grid_weight_scales(w->constant, 448.f, quant::round_e4m3);
   if (ws.empty()) return false;
   g.set_input(conv, 0, x->producer->input(0));  // the codes
   conv->epilogue.input_scale = s;

@@ -17,7 +17,6 @@
 #include <cstring>
 #include <set>
 
-#include "core/half.h"
 #include "passes/pass.h"
 #include "quant/weight_scales.h"
 
@@ -55,8 +54,7 @@ float format_max(Precision format) { return format == Precision::kFp8 ? 448.f : 
 // `v` / scale rounded to the format's code (int8: half to even, as QuantizeLinear does; fp8:
 // to the nearest e4m3 value), times the scale again.
 float round_to_grid(float v, float scale, Precision format) {
-  if (format == Precision::kFp8)
-    return fp8e4m3_bits_to_float(float_to_fp8e4m3_bits(v / scale)) * scale;
+  if (format == Precision::kFp8) return quant::round_e4m3(v / scale) * scale;
   return std::nearbyint(v / scale) * scale;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/half.h"
+
 namespace kiln::quant {
 
 std::vector<float> channel_absmax(const Tensor& w, int axis) {
@@ -36,5 +38,7 @@ std::vector<float> grid_weight_scales(const Tensor& w, float top, float (*round)
   }
   return scales;
 }
+
+float round_e4m3(float v) { return fp8e4m3_bits_to_float(float_to_fp8e4m3_bits(v)); }
 
 }  // namespace kiln::quant

@@ -20,4 +20,8 @@ std::vector<float> channel_absmax(const Tensor& w, int axis);
 // finite. int8: top 127, round to the nearest integer; fp8: top 448, round to e4m3.
 std::vector<float> grid_weight_scales(const Tensor& w, float top, float (*round)(float));
 
+// `v` rounded to the nearest float8 e4m3 value (as QuantizeLinear rounds to float8: to nearest
+// even, saturating at ±448): fp8's `round` above.
+float round_e4m3(float v);
+
 }  // namespace kiln::quant

@@ -375,7 +375,6 @@ Status Builder::add_node(const Node& n, int order_index) {
   KILN_RETURN_IF_ERROR(node_shapes(n, order_index));
   if (stop_ >= 0) return Status::ok();  // its inputs are read back first
   const Node& kn = resolved(n);
-  const Precision prec = precision_of(n);
   // The main device's candidates in order: the first that takes the node; the others' reasons
   // are recorded with its step.
   std::vector<std::string> declined, timed;

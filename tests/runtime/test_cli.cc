@@ -582,6 +582,19 @@ TEST_F(Cli, BuildsAnInt8PlanFromCalibrationSamples) {
   ASSERT_EQ(fp8.code, 0) << fp8.err;
   EXPECT_NE(fp8.err.find("fp8: 7 layers quantized"), std::string::npos) << fp8.err;
   EXPECT_NE(fp8.err.find("minmax scales"), std::string::npos) << fp8.err;  // entropy → min-max
+  // --precision best: int8 on the CPU, the layers over the budget kept in fp32 by measured error.
+  auto best = kiln("build " + model + " --precision best --calib " + npy +
+                   " --calib-samples 32 --calib-method minmax --batch 2 --threads 1 "
+                   "--max-layer-error 0.005 -o " +
+                   path("b.kiln").string());
+  ASSERT_EQ(best.code, 0) << best.err;
+  EXPECT_NE(best.err.find("--precision best (int8, budget 0.005) on 1 batches"), std::string::npos)
+      << best.err;
+  EXPECT_NE(best.err.find("kiln:   kept "), std::string::npos) << best.err;  // worst 1.7e-2
+  EXPECT_NE(best.out.find("(int8)"), std::string::npos) << best.out;
+  expect_error(kiln("bench " + model + " --precision best"), 2, "--precision best is kiln build's");
+  expect_error(kiln("build " + model + " --precision best -o " + path("g.kiln").string()), 2,
+               "--precision best measures on samples like the real inputs");
   expect_error(kiln("build " + model + " --keep /stem/stem.0/Conv -o " + path("h.kiln").string()),
                2, "--keep keeps layers of a reduced-precision engine");
   expect_error(kiln("inspect " + model + " --precision-report"), 2, "compares a reduced precision");

@@ -36,6 +36,10 @@ struct GlobalOptions {
   // --no-fp16-fallback: the fp16 range guard's findings only warn, instead of being kept in
   // fp32 (EngineOptions::fp32_values).
   bool no_fp16_fallback = false;
+  // --precision best (kiln build): engine.precision is the device's 8-bit format (fp8 on CUDA,
+  // int8 on the CPU), and the layers whose measured error exceeds the budget stay in a higher
+  // precision (kiln build's --max-layer-error, kBestMaxLayerError unless given).
+  bool best_precision = false;
   std::string command_line;  // the command as typed (argv joined), for reports
 
   bool cuda() const { return engine.device == Device::kCuda; }

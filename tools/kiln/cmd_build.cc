@@ -6,6 +6,8 @@
 // calibration beside the plan (OUTPUT.calib) unless --calib-cache names a file; the plan file
 // keeps the scales. --max-layer-error keeps the layers that lose too much, measured, at a higher
 // precision (kiln/precision_report.h); the plan file records them as precision overrides.
+// --precision best is 8-bit (fp8 on CUDA, int8 on the CPU) with that fallback at
+// kBestMaxLayerError unless --max-layer-error says otherwise.
 #include <algorithm>
 #include <cstdio>
 
@@ -16,6 +18,10 @@
 namespace kiln::cli {
 
 namespace {
+
+// --precision best's error budget per layer (relative L2 against fp32 on held-aside --calib
+// samples), unless --max-layer-error gives one.
+constexpr double kBestMaxLayerError = 0.05;
 
 struct BuildOptions {
   std::string model;
@@ -36,8 +42,8 @@ Status keep_within_error(const BuildOptions& o, GlobalOptions& g,
         "fp16|bf16|int8) in a higher one");
   if (eo.calibration_data.empty())
     return invalid_argument(
-        "--max-layer-error measures on samples like the real inputs: give "
-        "--calib DIR|FILE.npy");
+        std::string(g.best_precision ? "--precision best" : "--max-layer-error") +
+        " measures on samples like the real inputs: give --calib DIR|FILE.npy");
   KILN_ASSIGN_OR_RETURN(auto fp32, Engine::load(o.model, calibration_engine_options(eo)));
   std::string what;
   KILN_ASSIGN_OR_RETURN(auto samples, held_aside_samples(*fp32, eo, 4, &what));
@@ -51,18 +57,22 @@ Status keep_within_error(const BuildOptions& o, GlobalOptions& g,
     over += l.over_budget;
     worst = std::max(worst, l.relative_l2);
   }
+  const std::string label = g.best_precision ? std::string("--precision best (") +
+                                                   precision_name(eo.precision) + ", budget"
+                                             : std::string("--max-layer-error");
   std::fprintf(stderr,
-               "kiln: --max-layer-error %g on %d batches of %s: %zu layers kept in a higher "
+               "kiln: %s %g%s on %d batches of %s: %zu layers kept in a higher "
                "precision in %d rounds; %d of %zu values still over budget (worst %.2e)\n",
-               o.max_layer_error, f.report.samples, what.c_str(), f.kept.size(), f.rounds, over,
-               f.report.layers.size(), worst);
+               label.c_str(), o.max_layer_error, g.best_precision ? ")" : "", f.report.samples,
+               what.c_str(), f.kept.size(), f.rounds, over, f.report.layers.size(), worst);
   for (const std::string& line : f.kept) std::fprintf(stderr, "kiln:   kept %s\n", line.c_str());
   eo.precision_overrides = f.overrides;
   return Status::ok();
 }
 
-int run(const BuildOptions& o, GlobalOptions g) {
+int run(BuildOptions o, GlobalOptions g) {
   double t0 = now_seconds();
+  if (g.best_precision && o.max_layer_error == 0) o.max_layer_error = kBestMaxLayerError;
   // An int8 build calibrates once: into OUTPUT.calib unless a cache is named, which the
   // second load below (and a later build) reads. A stale one from an earlier build goes first.
   EngineOptions& eo = g.engine;

@@ -38,6 +38,11 @@ std::string flag_help(const kiln::OptionInfo& info) {
            "or synthetic)";
   if (info.name == "input_mean" || info.name == "input_std")
     return info.help + "; in --input-scale's units";
+  if (info.name == "precision")
+    return info.help +
+           "; or best (kiln build): 8-bit (fp8 on CUDA, int8 on the CPU) with each layer "
+           "whose measured error on --calib samples exceeds --max-layer-error kept in a higher "
+           "precision";
   return info.help;
 }
 
@@ -77,7 +82,9 @@ void add_option_flags(CLI::App& app, std::deque<OptionFlag>& flags) {
     if (!info.choices.empty()) {
       std::string type = "{";
       for (const std::string& c : info.choices) type += (type.size() > 1 ? "," : "") + c;
-      f.option->type_name(type + (info.name == "input_format" ? ",jpeg}" : "}"));
+      f.option->type_name(type + (info.name == "input_format" ? ",jpeg}"
+                                  : info.name == "precision"  ? ",best}"
+                                                              : "}"));
     }
   }
 }
@@ -98,10 +105,16 @@ kiln::Status set_option_flags(const std::deque<OptionFlag>& flags, double input_
       global.jpeg_input = true;
       texts[0] = "uint8-nhwc";
     }
+    if (name == "precision" && texts[0] == "best") {
+      global.best_precision = true;
+      continue;  // the format follows the device, set below
+    }
     mean_or_std = mean_or_std || name == "input_mean" || name == "input_std";
     KILN_RETURN_IF_ERROR(kiln::set_option(global.engine, name, texts, "--" + f.info->flag));
   }
   kiln::EngineOptions& e = global.engine;
+  if (global.best_precision)
+    e.precision = e.device == kiln::Device::kCuda ? kiln::Precision::kFp8 : kiln::Precision::kInt8;
   if (e.input_format == kiln::InputFormat::kFloat32Nchw && (mean_or_std || input_scale != 1))
     return kiln::invalid_argument(
         "--input-mean, --input-std and --input-scale are for 8-bit or jpeg input "
@@ -197,6 +210,12 @@ int run_main(int argc, char** argv) {
     return usage_error(st.message());
   if (kiln::Status st = keep_layers(keep, global.engine); !st.is_ok())
     return usage_error(st.message());
+  for (const Command& c : commands)
+    if (c.app->parsed() && global.best_precision && c.app->get_name() != "build")
+      return usage_error(
+          "--precision best is kiln build's: it measures each layer's error on --calib "
+          "samples and writes the precisions it picks into a plan file, which kiln " +
+          c.app->get_name() + " then takes");
   for (const Command& c : commands)
     if (c.app->parsed() && global.jpeg_input && c.app->get_name() != "bench")
       return usage_error(

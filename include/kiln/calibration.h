@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kiln/engine.h"
 #include "kiln/options.h"
@@ -92,5 +93,19 @@ EngineOptions calibration_engine_options(const EngineOptions& options);
 Result<CalibrationResult> calibrate(
     const Engine& fp32_engine, CalibrationSource& source, const EngineOptions& options,
     const std::function<void(const CalibrationProgress&)>& progress = {});
+
+// One calibration, several methods: the same passes over `source` (two where any method needs
+// histograms) give each of `methods` (as calibration_method reads them: "entropy", "minmax",
+// "percentile=99.9"...) its magnitudes, in order. Writes no cache: save_calibration does.
+Result<std::vector<CalibrationResult>> calibrate_methods(
+    const Engine& fp32_engine, CalibrationSource& source, const EngineOptions& options,
+    const std::vector<std::string>& methods,
+    const std::function<void(const CalibrationProgress&)>& progress = {});
+
+// Writes `result` as the calibration cache `options.calibration_cache` names, for the int8 or
+// fp8 engine of `options` (its calibration_method must be result.method's), and records the
+// file in result.cache.
+Status save_calibration(const Engine& fp32_engine, const EngineOptions& options,
+                        CalibrationResult& result);
 
 }  // namespace kiln

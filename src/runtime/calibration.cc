@@ -161,15 +161,22 @@ EngineOptions calibration_engine_options(const EngineOptions& options) {
   return o;
 }
 
-Result<CalibrationResult> calibrate(
+Result<std::vector<CalibrationResult>> calibrate_methods(
     const Engine& fp32_engine, CalibrationSource& source, const EngineOptions& options,
+    const std::vector<std::string>& methods,
     const std::function<void(const CalibrationProgress&)>& progress) {
   if (fp32_engine.options().precision != Precision::kFp32)
     return invalid_argument(std::string("calibrate: the engine must compute in fp32, not ") +
                             precision_name(fp32_engine.options().precision));
-  KILN_ASSIGN_OR_RETURN(const quant::CalibrationSpec spec,
-                        quant::parse_calibration_method(options.calibration_method,
-                                                        options.precision == Precision::kFp8));
+  if (methods.empty()) return invalid_argument("calibrate: no calibration method");
+  std::vector<quant::CalibrationSpec> specs;
+  bool histograms = false;
+  for (const std::string& m : methods) {
+    KILN_ASSIGN_OR_RETURN(quant::CalibrationSpec spec,
+                          quant::parse_calibration_method(m, options.precision == Precision::kFp8));
+    specs.push_back(spec);
+    histograms = histograms || specs.back().needs_histogram();
+  }
   const std::vector<std::string> values = calibration_values(fp32_engine);
   if (values.empty())
     return invalid_argument(
@@ -178,7 +185,7 @@ Result<CalibrationResult> calibrate(
   const auto t0 = Clock::now();
   auto ctx = fp32_engine.create_context();
   MagnitudeObserver observer(*engine_impl(fp32_engine).graph, values);
-  const int passes = spec.needs_histogram() ? 2 : 1;
+  const int passes = histograms ? 2 : 1;
   CalibrationProgress p{1, passes, 0, options.calibration_samples, 0};
   KILN_ASSIGN_OR_RETURN(const int64_t samples,
                         run_pass(*ctx, source, observer, options.calibration_samples,
@@ -198,26 +205,46 @@ Result<CalibrationResult> calibrate(
       return internal_error("calibrate: " + source.describe() + " gave " + std::to_string(samples) +
                             " samples, then " + std::to_string(again));
   }
-  CalibrationResult r;
-  r.method = spec.name();
-  r.samples = samples;
-  r.skipped = source.skipped();
-  for (const std::string& v : values) {
-    if (!observer.seen().count(v))
-      return internal_error("calibrate: value '" + v + "' was never seen computed");
-    const quant::AbsMax& m = observer.maxima().at(v);
-    r.amax[v] = quant::choose_amax(spec, m.amax, observer.histogram(v));
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<CalibrationResult> results;
+  for (const quant::CalibrationSpec& spec : specs) {
+    CalibrationResult& r = results.emplace_back();
+    r.method = spec.name();
+    r.samples = samples;
+    r.skipped = source.skipped();
+    r.seconds = seconds;
+    for (const std::string& v : values) {
+      if (!observer.seen().count(v))
+        return internal_error("calibrate: value '" + v + "' was never seen computed");
+      const quant::AbsMax& m = observer.maxima().at(v);
+      r.amax[v] = quant::choose_amax(spec, m.amax, observer.histogram(v));
+    }
   }
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (!options.calibration_cache.empty()) {
-    quant::CalibrationTable t = expected_calibration(fp32_engine, options);
-    t.samples = r.samples;
-    t.amax = r.amax;
-    KILN_RETURN_IF_ERROR(
-        quant::write_calibration_cache(options.calibration_cache, t, quant::CacheFormat::kKiln));
-    r.cache = options.calibration_cache;
-  }
-  return r;
+  return results;
+}
+
+Status save_calibration(const Engine& fp32_engine, const EngineOptions& options,
+                        CalibrationResult& result) {
+  if (options.calibration_cache.empty())
+    return invalid_argument("save_calibration: no calibration_cache named");
+  quant::CalibrationTable t = expected_calibration(fp32_engine, options);
+  t.samples = result.samples;
+  t.amax = result.amax;
+  KILN_RETURN_IF_ERROR(
+      quant::write_calibration_cache(options.calibration_cache, t, quant::CacheFormat::kKiln));
+  result.cache = options.calibration_cache;
+  return Status::ok();
+}
+
+Result<CalibrationResult> calibrate(
+    const Engine& fp32_engine, CalibrationSource& source, const EngineOptions& options,
+    const std::function<void(const CalibrationProgress&)>& progress) {
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<CalibrationResult> r,
+      calibrate_methods(fp32_engine, source, options, {options.calibration_method}, progress));
+  if (!options.calibration_cache.empty())
+    KILN_RETURN_IF_ERROR(save_calibration(fp32_engine, options, r[0]));
+  return std::move(r[0]);
 }
 
 Result<quant::CalibrationTable> int8_calibration(const std::string& model_bytes,

@@ -187,6 +187,44 @@ TEST(Calibration, EntropyAndPercentileClipBelowTheOutlier) {
   }
 }
 
+// One calibration for several methods: each method's magnitudes are those calibrate() finds
+// with that method alone, and save_calibration writes a cache the engine of that method reads.
+TEST(Calibration, MethodsFromOnePassEqualEachAlone) {
+  TempDir dir;
+  const std::string model = two_conv_model();
+  ASSERT_TRUE(write_npy(dir.file("x.npy"), samples()).is_ok());
+  auto fp32 = Engine::from_bytes(model, {});
+  ASSERT_TRUE(fp32.is_ok());
+  const std::vector<std::string> methods = {"entropy", "minmax", "percentile=99"};
+  auto source = open_calibration_data(dir.file("x.npy"), **fp32);
+  ASSERT_TRUE(source.is_ok()) << source.status().to_string();
+  auto all = calibrate_methods(**fp32, **source, int8_options(dir.file("x.npy"), ""), methods);
+  ASSERT_TRUE(all.is_ok()) << all.status().to_string();
+  ASSERT_EQ(all->size(), 3u);
+  for (size_t i = 0; i < methods.size(); ++i) {
+    SCOPED_TRACE(methods[i]);
+    EXPECT_EQ((*all)[i].method, methods[i]);
+    EXPECT_EQ((*all)[i].samples, 20);
+    auto one_source = open_calibration_data(dir.file("x.npy"), **fp32);
+    ASSERT_TRUE(one_source.is_ok());
+    auto alone = calibrate(**fp32, **one_source, int8_options(dir.file("x.npy"), "", methods[i]));
+    ASSERT_TRUE(alone.is_ok()) << alone.status().to_string();
+    EXPECT_EQ((*all)[i].amax, alone->amax);
+    EngineOptions o = int8_options("", dir.file(std::to_string(i) + ".calib"), methods[i]);
+    ASSERT_TRUE(save_calibration(**fp32, o, (*all)[i]).is_ok());
+    EXPECT_EQ((*all)[i].cache, o.calibration_cache);
+    auto e = Engine::from_bytes(model, o);
+    ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+    ASSERT_EQ((*e)->report().quantization.layers.size(), 2u);
+    EXPECT_NEAR((*e)->report().quantization.layers[0].amax, (*all)[i].amax.at("x"),
+                1e-6 * (*all)[i].amax.at("x"));
+  }
+  EXPECT_LT((*all)[0].amax.at("x"), 6.0);  // entropy clips the outlier, min-max keeps it
+  EXPECT_EQ((*all)[1].amax.at("x"), 6.0);
+  auto none = calibrate_methods(**fp32, **source, int8_options(dir.file("x.npy"), ""), {});
+  EXPECT_FALSE(none.is_ok());
+}
+
 // A directory of images calibrates a model of one image input: each resized and normalized
 // as `kiln run` does it; a corrupt one is skipped and counted; files of other kinds ignored.
 TEST(Calibration, ImageDirectory) {

@@ -592,6 +592,15 @@ TEST_F(Cli, BuildsAnInt8PlanFromCalibrationSamples) {
       << best.err;
   EXPECT_NE(best.err.find("kiln:   kept "), std::string::npos) << best.err;  // worst 1.7e-2
   EXPECT_NE(best.out.find("(int8)"), std::string::npos) << best.out;
+  // Without --calib-method, best calibrates once for every method and keeps the one whose
+  // outputs come closest to fp32's.
+  auto chosen = kiln("build " + model + " --precision best --calib " + npy +
+                     " --calib-samples 32 --batch 2 --threads 1 -o " + path("m.kiln").string());
+  ASSERT_EQ(chosen.code, 0) << chosen.err;
+  EXPECT_NE(chosen.err.find("by calibration method: entropy "), std::string::npos) << chosen.err;
+  EXPECT_NE(chosen.err.find(" kept (--calib-method chooses one)"), std::string::npos) << chosen.err;
+  EXPECT_TRUE(fs::exists(path("m.kiln").string() + ".calib"));
+  EXPECT_FALSE(fs::exists(path("m.kiln").string() + ".calib.trial"));
   expect_error(kiln("bench " + model + " --precision best"), 2, "--precision best is kiln build's");
   expect_error(kiln("build " + model + " --precision best -o " + path("g.kiln").string()), 2,
                "--precision best measures on samples like the real inputs");

@@ -40,11 +40,7 @@ int resolved_threads(const GlobalOptions& global) {
   return n ? static_cast<int>(n) : 1;
 }
 
-namespace {
-
-// "[=========>          ] 256/512 samples, 180.3/s, 1.4 s left (pass 1 of 2)" on stderr,
-// rewritten in place.
-void print_progress(const CalibrationProgress& p) {
+void print_calibration_progress(const CalibrationProgress& p) {
   constexpr int kWidth = 30;
   const double total = static_cast<double>(std::max<int64_t>(p.samples_total, 1));
   const int filled = static_cast<int>(kWidth * std::min(1.0, p.samples_done / total));
@@ -61,8 +57,6 @@ void print_progress(const CalibrationProgress& p) {
   if (p.pass == p.passes && p.samples_done >= p.samples_total) std::fprintf(stderr, "\n");
 }
 
-}  // namespace
-
 Status calibrate_first(const std::string& path, EngineOptions& options) {
   if (!precision_is_8bit(options.precision) || options.calibration_data.empty() ||
       is_plan_file(path))
@@ -75,7 +69,8 @@ Status calibrate_first(const std::string& path, EngineOptions& options) {
     options.calibration_cache =
         (std::filesystem::temp_directory_path() / ("kiln-" + std::to_string(::getpid()) + ".calib"))
             .string();
-  KILN_ASSIGN_OR_RETURN(CalibrationResult r, calibrate(*engine, *source, options, print_progress));
+  KILN_ASSIGN_OR_RETURN(CalibrationResult r,
+                        calibrate(*engine, *source, options, print_calibration_progress));
   if (r.samples < options.calibration_samples)
     std::fprintf(stderr, "kiln: note: calibrated on %lld samples, fewer than the %d asked\n",
                  static_cast<long long>(r.samples), options.calibration_samples);

@@ -40,7 +40,8 @@ struct GlobalOptions {
   // int8 on the CPU), and the layers whose measured error exceeds the budget stay in a higher
   // precision (kiln build's --max-layer-error, kBestMaxLayerError unless given).
   bool best_precision = false;
-  std::string command_line;  // the command as typed (argv joined), for reports
+  bool calibration_method_given = false;  // --calib-method appeared
+  std::string command_line;               // the command as typed (argv joined), for reports
 
   bool cuda() const { return engine.device == Device::kCuda; }
   const char* device_name() const { return kiln::device_name(engine.device); }
@@ -77,6 +78,9 @@ Result<std::vector<std::map<std::string, Tensor>>> next_batches(CalibrationSourc
 // progress bar, into the cache the build then reads (a temporary one where none is named, which
 // `options` then names).
 Status calibrate_first(const std::string& path, EngineOptions& options);
+// Calibration's progress bar on stderr, rewritten in place:
+// "[=========>          ] 256/512 samples, 180.3/s, 1.4 s left (pass 1 of 2)".
+void print_calibration_progress(const CalibrationProgress& p);
 // Up to `batches` batches of the calibration samples (EngineOptions::calibration_data) to
 // measure a reduced engine's error on: those after the ones calibration takes where the data
 // holds more (held aside), else the same ones; `what` says which.

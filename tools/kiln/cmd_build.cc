@@ -10,6 +10,8 @@
 // kBestMaxLayerError unless --max-layer-error says otherwise.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 
 #include "cli_common.h"
 #include "kiln/calibration.h"
@@ -30,6 +32,65 @@ struct BuildOptions {
   std::vector<std::string> shapes;
   double max_layer_error = 0;  // 0: no fallback by measured error
 };
+
+// The graph outputs' error: the largest relative L2 over them (infinite where one is lost).
+double output_error(const PrecisionReport& r) {
+  if (!r.lost.empty()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (const LayerError& l : r.outputs) worst = std::max(worst, l.relative_l2);
+  return worst;
+}
+
+// --precision best without --calib-method (and no --calib-cache to read): one calibration
+// gives every method its scales (calibrate_methods; fp8 has no entropy of its own), each
+// method's engine is compared with fp32 on held-aside samples, and the method whose graph
+// outputs come closest is kept, its cache written where the build reads it.
+Status choose_calibration_method(const BuildOptions& o, GlobalOptions& g,
+                                 const std::vector<std::string>& fp32_values) {
+  EngineOptions& eo = g.engine;
+  if (eo.calibration_data.empty())
+    return invalid_argument(
+        "--precision best measures on samples like the real inputs: give --calib DIR|FILE.npy");
+  KILN_ASSIGN_OR_RETURN(auto fp32, Engine::load(o.model, calibration_engine_options(eo)));
+  KILN_ASSIGN_OR_RETURN(auto source, open_calibration_data(eo.calibration_data, *fp32));
+  const std::vector<std::string> methods =
+      eo.precision == Precision::kFp8 ? std::vector<std::string>{"minmax", "percentile"}
+                                      : std::vector<std::string>{"entropy", "minmax", "percentile"};
+  KILN_ASSIGN_OR_RETURN(std::vector<CalibrationResult> results,
+                        calibrate_methods(*fp32, *source, eo, methods, print_calibration_progress));
+  std::string what;
+  KILN_ASSIGN_OR_RETURN(auto samples, held_aside_samples(*fp32, eo, 4, &what));
+  std::string line;
+  size_t chosen = 0;
+  double least = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < results.size(); ++i) {
+    EngineOptions trial = eo;
+    trial.calibration_method = results[i].method;
+    trial.calibration_cache = eo.calibration_cache + ".trial";
+    trial.fp32_values.insert(trial.fp32_values.end(), fp32_values.begin(), fp32_values.end());
+    KILN_RETURN_IF_ERROR(save_calibration(*fp32, trial, results[i]));
+    auto engine = Engine::load(o.model, trial);
+    std::remove(trial.calibration_cache.c_str());
+    if (!engine.is_ok()) return engine.status();
+    KILN_ASSIGN_OR_RETURN(PrecisionReport r, compare_precision(**engine, *fp32, samples));
+    const double error = output_error(r);
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%s %.2e", line.empty() ? "" : ", ",
+                  results[i].method.c_str(), error);
+    line += text;
+    if (error < least) {
+      least = error;
+      chosen = i;
+    }
+  }
+  eo.calibration_method = results[chosen].method;
+  KILN_RETURN_IF_ERROR(save_calibration(*fp32, eo, results[chosen]));
+  std::fprintf(stderr,
+               "kiln: --precision best: the outputs' error against fp32 on %zu batches of %s, by "
+               "calibration method: %s; %s kept (--calib-method chooses one)\n",
+               samples.size(), what.c_str(), line.c_str(), eo.calibration_method.c_str());
+  return Status::ok();
+}
 
 // --max-layer-error: the layers to keep at a higher precision so that none is further than the
 // budget from fp32 on held-aside --calib samples (keep_layers_within_error), as overrides.
@@ -85,6 +146,12 @@ int run(BuildOptions o, GlobalOptions g) {
   const std::vector<std::string> fp32_values = fp16_guard(o.model, g, o.batch, o.shapes);
   if (o.max_layer_error > 0) {
     if (precision_is_8bit(eo.precision)) {
+      if (g.best_precision && !g.calibration_method_given &&
+          !std::filesystem::exists(eo.calibration_cache)) {
+        Status chosen = choose_calibration_method(o, g, fp32_values);
+        if (chosen.code() == StatusCode::kInvalidArgument) return usage_error(chosen.message());
+        if (!chosen.is_ok()) return fail(chosen);
+      }
       // Every round's engine reads the one calibration.
       Status calibrated = calibrate_first(o.model, eo);
       if (!calibrated.is_ok()) return fail(calibrated);

@@ -110,6 +110,7 @@ kiln::Status set_option_flags(const std::deque<OptionFlag>& flags, double input_
       continue;  // the format follows the device, set below
     }
     mean_or_std = mean_or_std || name == "input_mean" || name == "input_std";
+    global.calibration_method_given |= name == "calibration_method";
     KILN_RETURN_IF_ERROR(kiln::set_option(global.engine, name, texts, "--" + f.info->flag));
   }
   kiln::EngineOptions& e = global.engine;

@@ -77,7 +77,11 @@ struct CalibrationResult {
   int64_t skipped = 0;                 // samples the source could not read
   double seconds = 0;                  // both passes
   std::map<std::string, double> amax;  // per value calibrated
-  std::string cache;                   // the cache written, or empty
+  // Entropy: the values calibrated by min-max instead, feature vectors (one element per channel
+  // and sample: [N, C] or [N, C, 1, 1], as after a global pooling). Clipping drops their few
+  // large elements, which carry the signal; their histograms are too thin for the KL search.
+  std::vector<std::string> minmax_values;
+  std::string cache;  // the cache written, or empty
 };
 
 // The options of the fp32 engine that calibrates for an int8 build with `options`: the same

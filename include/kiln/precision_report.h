@@ -51,6 +51,11 @@ Result<PrecisionReport> compare_precision(const Engine& reduced, const Engine& f
                                           const std::vector<std::map<std::string, Tensor>>& samples,
                                           double max_layer_error = kDefaultMaxLayerError);
 
+// Where the error comes in: the layers over budget whose inputs are all within it (or not
+// compared), in execution order. A layer's error includes everything upstream of it, so these
+// are the layers to name, or to keep at a higher precision.
+std::vector<LayerError> error_origins(const PrecisionReport& report);
+
 // The precision a reduced engine keeps a layer at (by measured error, or by name: kiln
 // --keep): fp16 for a CUDA int8 or fp8 engine, fp32 otherwise.
 Precision higher_precision(const EngineOptions& reduced);

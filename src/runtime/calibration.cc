@@ -63,11 +63,16 @@ class MagnitudeObserver final : public RunObserver {
     return it == hist_.end() ? nullptr : &it->second;
   }
   const std::set<std::string>& seen() const { return seen_; }
+  // Whether `name` was seen as a feature vector: one element per channel and sample ([N, C],
+  // or [N, C, 1, 1] after a global pooling).
+  bool vector(const std::string& name) const { return vectors_.count(name) > 0; }
 
  private:
   void add_one(const std::string& name, const Tensor& t) {
     auto it = max_.find(name);
     if (it == max_.end() || t.dtype() != DataType::kFloat32) return;
+    const Shape& s = t.shape();
+    if (s.size() >= 2 && s[0] > 0 && s[1] > 0 && t.numel() == s[0] * s[1]) vectors_.insert(name);
     if (hist_.empty())
       it->second.add(t.data<float>(), t.numel());
     else
@@ -79,6 +84,7 @@ class MagnitudeObserver final : public RunObserver {
   std::map<std::string, std::vector<std::string>> same_as_;  // value → reshapes of it wanted
   std::map<std::string, quant::AbsHistogram> hist_;
   std::set<std::string> seen_;
+  std::set<std::string> vectors_;
   std::vector<uint8_t> scratch_;
 };
 
@@ -217,6 +223,13 @@ Result<std::vector<CalibrationResult>> calibrate_methods(
       if (!observer.seen().count(v))
         return internal_error("calibrate: value '" + v + "' was never seen computed");
       const quant::AbsMax& m = observer.maxima().at(v);
+      // Entropy clips the few large elements of a feature vector, which carry its signal
+      // (a pooled ResNet-18 feature clipped at 7% of its largest: logits 85% off): min-max.
+      if (spec.method == quant::CalibrationMethod::kEntropy && observer.vector(v)) {
+        r.amax[v] = m.amax;
+        r.minmax_values.push_back(v);
+        continue;
+      }
       r.amax[v] = quant::choose_amax(spec, m.amax, observer.histogram(v));
     }
   }

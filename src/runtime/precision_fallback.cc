@@ -32,14 +32,7 @@ std::vector<std::string> nodes_to_keep(const PrecisionReport& r, bool int8,
   auto add = [&](const std::string& n) {
     if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
   };
-  for (const LayerError& l : r.layers) {
-    if (!l.over_budget) continue;
-    bool inputs_within = true;
-    for (const std::string& in : l.inputs) {
-      auto it = by_value.find(in);
-      inputs_within = inputs_within && (it == by_value.end() || !it->second->over_budget);
-    }
-    if (!inputs_within) continue;
+  for (const LayerError& l : error_origins(r)) {
     if (!int8 || quantized.count(l.node)) {
       add(l.node);
       continue;

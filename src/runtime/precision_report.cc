@@ -152,4 +152,20 @@ Result<PrecisionReport> compare_precision(const Engine& reduced, const Engine& f
   return report;
 }
 
+std::vector<LayerError> error_origins(const PrecisionReport& r) {
+  std::map<std::string, const LayerError*> by_value;
+  for (const LayerError& l : r.layers) by_value[l.value] = &l;
+  std::vector<LayerError> origins;
+  for (const LayerError& l : r.layers) {
+    if (!l.over_budget) continue;
+    bool inputs_within = true;
+    for (const std::string& in : l.inputs) {
+      auto it = by_value.find(in);
+      inputs_within = inputs_within && (it == by_value.end() || !it->second->over_budget);
+    }
+    if (inputs_within) origins.push_back(l);
+  }
+  return origins;
+}
+
 }  // namespace kiln

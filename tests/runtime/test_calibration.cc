@@ -225,6 +225,32 @@ TEST(Calibration, MethodsFromOnePassEqualEachAlone) {
   EXPECT_FALSE(none.is_ok());
 }
 
+// Entropy takes min-max for a feature vector (one element per channel and sample: the pooled
+// input of a Gemm), whose few large elements carry the signal; a map keeps entropy.
+TEST(Calibration, EntropyTakesMinMaxForFeatureVectors) {
+  ModelBuilder m(13);
+  m.input("x", kFloat, {"N", 16, 4, 4});
+  m.initializer("w", {3, 16}, uniform_floats(48, 2, -1.f, 1.f));
+  m.node("GlobalAveragePool", {"x"}, {"p"}, "pool");
+  m.node("Flatten", {"p"}, {"f"}, "flatten");
+  add_attr(m.node("Gemm", {"f", "w"}, {"y"}, "fc"), "transB", int64_t{1});
+  m.output("y", kFloat, {"N", 3});
+  // Channel 0 is 50 everywhere, the others small: entropy would clip the 50s.
+  std::vector<float> v = uniform_floats(64 * 16 * 16, 5, -0.5f, 0.5f);
+  for (int n = 0; n < 64; ++n)
+    for (int i = 0; i < 16; ++i) v[n * 256 + i] = 50.f;
+  TempDir dir;
+  ASSERT_TRUE(write_npy(dir.file("x.npy"), Tensor::from_floats({64, 16, 4, 4}, v)).is_ok());
+  auto fp32 = Engine::from_bytes(m.bytes(), {});
+  ASSERT_TRUE(fp32.is_ok()) << fp32.status().to_string();
+  auto source = open_calibration_data(dir.file("x.npy"), **fp32);
+  ASSERT_TRUE(source.is_ok());
+  auto r = calibrate(**fp32, **source, int8_options(dir.file("x.npy"), "", "entropy"));
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->minmax_values.size(), 1u);
+  EXPECT_EQ(r->amax.at(r->minmax_values[0]), 50.0);
+}
+
 // A directory of images calibrates a model of one image input: each resized and normalized
 // as `kiln run` does it; a corrupt one is skipped and counted; files of other kinds ignored.
 TEST(Calibration, ImageDirectory) {

@@ -125,5 +125,31 @@ TEST(PrecisionReport, KeepsLayersOverBudgetWhereTheErrorComesIn) {
   EXPECT_FALSE(keep_layers_within_error(dir.file("m.onnx"), {}, **fp32, samples(1.f), 0.1).is_ok());
 }
 
+// error_origins: the layers over budget whose inputs are within it (or not compared).
+TEST(PrecisionReport, ErrorOriginsAreWhereTheErrorComesIn) {
+  PrecisionReport r;
+  r.max_layer_error = 0.05;
+  auto layer = [&](const std::string& value, double error, std::vector<std::string> inputs) {
+    LayerError l;
+    l.value = value;
+    l.node = value + "_node";
+    l.relative_l2 = error;
+    l.over_budget = error > r.max_layer_error;
+    l.inputs = std::move(inputs);
+    r.layers.push_back(l);
+  };
+  layer("a", 0.01, {"x"});       // within
+  layer("b", 0.2, {"a"});        // over, its input within: an origin
+  layer("c", 0.3, {"b"});        // over because b is
+  layer("d", 0.1, {"a", "c"});   // one input over
+  layer("e", 0.07, {"unseen"});  // an input not compared counts as within
+  std::vector<LayerError> o = error_origins(r);
+  ASSERT_EQ(o.size(), 2u);
+  EXPECT_EQ(o[0].value, "b");
+  EXPECT_EQ(o[1].value, "e");
+  r.layers.clear();
+  EXPECT_TRUE(error_origins(r).empty());
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -3,7 +3,7 @@
 //
 //   kiln_zoo_run MODEL.onnx OUT_DIR --device cpu|cuda --precisions fp32,tf32,fp16
 //                [--no-tactics] [--max-tactics N] [--timing-cache FILE] [--fp16-range]
-//                INPUT.npy...
+//                [--calib FILE.npy] [--report] INPUT.npy...
 //
 // For each precision it builds one Engine and one Context, and runs every input through it
 // (each new shape builds a new plan). A case is named by its input's folder (the zoo's
@@ -13,19 +13,27 @@
 //   case <precision> <case>: error <message>
 // With --fp16-range, the fp16 range guard (kiln/fp16_range.h) runs on the inputs and prints
 //   fp16-range <findings> <values checked>[: <the first finding>]
+// 8-bit precisions (int8, fp8) calibrate on --calib's samples (all of them, in batches of 8).
+// With --report, each reduced precision is compared with fp32 layer by layer on the inputs
+// (kiln/precision_report.h; budget 0.05 relative L2 for 8 bits, 0.01 otherwise) and one line
+// names where the error comes in, the five worst such layers:
+//   report <precision> <over> <values>: <node> (<op>) <relative L2>; ...
 // The exit status is 0 when every case ran, 1 otherwise, 2 on a usage error. GPU activation
 // memory is poisoned before every run (EngineOptions::poison_memory).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "kiln/engine.h"
 #include "kiln/fp16_range.h"
+#include "kiln/precision_report.h"
 #include "kiln/tensor_io.h"
 
 namespace {
@@ -60,9 +68,43 @@ int usage(const char* msg) {
   std::fprintf(stderr,
                "kiln_zoo_run: %s\nusage: kiln_zoo_run MODEL OUT_DIR --device cpu|cuda "
                "--precisions P[,P...] [--no-tactics] [--max-tactics N] [--timing-cache FILE] "
-               "INPUT.npy...\n",
+               "[--fp16-range] [--calib FILE.npy] [--report] INPUT.npy...\n",
                msg);
   return 2;
+}
+
+// The `report` line of a reduced-precision engine (see the top of this file).
+void print_report(const std::string& model, const std::string& precision,
+                  const kiln::Engine& reduced, const kiln::EngineOptions& base,
+                  const std::vector<std::string>& inputs) {
+  kiln::EngineOptions o = base;
+  o.precision = kiln::Precision::kFp32;
+  auto fp32 = kiln::Engine::load(model, o);
+  std::vector<std::map<std::string, kiln::Tensor>> samples;
+  for (const std::string& in : inputs) {
+    auto x = kiln::read_npy(in);
+    if (x.is_ok()) samples.push_back({{reduced.inputs()[0].name, *x}});
+  }
+  const double budget = kiln::precision_is_8bit(reduced.options().precision) ? 0.05 : 0.01;
+  auto r = fp32.is_ok() ? kiln::compare_precision(reduced, **fp32, samples, budget)
+                        : kiln::Result<kiln::PrecisionReport>(fp32.status());
+  if (!r.is_ok()) {
+    std::printf("report %s error %s\n", precision.c_str(), r.status().to_string().c_str());
+    return;
+  }
+  int over = 0;
+  for (const kiln::LayerError& l : r->layers) over += l.over_budget;
+  std::vector<kiln::LayerError> origins = kiln::error_origins(*r);
+  std::stable_sort(origins.begin(), origins.end(),
+                   [](const auto& a, const auto& b) { return a.relative_l2 > b.relative_l2; });
+  if (origins.size() > 5) origins.resize(5);
+  std::string names;
+  for (const kiln::LayerError& l : origins) {
+    char e[32];
+    std::snprintf(e, sizeof e, " %.3e", l.relative_l2);
+    names += (names.empty() ? "" : "; ") + l.node + " (" + l.op + ")" + e;
+  }
+  std::printf("report %s %d %zu: %s\n", precision.c_str(), over, r->layers.size(), names.c_str());
 }
 
 }  // namespace
@@ -72,7 +114,7 @@ int main(int argc, char** argv) {
   const std::string model = argv[1], out_dir = argv[2];
   kiln::EngineOptions base;
   std::vector<std::string> precisions = {"fp32"}, inputs;
-  bool fp16_range = false;
+  bool fp16_range = false, report = false;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -90,6 +132,11 @@ int main(int argc, char** argv) {
       base.max_tactics = std::atoi(value().c_str());
     } else if (a == "--timing-cache") {
       base.timing_cache = value();
+    } else if (a == "--calib") {
+      base.calibration_data = value();
+      base.calibration_batch = 8;
+    } else if (a == "--report") {
+      report = true;
     } else if (a.rfind("--", 0) == 0) {
       return usage(("unknown option " + a).c_str());
     } else {
@@ -162,6 +209,8 @@ int main(int argc, char** argv) {
         std::printf("note %s %s: %s\n", precision.c_str(), stem.c_str(), note.c_str());
       std::fflush(stdout);
     }
+    if (report && o.precision != kiln::Precision::kFp32)
+      print_report(model, precision, **engine, base, inputs);
   }
   // The fp16 range guard on the same inputs (a CPU float32 engine): one line,
   //   fp16-range <findings> <values checked>[: <the first finding>]

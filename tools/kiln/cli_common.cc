@@ -74,6 +74,11 @@ Status calibrate_first(const std::string& path, EngineOptions& options) {
   if (r.samples < options.calibration_samples)
     std::fprintf(stderr, "kiln: note: calibrated on %lld samples, fewer than the %d asked\n",
                  static_cast<long long>(r.samples), options.calibration_samples);
+  if (!r.minmax_values.empty())
+    std::fprintf(stderr,
+                 "kiln: note: entropy: %zu feature vectors (one element per channel, such as "
+                 "'%s') take min-max scales\n",
+                 r.minmax_values.size(), r.minmax_values.front().c_str());
   if (r.skipped)
     std::fprintf(stderr, "kiln: note: %lld unreadable samples skipped\n",
                  static_cast<long long>(r.skipped));

@@ -123,9 +123,11 @@ Status keep_within_error(const BuildOptions& o, GlobalOptions& g,
                                              : std::string("--max-layer-error");
   std::fprintf(stderr,
                "kiln: %s %g%s on %d batches of %s: %zu layers kept in a higher "
-               "precision in %d rounds; %d of %zu values still over budget (worst %.2e)\n",
+               "precision in %d rounds; %d of %zu values still over budget (worst %.2e); the "
+               "outputs %.2e from fp32\n",
                label.c_str(), o.max_layer_error, g.best_precision ? ")" : "", f.report.samples,
-               what.c_str(), f.kept.size(), f.rounds, over, f.report.layers.size(), worst);
+               what.c_str(), f.kept.size(), f.rounds, over, f.report.layers.size(), worst,
+               output_error(f.report));
   for (const std::string& line : f.kept) std::fprintf(stderr, "kiln:   kept %s\n", line.c_str());
   eo.precision_overrides = f.overrides;
   return Status::ok();

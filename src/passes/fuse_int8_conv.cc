@@ -1,6 +1,7 @@
-// fuse_int8_conv: a Conv that reads its input through QuantizeLinear → DequantizeLinear and
-// whose weights lie on a per-channel int8 grid becomes one int8 Conv (Epilogue::input_scale and
-// weight_scales), which an 8-bit kernel runs on the codes:
+// fuse_int8_conv: a Conv, Gemm or MatMul that reads its input through QuantizeLinear →
+// DequantizeLinear and whose constant weights lie on a per-output-channel int8 grid becomes one
+// int8 layer (Epilogue::input_scale and weight_scales), which an 8-bit kernel runs on the codes
+// (oneDNN's convolution, or its inner product for Gemm and MatMul):
 //
 //   x → Q(s, z, int8|uint8) → DQ(s, z) → Conv(W, B)[epilogue]
 //     ⇒ Conv(x, W, B)[int8 in(s, z), weights(s_w) → epilogue]
@@ -14,7 +15,8 @@
 // (the reference through run_node). The Q → DQ pair stays while anything else reads it.
 //
 // Matched: per-tensor float32 scalar scale > 0 and a scalar zero point on both Q and DQ (the
-// same ones), int8 or uint8 codes; weights a float32 rank-4 constant, every element within 1e-6
+// same ones), int8 or uint8 codes; weights a float32 constant (a 2-D Conv's rank 4, a Gemm's or
+// MatMul's rank 2, channels as weight_grid says), every element within 1e-6
 // relative of its code times its channel's scale. Anything else is left as it is, in float with the
 // Q → DQ rounding applied.
 #include <cmath>
@@ -69,35 +71,63 @@ std::optional<Grid> pair_grid(const Value* x) {
   return Grid{s, *zq, codes->dtype == DataType::kUInt8};
 }
 
-bool fuse_one(Graph& g, Node* conv, QuantizationReport* report) {
-  if (conv->epilogue.int8() || conv->epilogue.affine_input >= 0) return false;
-  Value* x = conv->input(0);
+// `t` [R, C] as [C, R].
+Tensor transposed(const Tensor& t) {
+  const int64_t r = t.dim(0), c = t.dim(1);
+  Tensor out(DataType::kFloat32, {c, r});
+  const float* p = t.data<float>();
+  float* q = out.data<float>();
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) q[j * r + i] = p[i * c + j];
+  return out;
+}
+
+// The per-output-channel int8 grid of the layer's constant float32 weights (input 1): a 2-D
+// Conv's [M, C, kh, kw] by M, a Gemm's B by its rows (transB) or columns, a MatMul's [K, N] B
+// by its columns; empty where the weights are not on such a grid.
+std::vector<float> weight_grid(const Node& n) {
+  const Value* w = n.input(1);
+  if (!w || !w->is_constant() || w->constant.dtype() != DataType::kFloat32) return {};
+  const Tensor& t = w->constant;
+  auto round = [](float v) { return std::nearbyint(v); };
+  if (n.op == OpKind::Conv) {
+    if (t.rank() != 4) return {};
+    return quant::grid_weight_scales(t, 127.f, round);
+  }
+  if (t.rank() != 2) return {};
+  const bool rows = n.op == OpKind::Gemm && n.attrs.get_int("transB", 0) != 0;
+  return quant::grid_weight_scales(rows ? t : transposed(t), 127.f, round);
+}
+
+bool fuse_one(Graph& g, Node* layer, QuantizationReport* report) {
+  if (layer->epilogue.int8() || layer->epilogue.affine_input >= 0) return false;
+  Value* x = layer->input(0);
   const std::optional<Grid> grid = pair_grid(x);
-  const Value* w = conv->input(1);
-  if (!grid || !w || !w->is_constant()) return false;
-  if (w->constant.rank() != 4) return false;
-  std::vector<float> ws =
-      quant::grid_weight_scales(w->constant, 127.f, [](float v) { return std::nearbyint(v); });
+  if (!grid) return false;
+  std::vector<float> ws = weight_grid(*layer);
   if (ws.empty()) return false;
   // Rewrite: read the pair's float input, with the rounding on the node.
   Value* src = x->producer->input(0)->producer->input(0);
-  g.set_input(conv, 0, src);
-  conv->epilogue.input_scale = grid->scale;
-  conv->epilogue.input_zero_point = grid->zero_point;
-  conv->epilogue.input_uint8 = grid->uint8;
-  conv->epilogue.weight_scales = std::move(ws);
+  g.set_input(layer, 0, src);
+  layer->epilogue.input_scale = grid->scale;
+  layer->epilogue.input_zero_point = grid->zero_point;
+  layer->epilogue.input_uint8 = grid->uint8;
+  layer->epilogue.weight_scales = std::move(ws);
   if (report)
-    for (auto& layer : report->layers)
-      if (layer.node == conv->name) layer.runs = "int8";
+    for (auto& l : report->layers)
+      if (l.node == layer->name) l.runs = "int8";
   return true;
 }
 
 }  // namespace
 
 Result<bool> fuse_int8_conv(Graph& g, QuantizationReport* report) {
-  KILN_ASSIGN_OR_RETURN(const bool changed, fuse_each(g, OpKind::Conv, [&](Node* n) {
-                          return fuse_one(g, n, report);
-                        }));
+  bool changed = false;
+  for (OpKind op : {OpKind::Conv, OpKind::Gemm, OpKind::MatMul}) {
+    KILN_ASSIGN_OR_RETURN(const bool fused,
+                          fuse_each(g, op, [&](Node* n) { return fuse_one(g, n, report); }));
+    changed = changed || fused;
+  }
   if (changed) KILN_RETURN_IF_ERROR(eliminate_dead_nodes(g).status());
   return changed;
 }

@@ -148,8 +148,8 @@ Result<ImageNormalization> image_normalization(const std::map<std::string, std::
 Result<bool> quantize_int8(Graph& g, const std::map<std::string, double>& amax,
                            QuantizationReport* report = nullptr, const PrecisionMap* keep = nullptr,
                            Precision format = Precision::kInt8);
-// After quantize_int8 (fuse_int8_conv.cc): each Conv reading its input through an int8 Q → DQ
-// pair (per tensor, zero point 0) with weights on a per-channel int8 grid reads the pair's
+// After quantize_int8 (fuse_int8_conv.cc): each Conv, Gemm or MatMul reading its input through
+// an 8-bit Q → DQ pair (per tensor) with weights on a per-output-channel int8 grid reads the pair's
 // float input instead, the rounding carried as Epilogue::input_scale and weight_scales, for an
 // 8-bit kernel. Changes no number. `report` (optional): its layers so fused run "int8".
 Result<bool> fuse_int8_conv(Graph& g, QuantizationReport* report = nullptr);

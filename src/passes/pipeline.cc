@@ -14,10 +14,10 @@
 //    squeeze-and-excitation fusions, which only CUDA kernels run;
 //  - last, for int8 engines given their calibration's magnitudes, quantize_int8: the Q/DQ pairs
 //    before the layers, after every fusion so the patterns above see the float graph; then on
-//    the CPU fuse_int8_conv, which folds each pair into the Conv reading it for oneDNN's 8-bit
-//    kernel (CUDA runs the pairs themselves until it has 8-bit kernels: fuse_fp8_conv, written,
-//    waits for its first GPU check). fuse_int8_conv also runs on models quantized by another
-//    tool (their own Q/DQ pairs), with the optimizer.
+//    the CPU fuse_int8_conv, which folds each pair into the Conv, Gemm or MatMul reading it for
+//    oneDNN's 8-bit kernel (CUDA runs the pairs themselves until it has 8-bit kernels:
+//    fuse_fp8_conv, written, waits for its first GPU check). fuse_int8_conv also runs on models
+//    quantized by another tool (their own Q/DQ pairs), with the optimizer.
 #include <map>
 
 #include "passes/pass.h"

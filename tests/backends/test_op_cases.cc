@@ -47,9 +47,9 @@ TEST_P(OpCases, ReferenceAndOnednn) {
     expect_near(*got, want[0], 1e-6 * scale, 1e-5);
     return;
   }
-  // int8: oneDNN's own 8-bit conv, not a float one. Its int32 sums are exact, but an input
-  // on a half step may round the other way (x · (1/s) against the reference's x / s: one code,
-  // s · |w| ≤ 1e-3 of the output here), and without VNNI oneDNN halves the weights' codes
+  // int8: oneDNN's own 8-bit conv or inner product, not a float one. Its int32 sums are exact, but
+  // an input on a half step may round the other way (x · (1/s) against the reference's x / s: one
+  // code, s · |w| ≤ 1e-3 of the output here), and without VNNI oneDNN halves the weights' codes
   // against overflow of its 16-bit pair sums (7-bit weights: about 1% of the output).
   EXPECT_NE((*kernel)->tactic().find("int8"), std::string::npos) << (*kernel)->tactic();
   EXPECT_EQ((*kernel)->tactic().find("ref"), std::string::npos) << (*kernel)->tactic();

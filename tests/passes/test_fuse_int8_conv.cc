@@ -1,4 +1,4 @@
-// fuse_int8_conv: the Q → DQ pair quantize_int8 puts before a Conv becomes the Conv's int8
+// fuse_int8_conv: the Q → DQ pair quantize_int8 puts before a Conv (Gemm, MatMul) becomes its int8
 // operands (Epilogue::input_scale, weight_scales), with the same numbers; patterns it cannot
 // carry are left as they are.
 #include <gtest/gtest.h>
@@ -63,6 +63,44 @@ TEST(FuseInt8Conv, FoldsThePairIntoBothConvsWithTheSameNumbers) {
 
   // The reference runs the int8 operands as the pair did.
   auto fused = run_graph(t.g, {x});
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  for (size_t i = 0; i < 2; ++i) expect_near((*fused)[i], (*simulated)[i], 1e-6, 1e-6);
+}
+
+// A classifier's Gemm (B [N, K], transB) and a Linear layer's MatMul (B [K, N]): their weights
+// grids per output channel (B's rows, B's columns), the same numbers as the pairs.
+TEST(FuseInt8Conv, FoldsThePairIntoGemmAndMatMul) {
+  Graph g;
+  Value* x = typed_value(g, "x", {3, 16});
+  Value* y1 = typed_value(g, "y1", {3, 5});
+  Value* y2 = typed_value(g, "y2", {3, 7});
+  Node* gemm = g.add_node(OpKind::Gemm, "fc",
+                          {x, g.add_constant("w", random_tensor({5, 16}, 17)),
+                           g.add_constant("b", random_tensor({5}, 18))},
+                          {y1});
+  gemm->attrs.set("transB", int64_t{1});
+  g.add_node(OpKind::MatMul, "linear", {x, g.add_constant("w2", random_tensor({16, 7}, 19))}, {y2});
+  g.inputs() = {x};
+  g.outputs() = {y1, y2};
+  QuantizationReport report;
+  auto q = quantize_int8(g, {{"x", 0.9}}, &report);
+  ASSERT_TRUE(q.is_ok() && *q);
+  const Tensor in = random_tensor({3, 16}, 4);
+  auto simulated = run_graph(g, {in});
+  ASSERT_TRUE(simulated.is_ok()) << simulated.status().to_string();
+  auto changed = fuse_int8_conv(g, &report);
+  ASSERT_TRUE(changed.is_ok() && *changed) << changed.status().to_string();
+  ASSERT_TRUE(verify_graph(g).is_ok());
+  EXPECT_EQ(count_op(g, OpKind::QuantizeLinear), 0);
+  for (const auto& n : g.nodes()) {
+    if (n->op != OpKind::Gemm && n->op != OpKind::MatMul) continue;
+    SCOPED_TRACE(n->name);
+    EXPECT_EQ(n->input(0)->name, "x");
+    EXPECT_FLOAT_EQ(n->epilogue.input_scale, 0.9f / 127);
+    EXPECT_EQ(n->epilogue.weight_scales.size(), n->op == OpKind::Gemm ? 5u : 7u);
+  }
+  for (const auto& l : report.layers) EXPECT_EQ(l.runs, "int8");
+  auto fused = run_graph(g, {in});
   ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
   for (size_t i = 0; i < 2; ++i) expect_near((*fused)[i], (*simulated)[i], 1e-6, 1e-6);
 }

@@ -52,25 +52,9 @@ OpCase conv(std::string name, const ConvShape& s, uint32_t seed, bool bias = tru
   return c;
 }
 
-// `c` as an int8 Conv (Epilogue::int8, what fuse_int8_conv makes): its weights rounded onto a
-// per-output-channel grid of max|W[m]| / 127, its input read on the grid of `input_scale`
-// (chosen so that the largest inputs saturate at ±127 codes).
-OpCase int8(OpCase c, float input_scale) {
-  c.name = "int8_" + c.name;
-  Tensor& w = c.inputs[1].t;
-  const int64_t m = w.dim(0), inner = w.numel() / m;
-  float* p = w.data<float>();
-  for (int64_t o = 0; o < m; ++o) {
-    float amax = 0.f;
-    for (int64_t i = 0; i < inner; ++i) amax = std::max(amax, std::fabs(p[o * inner + i]));
-    const float sw = amax / 127.f;
-    for (int64_t i = 0; i < inner; ++i)
-      p[o * inner + i] = std::nearbyint(p[o * inner + i] / sw) * sw;
-    c.epilogue.weight_scales.push_back(sw);
-  }
-  c.epilogue.input_scale = input_scale;
-  return c;
-}
+// `c` as an int8 Conv: its weights on a grid per output channel (dim 0), its input read on the
+// grid of `input_scale` (chosen so that the largest inputs saturate at ±127 codes).
+OpCase int8(OpCase c, float input_scale) { return int8_layer(std::move(c), 0, input_scale); }
 
 // `c` as an int8 Conv whose input codes are uint8 (or int8) with a zero point: ONNX Runtime's
 // default activations (asymmetric uint8). Its padding stands for x = 0, code z.

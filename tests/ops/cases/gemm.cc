@@ -1,6 +1,7 @@
 // Gemm: a Linear layer (B transposed, bias [N]) with each epilogue a classifier head or an MLP
 // fuses (Relu, Clip, a residual), B not transposed, A transposed, alpha and beta, a [M, N] and
-// a [1, N] and a scalar C, no C (also with a residual), one row (batch 1) and a wide K.
+// a [1, N] and a scalar C, no C (also with a residual), one row (batch 1) and a wide K; int8
+// (fuse_int8_conv) Linear layers, B transposed or not.
 #include "ops/cases/op_cases.h"
 #include "ops/op_test_util.h"
 
@@ -61,6 +62,15 @@ KILN_OP_CASES(gemm) {
       gemm("residual_no_c", 2, 8, 5, 956, false, {0}, Activation::kNone, true),
       gemm("one_row", 1, 512, 100, 940),
       gemm("wide_k", 2, 2048, 64, 944),
+      // int8 (fuse_int8_conv): inputs uniform in [-1, 1), a scale of 0.9 / 127 saturates the
+      // largest tenth; the weights per output channel (B's rows with transB, else columns).
+      int8_layer(gemm("linear", 4, 64, 32, 1900), 0, 0.9f / 127),
+      int8_layer(gemm("linear_relu", 3, 96, 40, 1904, true, {-1}, Activation::kRelu), 0, 1.f / 127),
+      int8_layer(gemm("residual_relu", 5, 32, 32, 1912, true, {-1}, Activation::kRelu, true), 0,
+                 1.f / 127),
+      int8_layer(gemm("b_not_transposed", 6, 40, 17, 1916, false), 1, 0.8f / 127),
+      int8_layer(gemm("no_c", 2, 20, 9, 1936, true, {0}), 0, 1.f / 127),
+      int8_layer(gemm("classifier", 2, 2048, 1000, 1944), 0, 1.f / 127),
   };
 }
 

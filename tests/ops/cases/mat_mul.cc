@@ -1,6 +1,6 @@
 // MatMul: a Linear layer as transformers and ConvNeXt export it (A of rank 2 to 4 times a
 // constant [K, N] matrix) with the fused bias [N], GELU, a residual; two activations (attention's
-// Q·Kᵀ, batched, broadcast over a leading dim); a vector times a matrix.
+// Q·Kᵀ, batched, broadcast over a leading dim); a vector times a matrix; int8 Linear layers.
 #include "ops/cases/op_cases.h"
 #include "ops/op_test_util.h"
 
@@ -46,6 +46,14 @@ KILN_OP_CASES(mat_mul) {
       matmul("attention_scores", {2, 4, 9, 16}, {2, 4, 16, 9}, 974, false),
       matmul("broadcast_batch", {3, 6, 8}, {8, 5}, 978, false),
       matmul("vector_matrix", {24}, {24, 10}, 982, true),
+      // int8 (fuse_int8_conv): B [K, N] on a grid per column.
+      int8_layer(matmul("linear_rank2", {8, 64}, {64, 48}, 1950, true), 1, 0.9f / 127),
+      int8_layer(
+          matmul("linear_bias_gelu", {2, 3, 3, 96}, {96, 384}, 1958, true, true, Activation::kGelu),
+          1, 1.f / 127),
+      int8_layer(matmul("linear_bias_residual", {2, 5, 64}, {64, 64}, 1962, true, true,
+                        Activation::kNone, true, {2, 5, 64}),
+                 1, 1.f / 127),
   };
 }
 

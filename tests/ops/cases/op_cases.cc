@@ -1,6 +1,8 @@
 #include "ops/cases/op_cases.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "ops/op_registry.h"
 
@@ -89,6 +91,28 @@ CaseGraph build_case(const OpCase& c) {
       }
   }
   return cg;
+}
+
+OpCase int8_layer(OpCase c, int axis, float input_scale) {
+  c.name = "int8_" + c.name;
+  Tensor& w = c.inputs[1].t;
+  const Shape& s = w.shape();
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  float* p = w.data<float>();
+  for (int64_t ch = 0; ch < s[axis]; ++ch) {
+    auto at = [&](int64_t o, int64_t i) -> float& { return p[(o * s[axis] + ch) * inner + i]; };
+    float amax = 0.f;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) amax = std::max(amax, std::fabs(at(o, i)));
+    const float sw = amax / 127.f;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) at(o, i) = std::nearbyint(at(o, i) / sw) * sw;
+    c.epilogue.weight_scales.push_back(sw);
+  }
+  c.epilogue.input_scale = input_scale;
+  return c;
 }
 
 }  // namespace kiln::test

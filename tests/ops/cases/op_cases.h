@@ -59,6 +59,11 @@ inline Tensor int64s(const std::vector<int64_t>& v) {
   return Tensor::from_int64s({static_cast<int64_t>(v.size())}, v);
 }
 
+// `c` as an int8 layer (Epilogue::int8, what fuse_int8_conv makes of a Conv, Gemm or MatMul):
+// its weights (input 1) rounded onto a grid of max|W| / 127 per slice of `axis` (the output
+// channels), their scales in the epilogue, and its input read on the grid of `input_scale`.
+OpCase int8_layer(OpCase c, int axis, float input_scale);
+
 // Registration (one per case file): the function returns the file's cases.
 using CaseTable = std::vector<OpCase> (*)();
 bool register_op_cases(CaseTable table);

@@ -144,6 +144,8 @@ Status LtGemmKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Tens
 }
 
 Result<std::unique_ptr<CudaKernel>> make_lt_gemm(const Node& node, Precision precision) {
+  if (node.epilogue.int8())
+    return unsupported("Gemm with 8-bit operands (fuse_int8_conv): no 8-bit CUDA Gemm yet");
   if (node.inputs.size() < 2 || !node.inputs[0] || !node.inputs[1])
     return unsupported("Gemm without A or B");
   if (!node.inputs[1]->is_constant()) return unsupported("Gemm B is not a constant");

@@ -143,6 +143,8 @@ Status LtMatMulKernel::prepare(const std::vector<TensorDesc>& in, std::vector<Te
 }
 
 Result<std::unique_ptr<CudaKernel>> make_lt_matmul(const Node& node, Precision precision) {
+  if (node.epilogue.int8())
+    return unsupported("MatMul with 8-bit operands (fuse_int8_conv): no 8-bit CUDA MatMul yet");
   if (node.inputs.size() < 2 || !node.inputs[0] || !node.inputs[1])
     return unsupported("MatMul without A or B");
   for (int i = 0; i < 2; ++i) {

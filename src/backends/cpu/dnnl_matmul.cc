@@ -37,7 +37,9 @@ static bool matmul_supported(const Node& node) {
   const Value* b = node.inputs[1];
   if (!is_f32(a) || !is_f32(b) || !b->is_constant() || !is_f32(node.outputs[0])) return false;
   if (b->constant.dtype() != DataType::kFloat32 || b->constant.rank() != 2) return false;
-  if (!a->has_shape || a->dims.size() < 2) return false;
+  // A's rank is checked at prepare, on the real shape: a shape computed from the data (a
+  // ViT's, exported with Shape → Gather) is unknown until then.
+  if (a->has_shape && a->dims.size() < 2) return false;
   const Epilogue& e = node.epilogue;
   if (e.affine_input >= 0) return false;
   for (int k : e.inputs())

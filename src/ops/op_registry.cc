@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/half.h"
+#include "quant/weight_scales.h"
 
 namespace kiln {
 
@@ -103,19 +104,14 @@ Status infer_node(const OpDef& def, const Node& node, const std::vector<TensorDe
   if (e.int8()) {
     // Only fuse_int8_conv and fuse_fp8_conv make 8-bit operands, on Conv, Gemm and MatMul:
     // another op's kernel would not round.
-    const bool layer =
-        node.op == OpKind::Conv || node.op == OpKind::Gemm || node.op == OpKind::MatMul;
-    if (!layer)
+    const int axis = quant::output_channel_axis(node);  // the weights' output channels
+    if (axis < 0)
       return internal_error("8-bit operands on " + std::string(op_name(node.op)) +
                             " (only Conv, Gemm and MatMul carry them)");
-    // The weights' output channels: a Conv's dim 0, a Gemm's dim 0 with transB else dim 1, a
-    // MatMul's dim 1 (rank 2).
-    const bool dim0 = node.op == OpKind::Conv ||
-                      (node.op == OpKind::Gemm && node.attrs.get_int("transB", 0) != 0);
     const bool rank_ok = in.size() >= 2 &&
                          (node.op == OpKind::Conv ? !in[1].shape.empty() : in[1].shape.size() == 2);
     if ((in[0].dtype != DataType::kFloat32 && !codes) || !rank_ok ||
-        in[1].shape[dim0 ? 0 : 1] != static_cast<int64_t>(e.weight_scales.size()))
+        in[1].shape[axis] != static_cast<int64_t>(e.weight_scales.size()))
       return invalid_argument("8-bit operands: a float32 input (or fp8 codes) and " +
                               std::to_string(e.weight_scales.size()) +
                               " weight scales for weights " +

@@ -71,32 +71,15 @@ std::optional<Grid> pair_grid(const Value* x) {
   return Grid{s, *zq, codes->dtype == DataType::kUInt8};
 }
 
-// `t` [R, C] as [C, R].
-Tensor transposed(const Tensor& t) {
-  const int64_t r = t.dim(0), c = t.dim(1);
-  Tensor out(DataType::kFloat32, {c, r});
-  const float* p = t.data<float>();
-  float* q = out.data<float>();
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) q[j * r + i] = p[i * c + j];
-  return out;
-}
-
-// The per-output-channel int8 grid of the layer's constant float32 weights (input 1): a 2-D
-// Conv's [M, C, kh, kw] by M, a Gemm's B by its rows (transB) or columns, a MatMul's [K, N] B
-// by its columns; empty where the weights are not on such a grid.
+// The per-output-channel int8 grid of the layer's constant float32 weights (input 1: a 2-D
+// Conv's rank 4, a Gemm's or MatMul's rank 2, channels on output_channel_axis); empty where the
+// weights are not on such a grid.
 std::vector<float> weight_grid(const Node& n) {
   const Value* w = n.input(1);
   if (!w || !w->is_constant() || w->constant.dtype() != DataType::kFloat32) return {};
-  const Tensor& t = w->constant;
-  auto round = [](float v) { return std::nearbyint(v); };
-  if (n.op == OpKind::Conv) {
-    if (t.rank() != 4) return {};
-    return quant::grid_weight_scales(t, 127.f, round);
-  }
-  if (t.rank() != 2) return {};
-  const bool rows = n.op == OpKind::Gemm && n.attrs.get_int("transB", 0) != 0;
-  return quant::grid_weight_scales(rows ? t : transposed(t), 127.f, round);
+  if (w->constant.rank() != (n.op == OpKind::Conv ? 4 : 2)) return {};
+  return quant::grid_weight_scales(
+      w->constant, 127.f, [](float v) { return std::nearbyint(v); }, quant::output_channel_axis(n));
 }
 
 bool fuse_one(Graph& g, Node* layer, QuantizationReport* report) {

@@ -33,15 +33,10 @@ struct WeightAxis {
 
 WeightAxis weight_axis(const Node& n) {
   const Value* w = n.input(1);
-  if (!w || !w->has_shape) return {};
+  const int axis = quant::output_channel_axis(n);
+  if (!w || !w->has_shape || axis < 0) return {};
   const size_t rank = w->dims.size();
-  switch (n.op) {
-    case OpKind::Conv: return rank >= 3 ? WeightAxis{1, 0} : WeightAxis{};
-    case OpKind::Gemm:
-      return rank == 2 ? WeightAxis{1, n.attrs.get_int("transB", 0) ? 0 : 1} : WeightAxis{};
-    case OpKind::MatMul: return rank == 2 ? WeightAxis{1, 1} : WeightAxis{};
-    default: return {};
-  }
+  return (n.op == OpKind::Conv ? rank >= 3 : rank == 2) ? WeightAxis{1, axis} : WeightAxis{};
 }
 
 bool quantizable_op(OpKind op) {

@@ -211,18 +211,21 @@ int run_main(int argc, char** argv) {
     return usage_error(st.message());
   if (kiln::Status st = keep_layers(keep, global.engine); !st.is_ok())
     return usage_error(st.message());
-  for (const Command& c : commands)
-    if (c.app->parsed() && global.best_precision && c.app->get_name() != "build")
+  // Flags one subcommand owns.
+  for (const Command& c : commands) {
+    if (!c.app->parsed()) continue;
+    const std::string name = c.app->get_name();
+    if (global.best_precision && name != "build")
       return usage_error(
           "--precision best is kiln build's: it measures each layer's error on --calib "
           "samples and writes the precisions it picks into a plan file, which kiln " +
-          c.app->get_name() + " then takes");
-  for (const Command& c : commands)
-    if (c.app->parsed() && global.jpeg_input && c.app->get_name() != "bench")
+          name + " then takes");
+    if (global.jpeg_input && name != "bench")
       return usage_error(
           "--input-format jpeg is kiln bench's (JPEGs decoded into the engine's uint8-nhwc "
           "input); kiln " +
-          c.app->get_name() + " takes uint8-nhwc, or image files as they are (kiln run)");
+          name + " takes uint8-nhwc, or image files as they are (kiln run)");
+  }
 
   auto logger = spdlog::stderr_color_mt("kiln");
   logger->set_pattern("kiln: %l: %v");

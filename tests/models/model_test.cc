@@ -19,6 +19,7 @@
 #include "kiln/calibration.h"
 #include "kiln/engine.h"
 #include "kiln/tensor_io.h"
+#include "models/fashion_data.h"
 #include "models/idx_reader.h"
 
 namespace kiln {
@@ -171,59 +172,12 @@ TEST(FashionMnist, TestSetAccuracyAtLeast90Percent) {
   EXPECT_GE(accuracy, 0.90);
 }
 
-// Fashion-MNIST images [first, first + count) of `images`, normalized as in training.
-class FashionSamples final : public CalibrationSource {
- public:
-  FashionSamples(const std::vector<uint8_t>& images, int64_t first, int64_t count)
-      : images_(images), first_(first), count_(count) {}
-  Result<std::map<std::string, Tensor>> next(int max) override {
-    const int64_t n = std::min<int64_t>(max, count_ - at_);
-    if (n <= 0) return std::map<std::string, Tensor>{};
-    Tensor x(DataType::kFloat32, {n, 1, 28, 28});
-    const uint8_t* p = images_.data() + (first_ + at_) * 784;
-    for (int64_t i = 0; i < n * 784; ++i) x.data<float>()[i] = (p[i] / 255.f - 0.2860f) / 0.3530f;
-    at_ += n;
-    return std::map<std::string, Tensor>{{"input", x}};
-  }
-  Status rewind() override {
-    at_ = 0;
-    return Status::ok();
-  }
-  std::string describe() const override { return "Fashion-MNIST training images"; }
-
- private:
-  const std::vector<uint8_t>& images_;
-  int64_t first_, count_, at_ = 0;
-};
-
 struct FashionNetCase {
   std::string model;  // models/<model>.onnx
   int int8_convs;     // its convs, all on oneDNN's 8-bit kernels
 };
 
 void PrintTo(const FashionNetCase& c, std::ostream* os) { *os << c.model; }
-
-// The Fashion-MNIST splits: the training images (calibration comes from their start), the
-// validation split (their last 10000, which the deeper net was not trained on) and the test set.
-struct FashionSplits {
-  std::vector<uint8_t> train, train_labels, val, val_labels, test, test_labels;
-};
-
-// Empty on success, else what is missing.
-std::string load_splits(FashionSplits& s) {
-  const std::string dir = KILN_FASHION_MNIST_DIR;
-  std::vector<int64_t> dims;
-  std::string error;
-  if (!read_idx_gz(dir + "/train-images-idx3-ubyte.gz", s.train, dims, error) ||
-      !read_idx_gz(dir + "/train-labels-idx1-ubyte.gz", s.train_labels, dims, error) ||
-      !read_idx_gz(dir + "/t10k-images-idx3-ubyte.gz", s.test, dims, error) ||
-      !read_idx_gz(dir + "/t10k-labels-idx1-ubyte.gz", s.test_labels, dims, error))
-    return error + " (install Debian's dataset-fashion-mnist)";
-  if (s.train.size() != 60000u * 784) return "the training split is not 60000 images";
-  s.val.assign(s.train.begin() + 50000 * 784, s.train.end());
-  s.val_labels.assign(s.train_labels.begin() + 50000, s.train_labels.end());
-  return "";
-}
 
 class Fashion8Bit : public testing::TestWithParam<FashionNetCase> {
  protected:
@@ -232,7 +186,7 @@ class Fashion8Bit : public testing::TestWithParam<FashionNetCase> {
     path_ = std::string(KILN_SOURCE_DIR) + "/models/" + name_ + ".onnx";
     ASSERT_TRUE(fs::exists(path_))
         << path_ << " is missing (train it: scripts/models/train_fashion_mnist.py)";
-    const std::string error = load_splits(data_);
+    const std::string error = test::load_fashion_splits(KILN_FASHION_MNIST_DIR, data_);
     ASSERT_TRUE(error.empty()) << error;
     auto fp32 = Engine::load(path_, {});
     ASSERT_TRUE(fp32.is_ok()) << fp32.status().to_string();
@@ -255,7 +209,7 @@ class Fashion8Bit : public testing::TestWithParam<FashionNetCase> {
   }
   // Calibrates on the first `samples` training images into options(...)'s cache.
   Result<CalibrationResult> calibrated(const EngineOptions& o, int samples) const {
-    FashionSamples source(data_.train, 0, samples);
+    test::FashionSamples source(data_.train, 0, samples);
     return calibrate(*fp32_, source, o);
   }
   Result<double> accuracy(const EngineOptions& o, bool test) const {
@@ -266,7 +220,7 @@ class Fashion8Bit : public testing::TestWithParam<FashionNetCase> {
   }
 
   std::string name_, path_;
-  FashionSplits data_;
+  test::FashionSplits data_;
   std::shared_ptr<Engine> fp32_;
   fs::path dir_;
 };

@@ -1,6 +1,6 @@
 // Whole models on the GPU against kiln's fp32 CPU result (fp32/tf32 within 1e-3, fp16 within
 // 1e-2 relative L2, wider where PyTorch's own error is wider: tolerance_for), CUDA-graph replay and
-// shape changes, plan files, and the Fashion-MNIST accuracy in fp16 against fp32.
+// shape changes and plan files (the Fashion-MNIST accuracy: test_accuracy_cuda.cc).
 //
 // Models come from $KILN_MODEL_DIR (default models/cache: scripts/models/
 // prepare_test_models.sh writes them); the Fashion-MNIST test set from
@@ -16,7 +16,6 @@
 
 #include "backends/cuda/cuda_test_util.h"
 #include "kiln/engine.h"
-#include "models/idx_reader.h"
 #include "runtime/plan_file.h"
 
 namespace kiln {
@@ -167,40 +166,6 @@ INSTANTIATE_TEST_SUITE_P(Models, CudaModel, testing::ValuesIn(model_cases()),
                          [](const testing::TestParamInfo<ModelCase>& i) {
                            return i.param.model + "_" + i.param.precision;
                          });
-
-// Fashion-MNIST accuracy on the 10k test images: fp16 within 0.2 points of fp32, bf16 within
-// 0.5 points.
-TEST(CudaFashionMnist, Fp16AndBf16AccuracyCloseToFp32) {
-  std::string path = model_path("fashion_mnist");
-  std::string dir = env_or("KILN_FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
-  if (!fs::exists(path) || !fs::exists(dir + "/t10k-images-idx3-ubyte.gz"))
-    GTEST_SKIP() << "model or test set missing (" << path << ", " << dir << ")";
-  std::vector<uint8_t> images, labels;
-  std::vector<int64_t> idims, ldims;
-  std::string error;
-  ASSERT_TRUE(test::read_idx_gz(dir + "/t10k-images-idx3-ubyte.gz", images, idims, error)) << error;
-  ASSERT_TRUE(test::read_idx_gz(dir + "/t10k-labels-idx1-ubyte.gz", labels, ldims, error)) << error;
-  auto accuracy = [&](const std::string& precision) -> double {
-    EngineOptions o;
-    o.device = Device::kCuda;
-    o.precision = *parse_precision(precision);
-    o.time_tactics = env_or("KILN_TEST_NO_TACTICS", "0") != "1";
-    o.max_tactics = 2;
-    auto engine = Engine::load(path, o);
-    EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
-    if (!engine.is_ok()) return -1;
-    auto ctx = (*engine)->create_context();
-    auto r = test::fashion_accuracy(*ctx, images, labels, idims[0]);
-    EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-    return r.is_ok() ? *r : -1;
-  };
-  double a32 = accuracy("fp32"), a16 = accuracy("fp16"), abf = accuracy("bf16");
-  std::printf("[ model    ] fashion_mnist on the GPU: fp32 %.4f, fp16 %.4f, bf16 %.4f\n", a32, a16,
-              abf);
-  EXPECT_GE(a32, 0.90);
-  EXPECT_LE(std::abs(a32 - a16), 0.002);
-  EXPECT_LE(std::abs(a32 - abf), 0.005);
-}
 
 // Plan files: a saved plan loads and gives the same result without re-timing; a damaged
 // plan or one for another device is refused with an error saying so.

@@ -30,6 +30,17 @@ Status infer_unary_float(const Node& node, const std::vector<TensorDesc>& in,
   return Status::ok();
 }
 
+Status infer_unary_signed(const Node& node, const std::vector<TensorDesc>& in,
+                          std::vector<TensorDesc>& out) {
+  static constexpr DataType kSigned[] = {
+      DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+      DataType::kInt8,    DataType::kInt16,   DataType::kInt32,   DataType::kInt64};
+  KILN_RETURN_IF_ERROR(check_input_count(in, 1, 1));
+  KILN_RETURN_IF_ERROR(expect_dtype(in, 0, kSigned));
+  out[0] = {in[0].dtype, in[0].shape};
+  return Status::ok();
+}
+
 Status infer_binary_broadcast(const std::vector<TensorDesc>& in, std::vector<TensorDesc>& out,
                               std::span<const DataType> allowed, DataType out_dtype,
                               bool same_dtype) {

@@ -55,6 +55,11 @@ Status expect_same_dtype(const std::vector<TensorDesc>& in, size_t index, size_t
 Status infer_unary_float(const Node& node, const std::vector<TensorDesc>& in,
                          std::vector<TensorDesc>& out);
 
+// Shape rule of the unary ops that take signed numbers (Neg, Abs...): one input whose dtype is a
+// float or a signed integer; the output has its dtype and shape.
+Status infer_unary_signed(const Node& node, const std::vector<TensorDesc>& in,
+                          std::vector<TensorDesc>& out);
+
 // Shape rule of binary ops with numpy multidirectional broadcasting: two inputs whose
 // dtypes are in `allowed`, equal unless `same_dtype` is false (Pow); the output has
 // `out_dtype`, or input 0's dtype when that is kUndefined.
@@ -130,6 +135,20 @@ Status run_unary_float(const Tensor& x, Tensor& y, F&& f) {
   return dispatch_float(x.dtype(), [&](auto tag) -> Status {
     map_unary<decltype(tag)>(x, y, f);
     return Status::ok();
+  });
+}
+
+// Runs f on every element of a float or signed integer tensor (Neg, Abs).
+template <class F>
+Status run_unary_signed(const Tensor& x, Tensor& y, F&& f) {
+  return dispatch_numeric(x.dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    if constexpr (kIsFloatType<T> || (kIsIntType<T> && std::is_signed_v<T>)) {
+      map_unary<T>(x, y, f);
+      return Status::ok();
+    } else {
+      return unsupported(std::string("dtype ") + dtype_name(x.dtype()));
+    }
   });
 }
 

@@ -49,6 +49,10 @@ std::vector<UnaryCase> unary_cases() {
       {"Exp", OpKind::Exp, {}, -4, 4},
       {"Sqrt", OpKind::Sqrt, {}, 0.01f, 9},
       {"Erf", OpKind::Erf, {}, -3, 3},
+      {"Neg", OpKind::Neg, {}, -3, 3},
+      {"Abs", OpKind::Abs, {}, -3, 3},
+      {"Reciprocal", OpKind::Reciprocal, {}, 0.25f, 4},
+      {"Log", OpKind::Log, {}, 0.01f, 50},
   };
 }
 

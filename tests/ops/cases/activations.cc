@@ -30,7 +30,7 @@ KILN_OP_CASES(activations) {
     r.push_back(unary(op, "nchw", {2, 16, 5, 7}, seed++));
     r.push_back(unary(op, "odd", {3, 5, 7}, seed++));
   }
-  for (OpKind op : {OpKind::Softplus, OpKind::Exp}) {
+  for (OpKind op : {OpKind::Softplus, OpKind::Exp, OpKind::Neg, OpKind::Abs}) {
     r.push_back(unary(op, "nchw", {2, 16, 5, 7}, seed++));
     r.push_back(unary(op, "rank1", {17}, seed++));
   }
@@ -42,6 +42,20 @@ KILN_OP_CASES(activations) {
     c.name = "positive";
     c.op = OpKind::Sqrt;
     c.inputs.push_back({random_tensor({4, 9, 9}, seed++, 0.01f, 5.f)});
+    r.push_back(std::move(c));
+    for (OpKind op : {OpKind::Log, OpKind::Reciprocal}) {
+      c.op = op;
+      c.inputs = {{random_tensor({4, 9, 9}, seed++, 0.01f, 5.f)}};
+      r.push_back(c);
+    }
+  }
+  // Floor and Ceil step at integers: values on a grid of eighths between them, which fp16 and
+  // bf16 hold exactly, so that rounding the input never moves it across one.
+  for (OpKind op : {OpKind::Floor, OpKind::Ceil}) {
+    OpCase c = unary(op, "eighths", {2, 16, 5, 7}, seed++);
+    Tensor& x = c.inputs[0].t;
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<float>()[i] = std::floor(x.data<float>()[i] * 4.f) / 4.f + 0.125f;
     r.push_back(std::move(c));
   }
   r.push_back(unary(OpKind::LeakyRelu, "default_alpha", {2, 16, 5, 7}, seed++));

@@ -66,8 +66,10 @@ Precision higher_precision(const EngineOptions& reduced);
 // `model_path` with the overrides so far, compares it with `fp32` (compare_precision), and keeps
 // the layers where the error comes in: each node over budget whose inputs are all within it
 // (for int8 and fp8, the quantized layers among it and its producers, the only ones an override
-// moves). It stops when no layer is over budget, when a round finds nothing more to keep, or
-// after `max_rounds`, keeping layers at higher_precision(reduced).
+// moves); where such a layer is kept already, its error is what its inputs carry, and the
+// nearest layers upstream not kept yet are kept. It stops when no layer is over budget, when a
+// round finds nothing more to keep, or after `max_rounds`, keeping layers at
+// higher_precision(reduced).
 struct ErrorFallback {
   PrecisionMap overrides;         // the options' own, plus one per layer kept
   std::vector<std::string> kept;  // "conv7 (Conv): 3.2e-02 > 1.0e-02, round 1", in order

@@ -7,6 +7,7 @@
 // (over budget, its inputs within) removes the cause, and the next round shows what is left.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -21,41 +22,74 @@ Precision higher_precision(const EngineOptions& o) {
 
 namespace {
 
+// Whether a node's own arithmetic rounds in a reduced precision: not so for the ones that move,
+// select or clamp the values they read, whose error is all their inputs', and which keeping
+// in a higher precision would not change.
+bool rounds_on_its_own(const std::string& op) {
+  static const std::set<std::string> kExact = {
+      "Pad",     "Reshape",   "Transpose", "Slice",    "Concat",       "Split",
+      "Squeeze", "Unsqueeze", "Flatten",   "Identity", "MaxPool",      "GlobalMaxPool",
+      "Relu",    "Clip",      "Gather",    "Expand",   "DepthToSpace", "SpaceToDepth"};
+  return !kExact.count(op);
+}
+
 // The nodes a round keeps: for each layer over budget whose inputs are within it, that node;
 // for an int8 engine, where only the quantized layers move, that node if it is one, else the
-// quantized layers that wrote its inputs.
-std::vector<std::string> nodes_to_keep(const PrecisionReport& r, bool int8,
-                                       const std::set<std::string>& quantized) {
+// quantized layers that wrote its inputs. A layer already kept that is still such an origin
+// has no error of its own: what its inputs carry, each within budget, adds up past it (many
+// reduced layers each close to the budget). Then the nearest layers upstream not kept yet are
+// kept, so that every round moves the cause, and the rounds end at the graph's inputs.
+// Each node to keep, with the origin it was found from (itself where it is one).
+std::vector<std::pair<std::string, std::string>> nodes_to_keep(
+    const PrecisionReport& r, bool int8, const std::set<std::string>& quantized,
+    const PrecisionMap& kept) {
   std::map<std::string, const LayerError*> by_value;
   for (const LayerError& l : r.layers) by_value[l.value] = &l;
-  std::vector<std::string> nodes;
-  auto add = [&](const std::string& n) {
-    if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+  std::vector<std::pair<std::string, std::string>> nodes;
+  auto movable = [&](const LayerError& l) {
+    return int8 ? quantized.count(l.node) > 0 : rounds_on_its_own(l.op);
   };
-  for (const LayerError& l : error_origins(r)) {
-    if (!int8 || quantized.count(l.node)) {
-      add(l.node);
-      continue;
+  // Keeps `l`'s node where it moves and is not kept yet; else looks upstream through its inputs.
+  std::set<std::string> seen;
+  std::function<void(const LayerError&, const std::string&)> keep = [&](const LayerError& l,
+                                                                        const std::string& origin) {
+    if (!seen.insert(l.node).second) return;
+    if (movable(l) && !kept.count(l.node)) {
+      nodes.emplace_back(l.node, origin);
+      return;
     }
     for (const std::string& in : l.inputs) {
       auto it = by_value.find(in);
-      if (it != by_value.end() && quantized.count(it->second->node)) add(it->second->node);
+      if (it != by_value.end()) keep(*it->second, origin);
     }
-  }
+  };
+  for (const LayerError& l : error_origins(r)) keep(l, l.node);
   return nodes;
 }
 
-std::string kept_line(const PrecisionReport& r, const std::string& node, int round) {
-  double worst = 0;
+// "conv7 (Conv): 3.2e-02 over 1.0e-02, round 1", or for a layer kept upstream of an origin
+// "conv6 (Conv): 7.1e-03, feeding conv7 (1.2e-02 over 1.0e-02), round 2".
+std::string kept_line(const PrecisionReport& r, const std::string& node, const std::string& origin,
+                      int round) {
+  auto worst = [&](const std::string& n, std::string* op) {
+    double e = 0;
+    for (const LayerError& l : r.layers)
+      if (l.node == n && l.relative_l2 >= e) {
+        e = l.relative_l2;
+        if (op) *op = l.op;
+      }
+    return e;
+  };
   std::string op;
-  for (const LayerError& l : r.layers)
-    if (l.node == node && l.relative_l2 >= worst) {
-      worst = l.relative_l2;
-      op = l.op;
-    }
-  char text[160];
-  std::snprintf(text, sizeof text, " (%s): %.1e over %.1e, round %d", op.c_str(), worst,
-                r.max_layer_error, round);
+  const double own = worst(node, &op);
+  char text[256];
+  if (origin == node)
+    std::snprintf(text, sizeof text, " (%s): %.1e over %.1e, round %d", op.c_str(), own,
+                  r.max_layer_error, round);
+  else
+    std::snprintf(text, sizeof text, " (%s): %.1e, feeding %s (%.1e over %.1e), round %d",
+                  op.c_str(), own, origin.c_str(), worst(origin, nullptr), r.max_layer_error,
+                  round);
   return node + text;
 }
 
@@ -85,10 +119,10 @@ Result<ErrorFallback> keep_layers_within_error(
     std::set<std::string> quantized;
     for (const auto& l : engine->report().quantization.layers) quantized.insert(l.node);
     bool more = false;
-    for (const std::string& node : nodes_to_keep(f.report, int8, quantized)) {
+    for (const auto& [node, origin] : nodes_to_keep(f.report, int8, quantized, f.overrides)) {
       if (f.overrides.count(node)) continue;
       f.overrides[node] = up;
-      f.kept.push_back(kept_line(f.report, node, round));
+      f.kept.push_back(kept_line(f.report, node, origin, round));
       more = true;
     }
     if (!more) break;

@@ -76,4 +76,26 @@ class FashionSamples final : public CalibrationSource {
   int64_t first_, count_, at_ = 0;
 };
 
+// Images [first, first + count) as a TensorFlow-style net reads them: NHWC [n, 28, 28, 3] of raw
+// 0-255 pixels, the grey image in each channel (models/fashion_tf_style.onnx).
+inline Tensor fashion_nhwc_pixels(const std::vector<uint8_t>& images, int64_t first,
+                                  int64_t count) {
+  Tensor x(DataType::kFloat32, {count, 28, 28, 3});
+  float* p = x.data<float>();
+  for (int64_t i = 0; i < count * 784; ++i)
+    p[3 * i] = p[3 * i + 1] = p[3 * i + 2] = images[first * 784 + i];
+  return x;
+}
+
+// The number of rows of `logits` [n, classes] whose largest element is at the label.
+inline int64_t count_correct(const Tensor& logits, const uint8_t* labels) {
+  const int64_t n = logits.shape()[0], classes = logits.shape()[1];
+  int64_t correct = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    const float* row = logits.data<float>() + b * classes;
+    correct += std::max_element(row, row + classes) - row == labels[b];
+  }
+  return correct;
+}
+
 }  // namespace kiln::test

@@ -48,7 +48,9 @@ inline PrecisionMap expect_named_and_kept(const std::string& path, const EngineO
   for (const LayerError& l : origins)
     std::printf("[ precision]   %s error comes in at %s (%s): %.3e\n", p, l.node.c_str(),
                 l.op.c_str(), l.relative_l2);
-  if (worst_output > budget) EXPECT_FALSE(origins.empty()) << "an output over budget, unnamed";
+  if (worst_output > budget) {
+    EXPECT_FALSE(origins.empty()) << "an output over budget, unnamed";
+  }
   EXPECT_TRUE(report->lost.empty());
 
   auto kept = keep_layers_within_error(path, reduced, fp32, samples, budget, max_rounds);

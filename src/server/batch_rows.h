@@ -1,0 +1,31 @@
+// Requests as rows of a batch: the dynamic batcher joins requests along their first axis into
+// one batch, pads it to a size that has a plan, and hands each request its rows of the outputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/pipeline.h"
+
+namespace kiln::server {
+
+// The rows of a request: the first dimension its inputs share. An input of rank 0, or inputs
+// that disagree on it, is an error naming the input.
+Result<int64_t> rows_of(const Outputs& inputs);
+
+// What requests must share to join one batch: input names, dtypes and every dimension but the
+// first.
+std::string batch_key(const Outputs& inputs);
+
+// The inputs of `parts` joined along the first axis, in order, then `padded_rows` − (their rows)
+// rows of zeros. All parts have one batch_key; padded_rows is at least their rows.
+Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows);
+
+// Rows [first, first + rows) of every output of a batch of `batch_rows` rows, as views sharing
+// the batch's buffers. An output whose first dimension is not batch_rows cannot be split: an
+// error naming it.
+Result<Outputs> rows_of_outputs(const Outputs& batch, int64_t batch_rows, int64_t first,
+                                int64_t rows);
+
+}  // namespace kiln::server

@@ -155,6 +155,10 @@ std::vector<size_t> DynamicBatcher::pick(const std::deque<std::shared_ptr<Pendin
     *rows = 1;
     return {0};
   }
+  if (!options_.join_requests) {
+    *rows = q.front()->rows;
+    return {0};
+  }
   for (size_t i = 0; i < q.size() && *rows < options_.max_batch_size; ++i) {
     if (q[i]->key != q.front()->key || *rows + q[i]->rows > options_.max_batch_size) continue;
     picked.push_back(i);
@@ -195,7 +199,7 @@ bool DynamicBatcher::take_batch(Batch* batch, Clock::time_point* wake) {
     std::vector<size_t> picked = pick(q, &rows);
     // A full batch, or a preferred size, goes at once; else the oldest waits out its delay.
     const auto due = q.front()->admitted + std::chrono::microseconds(options_.max_queue_delay_us);
-    if (options_.max_batch_size > 0 && rows < options_.max_batch_size) {
+    if (options_.join_requests && options_.max_batch_size > 0 && rows < options_.max_batch_size) {
       const int64_t preferred = trim_to_preferred(q, &picked);
       if (preferred > 0) {
         rows = preferred;

@@ -61,6 +61,8 @@ struct BatcherOptions {
   QueuePolicy default_policy;
   std::map<uint32_t, QueuePolicy> priority_policies;  // per level, where not the default
   int instances = 1;                                  // batches running at once
+  // false: each batch is one request (its rows, padded), as without dynamic_batching.
+  bool join_requests = true;
 };
 
 // The sizes a batch is padded to, ascending: the preferred sizes (and max_batch_size), else the

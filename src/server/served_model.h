@@ -1,0 +1,59 @@
+// One version of a repository model, loaded for serving: its Engine, built with the plans of
+// every batch size the batcher pads to (no plan is built and no kernel timed while serving), a
+// Pipeline of one Context per instance, and the dynamic batcher in front of it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/engine.h"
+#include "kiln/pipeline.h"
+#include "server/dynamic_batcher.h"
+#include "server/model_repository.h"
+
+namespace kiln::server {
+
+struct ServeOptions {
+  int threads = 0;  // CPU instances: threads each (0: the engine's default)
+};
+
+// The engine options a config asks for: the device of its first instance group (KIND_GPU, with
+// its first GPU; KIND_CPU; KIND_AUTO or none: a GPU where there is one), and kiln's own options
+// in `parameters` by name (options.def: "precision": "fp16", "calibration_cache": ...; a list
+// option's items separated by ';'). An unknown name or a bad value is an error naming it.
+Result<EngineOptions> engine_options(const inference::ModelConfig& c, const ServeOptions& serve);
+
+// The shape profiles of the batch sizes a batcher of `c` pads to (one profile per size), or of
+// the configured dims where the model does not batch. Empty where a dimension is -1: those
+// plans are built for the shapes requests bring.
+ShapeProfiles batch_profiles(const inference::ModelConfig& c);
+
+class ServedModel {
+ public:
+  // Loads `version` of `model` (whose status must be ok): the config completed from the model,
+  // the engine with its plans, the Pipeline and the batcher. Errors name the model and version.
+  static Result<std::unique_ptr<ServedModel>> load(const RepositoryModel& model,
+                                                   const ModelVersion& version,
+                                                   const ServeOptions& serve);
+  ~ServedModel();  // drains the batcher first
+
+  const std::string& name() const { return name_; }
+  int64_t version() const { return version_; }
+  const inference::ModelConfig& config() const { return config_; }
+  const Engine& engine() const { return *engine_; }
+  DynamicBatcher& batcher() { return *batcher_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+ private:
+  ServedModel() = default;
+  std::string name_;
+  int64_t version_ = 0;
+  inference::ModelConfig config_;
+  std::vector<std::string> warnings_;
+  std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<DynamicBatcher> batcher_;
+};
+
+}  // namespace kiln::server

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "backends/cuda/cuda_test_util.h"
@@ -110,6 +111,61 @@ TEST_P(CudaFashionAccuracy, ReducedPrecisionsCloseToFp32) {
                 net.c_str(), fmt, on_test, best.c_str(), fp32);
     EXPECT_GE(on_test, fp32 - 0.005) << fmt;
   }
+}
+
+// One engine, one context, the same batches run again and again: every run of a batch gives
+// the answer of the first and stays within fp16's error of fp32, whatever ran between (another
+// batch of the same shape, another shape). Variants of the options that change how memory and
+// kernels are chosen, to tell a stateful kernel from a wrong one.
+TEST_P(CudaFashionAccuracy, RepeatedRunsAgreeWithFp32) {
+  auto batch = [&](int64_t first, int64_t n) {
+    Tensor x(DataType::kFloat32, {n, 1, 28, 28});
+    for (int64_t i = 0; i < n * 784; ++i)
+      x.data<float>()[i] = (data_.test[first * 784 + i] / 255.f - 0.2860f) / 0.3530f;
+    return std::map<std::string, Tensor>{{"input", x}};
+  };
+  const std::vector<std::pair<int64_t, int64_t>> runs = {{0, 500}, {0, 500}, {500, 500},  {0, 500},
+                                                         {0, 12},  {0, 500}, {1000, 500}, {0, 500}};
+  auto fp32 = Engine::load(path_, options(Precision::kFp32));
+  ASSERT_TRUE(fp32.is_ok());
+  auto ref = (*fp32)->create_context();
+  struct Variant {
+    const char* name;
+    std::function<void(EngineOptions&)> set;
+  };
+  const Variant variants[] = {
+      {"default (max 2 tactics)", [](EngineOptions&) {}},
+      {"no tactics", [](EngineOptions& o) { o.time_tactics = false; }},
+      {"no memory reuse", [](EngineOptions& o) { o.reuse_memory = false; }},
+      {"poisoned memory", [](EngineOptions& o) { o.poison_memory = true; }},
+      {"cuda graph", [](EngineOptions& o) { o.cuda_graph = true; }},
+  };
+  for (const Precision p : {Precision::kFp16, Precision::kBf16})
+    for (const Variant& v : variants) {
+      EngineOptions o = options(p);
+      v.set(o);
+      auto engine = Engine::load(path_, o);
+      ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+      auto ctx = (*engine)->create_context();
+      std::string line;
+      for (const auto& [first, n] : runs) {
+        auto in = batch(first, n);
+        auto got = ctx->run(in);
+        auto want = ref->run(in);
+        ASSERT_TRUE(got.is_ok() && want.is_ok());
+        const double err = test::relative_l2(got->at("logits"), want->at("logits"));
+        const int64_t correct =
+            test::count_correct(got->at("logits"), data_.test_labels.data() + first);
+        char text[64];
+        std::snprintf(text, sizeof text, " [%lld+%lld] %.1e %lld", static_cast<long long>(first),
+                      static_cast<long long>(n), err, static_cast<long long>(correct));
+        line += text;
+        EXPECT_LE(err, p == Precision::kFp16 ? 5e-3 : 3e-2)
+            << precision_name(p) << " " << v.name << " run of images " << first << "+" << n;
+      }
+      std::printf("[ repeat   ] %s %s %s:%s\n", GetParam().c_str(), precision_name(p), v.name,
+                  line.c_str());
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Nets, CudaFashionAccuracy,

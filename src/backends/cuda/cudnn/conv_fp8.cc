@@ -52,7 +52,9 @@ class CudnnFp8ConvKernel final : public CudaKernel {
     return i == 0 || i == e_.residual_input ? Layout::kNHWC : Layout::kPlain;
   }
   bool reads_on_host(int i) const override { return i == 1 || (bias_ >= 0 && i == bias_); }
-  int inplace_input() const override { return e_.residual_input; }
+  // Never over its residual input: cuDNN's graph engines promise no read-before-write order
+  // (conv_kernel.h says what was measured).
+  int inplace_input() const override { return -1; }
   size_t workspace_bytes() const override { return tactic_.workspace; }
   float timed_ms() const override { return tactic_.ms; }
   std::string tactic() const override {

@@ -80,9 +80,15 @@ class CudnnConvKernel final : public CudaKernel {
     return i == 0 || i == epilogue_.residual_input ? layout_ : Layout::kPlain;
   }
   bool reads_on_host(int i) const override { return i == 1 || (bias_ >= 0 && i == bias_); }
-  // Fused: cuDNN reads z before writing y per element; unfused: the conv accumulates onto
-  // the residual (beta = 1) and the epilogue adds no residual (see launch_legacy()).
-  int inplace_input() const override { return epilogue_.residual_input; }
+  // In place over the residual on the legacy path only: fused, cudnnConvolutionBiasActivation-
+  // Forward reads z before writing y per element; unfused, the conv accumulates onto the
+  // residual (beta = 1) and the epilogue adds no residual (see launch_legacy()). The graph
+  // path's engines promise no such order: measured on an H100, runtime-fused engines (4, 7
+  // "rtc") writing over their own residual input gave answers 10-60% off at batch 500, varying
+  // from run to run (CudaFashionAccuracy.RepeatedRunsAgreeWithFp32), so they write elsewhere.
+  int inplace_input() const override {
+    return path_ == CudnnConvPath::kLegacy ? epilogue_.residual_input : -1;
+  }
   size_t workspace_bytes() const override { return tactic_.workspace; }
   std::string tactic() const override { return tactic_text_; }
   // The chosen tactic's time (ms), < 0 when it was not timed.

@@ -15,8 +15,8 @@
 //  - last, for int8 engines given their calibration's magnitudes, quantize_int8: the Q/DQ pairs
 //    before the layers, after every fusion so the patterns above see the float graph; then on
 //    the CPU fuse_int8_conv, which folds each pair into the Conv, Gemm or MatMul reading it for
-//    oneDNN's 8-bit kernel (CUDA runs the pairs themselves until it has 8-bit kernels:
-//    fuse_fp8_conv, written, waits for its first GPU check). fuse_int8_conv also runs on models
+//    oneDNN's 8-bit kernel, and on CUDA fp8 engines fuse_fp8_conv, which does the same for
+//    cudnn-fp8 (CUDA int8 engines run the pairs themselves). fuse_int8_conv also runs on models
 //    quantized by another tool (their own Q/DQ pairs), with the optimizer.
 #include <map>
 
@@ -90,10 +90,11 @@ const Pass kPasses[] = {
     // The CPU's oneDNN runs int8 convs; CUDA runs the Q → DQ pairs until it has 8-bit kernels.
     {"fuse_int8_conv", When::kInt8CpuOnly,
      [](Graph& g, const PassInputs& in, Groups*) { return fuse_int8_conv(g, in.quantization); }},
-    // fuse_fp8_conv (When::kFp8CudaOnly: CUDA fp8 convs reading the e4m3 codes, run by
-    // cudnn-fp8) joins here once a GPU run has checked cudnn-fp8 against the reference
-    // (tests/backends/cuda/test_cudnn_fp8.cc, CudaFp8.*); until then CUDA fp8 engines run their
-    // Q → DQ pairs in float, as CUDA int8 engines do.
+    // CUDA fp8 convs read the e4m3 codes, run by cudnn-fp8 (checked against the reference on an
+    // H100: tests/backends/cuda/test_cudnn_fp8.cc, CudaFp8.*; CUDA int8 engines still run their
+    // Q → DQ pairs in float).
+    {"fuse_fp8_conv", When::kFp8CudaOnly,
+     [](Graph& g, const PassInputs& in, Groups*) { return fuse_fp8_conv(g, in.quantization); }},
 };
 
 // "conv1 + bn1 + relu1 → Conv[→ Relu]": a group's names, and what its surviving node is now.

@@ -67,7 +67,7 @@ TEST(CudaInt8, CalibratedEngineRunsItsQuantizationOnTheGpu) {
 // fp16). Once fuse_fp8_conv is in the pipeline (pipeline.cc), its convs read the codes, run by
 // cudnn-fp8 (cuDNN's fp8 tensor cores, or the codes widened to fp16 first where that is faster
 // or the only way: conv2 is grouped), and no DequantizeLinear is left: kFusedFp8Convs.
-constexpr bool kFusedFp8Convs = false;
+constexpr bool kFusedFp8Convs = true;
 
 TEST(CudaFp8, EngineMatchesTheCpuOnTheGpuAlone) {
   ModelBuilder m(13);

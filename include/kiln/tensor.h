@@ -103,6 +103,10 @@ class Tensor {
   Tensor clone() const;
   // Element i converted to double (any numeric dtype); for tests, printing and shape plumbing.
   double at_double(int64_t i) const;
+  // Element i set from a double, converted to the dtype (floats rounded to nearest even, float8
+  // e4m3 saturated, integers truncated toward zero and wrapped, bool: v != 0); for decoding
+  // tensors written as numbers (a server's JSON requests). int64 beyond 2^53 is not exact.
+  void set_double(int64_t i, double v);
   // All elements as int64 (integer or float dtypes); for shape-like inputs.
   std::vector<int64_t> to_int64s() const;
   std::vector<float> to_floats() const;

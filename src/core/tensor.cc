@@ -1,5 +1,6 @@
 #include "kiln/tensor.h"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -187,6 +188,36 @@ double Tensor::at_double(int64_t i) const {
     default: KILN_CHECK(false && "at_double on a non-numeric tensor");
   }
   return 0;
+}
+
+void Tensor::set_double(int64_t i, double v) {
+  // Integers: truncation toward zero, then modulo 2^64 down to the type (no undefined
+  // conversion for values out of range or NaN, which becomes 0).
+  const auto wrapped = [v]() -> uint64_t {
+    if (!(std::fabs(v) < 9.2e18)) return 0;
+    return static_cast<uint64_t>(static_cast<int64_t>(v));
+  };
+  switch (dtype_) {
+    case DataType::kFloat32: data<float>()[i] = static_cast<float>(v); break;
+    case DataType::kFloat64: data<double>()[i] = v; break;
+    case DataType::kFloat16: data<uint16_t>()[i] = float_to_half_bits(static_cast<float>(v)); break;
+    case DataType::kBFloat16:
+      data<uint16_t>()[i] = float_to_bf16_bits(static_cast<float>(v));
+      break;
+    case DataType::kFloat8E4M3:
+      data<uint8_t>()[i] = float_to_fp8e4m3_bits(static_cast<float>(v));
+      break;
+    case DataType::kUInt8: data<uint8_t>()[i] = static_cast<uint8_t>(wrapped()); break;
+    case DataType::kInt8: data<int8_t>()[i] = static_cast<int8_t>(wrapped()); break;
+    case DataType::kUInt16: data<uint16_t>()[i] = static_cast<uint16_t>(wrapped()); break;
+    case DataType::kInt16: data<int16_t>()[i] = static_cast<int16_t>(wrapped()); break;
+    case DataType::kInt32: data<int32_t>()[i] = static_cast<int32_t>(wrapped()); break;
+    case DataType::kInt64: data<int64_t>()[i] = static_cast<int64_t>(wrapped()); break;
+    case DataType::kUInt32: data<uint32_t>()[i] = static_cast<uint32_t>(wrapped()); break;
+    case DataType::kUInt64: data<uint64_t>()[i] = wrapped(); break;
+    case DataType::kBool: data<uint8_t>()[i] = v != 0 ? 1 : 0; break;
+    default: KILN_CHECK(false && "set_double on a non-numeric tensor");
+  }
 }
 
 std::vector<int64_t> Tensor::to_int64s() const {

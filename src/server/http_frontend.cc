@@ -1,0 +1,250 @@
+#include "server/http_frontend.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "server/infer_request.h"
+#include "server/model_config.h"
+#include "server/v2_json.h"
+
+namespace kiln::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+const char* kModelPath = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+
+void reply_error(httplib::Response& res, const Status& s) {
+  res.status = http_status(s);
+  res.set_content(json{{"error", s.message()}}.dump(), "application/json");
+}
+
+void reply_json(httplib::Response& res, const json& j) {
+  res.status = 200;
+  res.set_content(j.dump(), "application/json");
+}
+
+std::string version_of(const httplib::Request& req) {
+  return req.matches.size() > 2 ? req.matches[2].str() : "";
+}
+
+json tensor_metadata(const inference::ModelConfig& c, bool outputs) {
+  json list = json::array();
+  auto add = [&](const std::string& name, inference::DataType t, const auto& dims) {
+    json shape = json::array();
+    if (c.max_batch_size() > 0) shape.push_back(-1);
+    for (int64_t d : dims) shape.push_back(d);
+    const DataType dt = data_type_of(t);
+    list.push_back({{"name", name},
+                    {"datatype", dt == DataType::kUndefined ? "BYTES" : v2_datatype_name(dt)},
+                    {"shape", shape}});
+  };
+  if (outputs)
+    for (const auto& o : c.output()) add(o.name(), o.data_type(), o.dims());
+  else
+    for (const auto& i : c.input()) add(i.name(), i.data_type(), i.dims());
+  return list;
+}
+
+json model_metadata(const ServedModel& m, const std::vector<ModelState>& index) {
+  json versions = json::array();
+  for (const ModelState& s : index)
+    if (s.name == m.name() && s.state == "READY") versions.push_back(std::to_string(s.version));
+  const std::string platform =
+      m.config().platform().empty() ? m.config().backend() : m.config().platform();
+  return {{"name", m.name()},
+          {"versions", versions},
+          {"platform", platform.empty() ? "kiln" : platform},
+          {"inputs", tensor_metadata(m.config(), false)},
+          {"outputs", tensor_metadata(m.config(), true)}};
+}
+
+json duration(uint64_t count, uint64_t ns) { return {{"count", count}, {"ns", ns}}; }
+
+json model_stats(ModelServer& server, ServedModel& m) {
+  const InferStats s = server.stats(m.name(), m.version());
+  const BatcherStats b = m.batcher().stats();
+  json batches = json::array();
+  for (const auto& [rows, count] : b.batch_rows_histogram)
+    batches.push_back({{"batch_size", rows}, {"compute_infer", duration(count, 0)}});
+  return {{"name", m.name()},
+          {"version", std::to_string(m.version())},
+          {"last_inference", s.last_inference_ms},
+          {"inference_count", s.inference_count},
+          {"execution_count", b.batches},
+          {"inference_stats",
+           {{"success", duration(s.success_count, s.success_ns)},
+            {"fail", duration(s.fail_count, s.fail_ns)},
+            {"queue", duration(s.success_count, s.queue_ns)},
+            {"compute_input", duration(s.success_count, s.compute_input_ns)},
+            {"compute_infer", duration(s.success_count, s.compute_infer_ns)},
+            {"compute_output", duration(s.success_count, s.compute_output_ns)}}},
+          {"batch_stats", batches}};
+}
+
+}  // namespace
+
+int http_status(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kUnsupported:
+    case StatusCode::kOutOfRange:
+    case StatusCode::kCancelled: return 400;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kUnavailable:
+    case StatusCode::kResourceExhausted: return 503;
+    default: return 500;
+  }
+}
+
+struct HttpFrontend::Impl {
+  ModelServer& server;
+  HttpOptions options;
+  httplib::Server http;
+  int port = -1;
+
+  Impl(ModelServer& s, HttpOptions o) : server(s), options(std::move(o)) {}
+
+  void infer(const httplib::Request& req, httplib::Response& res);
+  void routes();
+};
+
+void HttpFrontend::Impl::infer(const httplib::Request& req, httplib::Response& res) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = server.find(req.matches[1].str(), version_of(req));
+  if (!model.is_ok()) return reply_error(res, model.status());
+  int64_t header_length = -1;
+  if (req.has_header("Inference-Header-Content-Length")) {
+    const std::string v = req.get_header_value("Inference-Header-Content-Length");
+    char* end = nullptr;
+    header_length = std::strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || header_length < 0)
+      return reply_error(
+          res, invalid_argument("Inference-Header-Content-Length '" + v + "' is not a byte count"));
+  }
+  auto request = parse_v2_request(req.body, header_length);
+  Result<Outputs> result = request.is_ok() ? run_request(server, **model, *request, t0)
+                                           : Result<Outputs>(request.status());
+  if (!result.is_ok()) return reply_error(res, result.status());
+  V2Response r = v2_response((*model)->name(), (*model)->version(), *request, *result);
+  res.status = 200;
+  if (r.header_length >= 0) {
+    res.set_header("Inference-Header-Content-Length", std::to_string(r.header_length));
+    res.set_content(std::move(r.body), "application/octet-stream");
+  } else {
+    res.set_content(std::move(r.body), "application/json");
+  }
+}
+
+void HttpFrontend::Impl::routes() {
+  http.Get("/v2/health/live",
+           [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  http.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = server.ready() ? 200 : 400;
+  });
+  http.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
+    reply_json(res,
+               {{"name", "kiln"},
+                {"version", "0.1.0"},
+                {"extensions",
+                 {"binary_tensor_data", "model_repository", "statistics", "model_configuration"}}});
+  });
+  http.Get("/v2/models/stats", [this](const httplib::Request&, httplib::Response& res) {
+    json all = json::array();
+    for (const ModelState& s : server.index(true)) {
+      auto m = server.find(s.name, std::to_string(s.version));
+      if (m.is_ok()) all.push_back(model_stats(server, **m));
+    }
+    reply_json(res, {{"model_stats", all}});
+  });
+  http.Get(std::string(kModelPath) + "/ready",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             auto m = server.find(req.matches[1].str(), version_of(req));
+             res.status = m.is_ok() && server.ready() ? 200 : 400;
+           });
+  http.Get(std::string(kModelPath) + "/config",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             auto m = server.find(req.matches[1].str(), version_of(req));
+             if (!m.is_ok()) return reply_error(res, m.status());
+             std::string text;
+             google::protobuf::util::JsonPrintOptions o;
+             o.preserve_proto_field_names = true;
+             (void)google::protobuf::util::MessageToJsonString((*m)->config(), &text, o);
+             res.set_content(text, "application/json");
+           });
+  http.Get(std::string(kModelPath) + "/stats",
+           [this](const httplib::Request& req, httplib::Response& res) {
+             auto m = server.find(req.matches[1].str(), version_of(req));
+             if (!m.is_ok()) return reply_error(res, m.status());
+             reply_json(res, {{"model_stats", json::array({model_stats(server, **m)})}});
+           });
+  http.Get(kModelPath, [this](const httplib::Request& req, httplib::Response& res) {
+    auto m = server.find(req.matches[1].str(), version_of(req));
+    if (!m.is_ok()) return reply_error(res, m.status());
+    reply_json(res, model_metadata(**m, server.index(true)));
+  });
+  http.Post(std::string(kModelPath) + "/infer",
+            [this](const httplib::Request& req, httplib::Response& res) { infer(req, res); });
+  http.Post("/v2/repository/index", [this](const httplib::Request& req, httplib::Response& res) {
+    const json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
+    const bool ready = body.is_object() && body.value("ready", false);
+    json list = json::array();
+    for (const ModelState& s : server.index(ready)) {
+      json e = {{"name", s.name}, {"state", s.state}};
+      if (s.version) e["version"] = std::to_string(s.version);
+      if (!s.reason.empty()) e["reason"] = s.reason;
+      list.push_back(e);
+    }
+    reply_json(res, list);
+  });
+  http.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
+            [this](const httplib::Request& req, httplib::Response& res) {
+              const std::string name = req.matches[1].str();
+              Status s = req.matches[2].str() == "load" ? server.load(name) : server.unload(name);
+              if (!s.is_ok()) return reply_error(res, s);
+              res.status = 200;
+            });
+  http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string what = res.status == 413   ? "the request body is over the server's limit"
+                             : res.status == 404 ? "no such endpoint"
+                                                 : "the request could not be served";
+    res.set_content(json{{"error", what}}.dump(), "application/json");
+  });
+}
+
+HttpFrontend::HttpFrontend(ModelServer& server, HttpOptions options)
+    : impl_(std::make_unique<Impl>(server, std::move(options))) {
+  const size_t threads = std::max<size_t>(1, impl_->options.threads);
+  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  impl_->http.set_payload_max_length(impl_->options.max_body_bytes);
+  impl_->routes();
+}
+
+HttpFrontend::~HttpFrontend() { stop(); }
+
+Status HttpFrontend::bind() {
+  Impl& i = *impl_;
+  if (i.options.port == 0) {
+    i.port = i.http.bind_to_any_port(i.options.host);
+  } else {
+    i.port = i.http.bind_to_port(i.options.host, i.options.port) ? i.options.port : -1;
+  }
+  if (i.port < 0)
+    return unavailable("HTTP: cannot listen on " + i.options.host + ":" +
+                       std::to_string(i.options.port) + " (taken, or not an address here)");
+  return Status::ok();
+}
+
+int HttpFrontend::port() const { return impl_->port; }
+
+void HttpFrontend::serve() { impl_->http.listen_after_bind(); }
+
+void HttpFrontend::stop() { impl_->http.stop(); }
+
+}  // namespace kiln::server

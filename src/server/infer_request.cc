@@ -1,0 +1,104 @@
+#include "server/infer_request.h"
+
+#include <algorithm>
+
+#include "server/model_config.h"
+
+namespace kiln::server {
+
+namespace {
+
+std::string dims_text(const Shape& s) { return shape_str(s); }
+
+uint64_t ns(double us) { return static_cast<uint64_t>(us * 1000); }
+
+}  // namespace
+
+Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs) {
+  const bool batched = c.max_batch_size() > 0;
+  for (const auto& [name, t] : inputs)
+    if (std::none_of(c.input().begin(), c.input().end(),
+                     [&](const auto& in) { return in.name() == name; }))
+      return invalid_argument("input '" + name + "' is not one of the model's inputs");
+  for (const auto& in : c.input()) {
+    auto it = inputs.find(in.name());
+    if (it == inputs.end()) {
+      if (in.optional()) continue;
+      return invalid_argument("input '" + in.name() + "' is missing");
+    }
+    const Tensor& t = it->second;
+    const DataType want = data_type_of(in.data_type());
+    if (t.dtype() != want)
+      return invalid_argument("input '" + in.name() + "': datatype " + dtype_name(t.dtype()) +
+                              " where the model takes " + dtype_name(want));
+    const size_t rank = static_cast<size_t>(in.dims_size()) + (batched ? 1 : 0);
+    bool fits = static_cast<size_t>(t.rank()) == rank;
+    for (int i = 0; fits && i < in.dims_size(); ++i) {
+      const int64_t d = in.dims(i);
+      fits = d < 0 || t.dim(i + (batched ? 1 : 0)) == d;
+    }
+    if (batched && fits && (t.dim(0) < 1 || t.dim(0) > c.max_batch_size()))
+      return invalid_argument("input '" + in.name() + "': " + std::to_string(t.dim(0)) +
+                              " rows, where the model takes 1 to max_batch_size " +
+                              std::to_string(c.max_batch_size()));
+    if (!fits) {
+      std::string want_dims = batched ? "[N" : "[";
+      for (int i = 0; i < in.dims_size(); ++i)
+        want_dims += (i || batched ? "," : "") + std::to_string(in.dims(i));
+      return invalid_argument("input '" + in.name() + "': shape " + dims_text(t.shape()) +
+                              " where the model takes " + want_dims + "]");
+    }
+  }
+  return Status::ok();
+}
+
+Result<Outputs> run_request(ModelServer& server, ServedModel& model, const V2Request& request,
+                            std::chrono::steady_clock::time_point start) {
+  InferStats one;
+  auto finish = [&](bool ok) {
+    const auto now = std::chrono::steady_clock::now();
+    const uint64_t total = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count());
+    (ok ? one.success_count : one.fail_count) = 1;
+    (ok ? one.success_ns : one.fail_ns) = total;
+    one.last_inference_ms =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
+    server.record(model.name(), model.version(), one);
+  };
+  const inference::ModelConfig& c = model.config();
+  Status checked = check_inputs(c, request.inputs);
+  for (const std::string& name : request.outputs)
+    if (checked.is_ok() && std::none_of(c.output().begin(), c.output().end(),
+                                        [&](const auto& o) { return o.name() == name; }))
+      checked = invalid_argument("requested output '" + name + "' is not one of the model's");
+  if (!checked.is_ok()) {
+    finish(false);
+    return checked;
+  }
+  BatchRequest b{request.inputs, request.priority, request.timeout_us};
+  auto admitted = model.batcher().submit(std::move(b));
+  if (!admitted.is_ok()) {
+    finish(false);
+    return admitted.status();
+  }
+  Result<Outputs> out = admitted->result.get();
+  if (!out.is_ok()) {
+    finish(false);
+    return out.status();
+  }
+  Outputs selected;
+  for (auto& [name, t] : *out)
+    if (request.outputs.empty() || std::count(request.outputs.begin(), request.outputs.end(), name))
+      selected.emplace(name, t);
+  one.queue_ns = ns(admitted->timing->queue_us);
+  one.compute_infer_ns = ns(admitted->timing->compute_us);
+  one.inference_count = c.max_batch_size() > 0 && !request.inputs.empty()
+                            ? static_cast<uint64_t>(request.inputs.begin()->second.dim(0))
+                            : 1;
+  finish(true);
+  return selected;
+}
+
+}  // namespace kiln::server

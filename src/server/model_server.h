@@ -1,0 +1,87 @@
+// The models a server serves, whatever the protocol: read from the repository at start,
+// loaded (each version's plans built before it is ready), found by name and version, loaded and
+// unloaded on request (model control "explicit"), with their statistics. The HTTP and gRPC
+// frontends are thin layers over it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "server/served_model.h"
+
+namespace kiln::server {
+
+struct ServerOptions {
+  std::string repository;
+  // "none": every model at start, no change after; "explicit": none at start (unless named in
+  // load_models), then load and unload on request; "poll" is taken as "none" plus reloading on
+  // request (the repository is read again at each load).
+  std::string model_control = "none";
+  std::vector<std::string> load_models;  // explicit: the models to load at start
+  ServeOptions serve;
+};
+
+// One model version's standing, as the repository index reports it.
+struct ModelState {
+  std::string name;
+  int64_t version = 0;  // 0 where no version was read
+  std::string state;    // "READY", "UNAVAILABLE" or "LOADING"
+  std::string reason;   // why it is unavailable
+};
+
+// Request statistics of a model version (Triton's: counts and summed nanoseconds).
+struct InferStats {
+  uint64_t success_count = 0, success_ns = 0;
+  uint64_t fail_count = 0, fail_ns = 0;
+  uint64_t queue_ns = 0, compute_input_ns = 0, compute_infer_ns = 0, compute_output_ns = 0;
+  uint64_t inference_count = 0;    // rows (images) answered
+  uint64_t last_inference_ms = 0;  // since the epoch
+};
+
+class ModelServer {
+ public:
+  // Reads the repository and loads its models (per model_control); a model that fails to load
+  // is UNAVAILABLE with its reason, and the others serve. An unreadable repository is an error.
+  static Result<std::unique_ptr<ModelServer>> start(ServerOptions options);
+  ~ModelServer();
+
+  bool live() const { return true; }
+  // Every model the server was asked to serve is loaded or failed (none is loading), and the
+  // server is not draining.
+  bool ready() const;
+
+  // The version `version` ("" or "-1": the newest served) of model `name`: kNotFound for an
+  // unknown model or version, kUnavailable for one that failed to load.
+  Result<std::shared_ptr<ServedModel>> find(const std::string& name,
+                                            const std::string& version = "") const;
+  // Every model of the repository (ready_only: those READY), by name then version.
+  std::vector<ModelState> index(bool ready_only = false) const;
+  // Loads (or reloads) model `name` from the repository; unloads it. kInvalidArgument where the
+  // model control does not allow it, kNotFound for a model the repository lacks.
+  Status load(const std::string& name);
+  Status unload(const std::string& name);
+  // Stops admitting requests and finishes the ones admitted (every model's batcher drains).
+  void drain();
+
+  void record(const std::string& name, int64_t version, const InferStats& one);
+  InferStats stats(const std::string& name, int64_t version) const;
+  const ServerOptions& options() const { return options_; }
+
+ private:
+  explicit ModelServer(ServerOptions options) : options_(std::move(options)) {}
+  Status load_locked(const std::string& name);
+
+  ServerOptions options_;
+  mutable std::mutex mu_;
+  // name → version → model; a model that failed keeps its reason in failed_.
+  std::map<std::string, std::map<int64_t, std::shared_ptr<ServedModel>>> models_;
+  std::map<std::string, std::string> failed_;
+  std::map<std::pair<std::string, int64_t>, InferStats> stats_;
+  bool draining_ = false;
+};
+
+}  // namespace kiln::server

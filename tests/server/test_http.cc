@@ -1,0 +1,317 @@
+// KServe v2 over HTTP (src/server/http_frontend.h) on loopback: every endpoint, JSON and binary
+// tensors, and the error bodies of bad requests; the shipped Fashion-MNIST net on the CPU.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "server/http_frontend.h"
+
+namespace kiln::server {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::vector<float> image(uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<float> v(784);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+class Http : public testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("kiln_http_" + std::to_string(getpid()));
+    fs::create_directories(root_ / "fashion" / "1");
+    fs::copy_file(std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx",
+                  root_ / "fashion" / "1" / "model.onnx", fs::copy_options::overwrite_existing);
+    std::ofstream(root_ / "fashion" / "config.pbtxt")
+        << "max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 1000 }\n"
+           "instance_group [ { count: 1 kind: KIND_CPU } ]\n";
+    fs::create_directories(root_ / "broken" / "1");
+    std::ofstream(root_ / "broken" / "config.pbtxt") << "sequence_batching { }";
+    std::ofstream(root_ / "broken" / "1" / "model.onnx") << "x";
+    ServerOptions o;
+    o.repository = root_.string();
+    o.model_control = "explicit";
+    o.load_models = {"fashion", "broken"};
+    auto s = ModelServer::start(o);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    server_ = std::move(*s);
+    HttpOptions h;
+    h.host = "127.0.0.1";
+    h.port = 0;
+    h.threads = 8;
+    h.max_body_bytes = 1 << 20;
+    http_ = std::make_unique<HttpFrontend>(*server_, h);
+    ASSERT_TRUE(http_->bind().is_ok());
+    thread_ = std::thread([this] { http_->serve(); });
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", http_->port());
+    auto offline = Engine::load((root_ / "fashion" / "1" / "model.onnx").string(), {});
+    ASSERT_TRUE(offline.is_ok());
+    offline_ = *offline;
+  }
+  void TearDown() override {
+    if (http_) http_->stop();
+    if (thread_.joinable()) thread_.join();
+    http_.reset();
+    server_.reset();
+    fs::remove_all(root_);
+  }
+  // The offline engine's logits for `rows` images of seeds first..first+rows-1.
+  std::vector<float> want(uint32_t first, int64_t rows) {
+    std::vector<float> x;
+    for (int64_t r = 0; r < rows; ++r) {
+      auto v = image(first + static_cast<uint32_t>(r));
+      x.insert(x.end(), v.begin(), v.end());
+    }
+    auto out =
+        offline_->create_context()->run({{"input", Tensor::from_floats({rows, 1, 28, 28}, x)}});
+    EXPECT_TRUE(out.is_ok());
+    return out->at("logits").to_floats();
+  }
+  json infer_body(uint32_t first, int64_t rows, bool nested = false) {
+    json data = json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+      auto v = image(first + static_cast<uint32_t>(r));
+      if (nested) {
+        json rows28 = json::array();
+        for (int y = 0; y < 28; ++y)
+          rows28.push_back(std::vector<float>(v.begin() + y * 28, v.begin() + y * 28 + 28));
+        data.push_back(json::array({rows28}));
+      } else {
+        for (float f : v) data.push_back(f);
+      }
+    }
+    return {{"id", "r" + std::to_string(first)},
+            {"inputs",
+             {{{"name", "input"},
+               {"datatype", "FP32"},
+               {"shape", {rows, 1, 28, 28}},
+               {"data", data}}}}};
+  }
+  static void expect_close(const std::vector<float>& got, const std::vector<float>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-4f * (1 + std::fabs(want[i]))) << i;
+  }
+  std::string error_of(const httplib::Result& r) {
+    if (!r) return "(no response)";
+    json j = json::parse(r->body, nullptr, false);
+    return j.is_object() && j.contains("error") ? j["error"].get<std::string>()
+                                                : "(no error body: " + r->body + ")";
+  }
+
+  fs::path root_;
+  std::unique_ptr<ModelServer> server_;
+  std::unique_ptr<HttpFrontend> http_;
+  std::thread thread_;
+  std::unique_ptr<httplib::Client> client_;
+  std::shared_ptr<Engine> offline_;
+};
+
+TEST_F(Http, HealthMetadataConfig) {
+  EXPECT_EQ(client_->Get("/v2/health/live")->status, 200);
+  EXPECT_EQ(client_->Get("/v2/health/ready")->status, 200);
+  auto meta = client_->Get("/v2");
+  ASSERT_EQ(meta->status, 200);
+  EXPECT_EQ(json::parse(meta->body)["name"], "kiln");
+  auto model = client_->Get("/v2/models/fashion");
+  ASSERT_EQ(model->status, 200) << model->body;
+  json m = json::parse(model->body);
+  EXPECT_EQ(m["versions"], json::array({"1"}));
+  EXPECT_EQ(m["inputs"][0]["name"], "input");
+  EXPECT_EQ(m["inputs"][0]["datatype"], "FP32");
+  EXPECT_EQ(m["inputs"][0]["shape"], json::array({-1, 1, 28, 28}));
+  EXPECT_EQ(m["outputs"][0]["shape"], json::array({-1, 10}));
+  EXPECT_EQ(client_->Get("/v2/models/fashion/versions/1/ready")->status, 200);
+  EXPECT_EQ(client_->Get("/v2/models/fashion/versions/2/ready")->status, 400);
+  auto config = client_->Get("/v2/models/fashion/config");
+  ASSERT_EQ(config->status, 200);
+  json c = json::parse(config->body);
+  EXPECT_EQ(c["max_batch_size"], 8);
+  EXPECT_EQ(c["input"][0]["name"], "input");  // completed from the model
+}
+
+TEST_F(Http, InferJsonFlatNestedAndBinary) {
+  auto flat =
+      client_->Post("/v2/models/fashion/infer", infer_body(10, 3).dump(), "application/json");
+  ASSERT_EQ(flat->status, 200) << flat->body;
+  json f = json::parse(flat->body);
+  EXPECT_EQ(f["id"], "r10");
+  EXPECT_EQ(f["model_version"], "1");
+  EXPECT_EQ(f["outputs"][0]["shape"], json::array({3, 10}));
+  expect_close(f["outputs"][0]["data"].get<std::vector<float>>(), want(10, 3));
+
+  auto nested = client_->Post("/v2/models/fashion/versions/1/infer", infer_body(20, 2, true).dump(),
+                              "application/json");
+  ASSERT_EQ(nested->status, 200) << nested->body;
+  expect_close(json::parse(nested->body)["outputs"][0]["data"].get<std::vector<float>>(),
+               want(20, 2));
+
+  // Binary in and out: the JSON header, then the raw float32 bytes.
+  const std::vector<float> x = image(30);
+  json header = {{"inputs",
+                  {{{"name", "input"},
+                    {"datatype", "FP32"},
+                    {"shape", {1, 1, 28, 28}},
+                    {"parameters", {{"binary_data_size", 784 * 4}}}}}},
+                 {"outputs", {{{"name", "logits"}, {"parameters", {{"binary_data", true}}}}}}};
+  const std::string h = header.dump();
+  std::string body = h + std::string(reinterpret_cast<const char*>(x.data()), x.size() * 4);
+  httplib::Headers headers = {{"Inference-Header-Content-Length", std::to_string(h.size())}};
+  auto bin = client_->Post("/v2/models/fashion/infer", headers, body, "application/octet-stream");
+  ASSERT_EQ(bin->status, 200) << bin->body;
+  const size_t json_len = std::stoul(bin->get_header_value("Inference-Header-Content-Length"));
+  json r = json::parse(bin->body.substr(0, json_len));
+  EXPECT_EQ(r["outputs"][0]["parameters"]["binary_data_size"], 40);
+  ASSERT_EQ(bin->body.size(), json_len + 40);
+  std::vector<float> got(10);
+  std::memcpy(got.data(), bin->body.data() + json_len, 40);
+  expect_close(got, want(30, 1));
+
+  auto stats = client_->Get("/v2/models/fashion/stats");
+  ASSERT_EQ(stats->status, 200);
+  json s = json::parse(stats->body)["model_stats"][0];
+  EXPECT_EQ(s["inference_count"], 6);
+  EXPECT_EQ(s["inference_stats"]["success"]["count"], 3);
+  EXPECT_GT(s["inference_stats"]["success"]["ns"].get<uint64_t>(), 0u);
+}
+
+// Concurrent requests over HTTP are batched, and each gets its own answer.
+TEST_F(Http, ConcurrentRequestsBatchAndAnswerRight) {
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&, c] {
+      httplib::Client cl("127.0.0.1", http_->port());
+      for (int i = 0; i < 5; ++i) {
+        const uint32_t seed = static_cast<uint32_t>(100 + c * 10 + i);
+        auto r =
+            cl.Post("/v2/models/fashion/infer", infer_body(seed, 1).dump(), "application/json");
+        if (!r || r->status != 200) {
+          ++wrong;
+          continue;
+        }
+        auto got = json::parse(r->body)["outputs"][0]["data"].get<std::vector<float>>();
+        auto w = want(seed, 1);
+        for (size_t k = 0; k < w.size(); ++k)
+          if (std::fabs(got[k] - w[k]) > 1e-4f * (1 + std::fabs(w[k]))) {
+            ++wrong;
+            break;
+          }
+      }
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  auto stats = json::parse(client_->Get("/v2/models/stats")->body);
+  EXPECT_EQ(stats["model_stats"][0]["inference_count"], 40);
+  EXPECT_LT(stats["model_stats"][0]["execution_count"].get<int>(), 40);
+}
+
+TEST_F(Http, BadRequestsGetClearErrors) {
+  struct Case {
+    std::string path, body;
+    int status;
+    std::string needle;
+  };
+  json wrong_shape = infer_body(1, 1);
+  wrong_shape["inputs"][0]["shape"] = {1, 1, 28, 27};
+  wrong_shape["inputs"][0]["data"] = std::vector<float>(28 * 27, 0.f);
+  json wrong_type = infer_body(1, 1);
+  wrong_type["inputs"][0]["datatype"] = "INT32";
+  json short_data = infer_body(1, 1);
+  short_data["inputs"][0]["data"] = {1, 2, 3};
+  json too_many = infer_body(1, 9);
+  json unknown_output = infer_body(1, 1);
+  unknown_output["outputs"] = {{{"name", "boxes"}}};
+  json bytes = infer_body(1, 1);
+  bytes["inputs"][0]["datatype"] = "BYTES";
+  const Case cases[] = {
+      {"/v2/models/fashion/infer", "{\"inputs\": [", 400, "malformed JSON"},
+      {"/v2/models/fashion/infer", "{}", 400, "no 'inputs'"},
+      {"/v2/models/fashion/infer", wrong_shape.dump(), 400, "where the model takes [N,1,28,28]"},
+      {"/v2/models/fashion/infer", wrong_type.dump(), 400, "datatype int32"},
+      {"/v2/models/fashion/infer", short_data.dump(), 400, "3 elements of data"},
+      {"/v2/models/fashion/infer", too_many.dump(), 400, "max_batch_size 8"},
+      {"/v2/models/fashion/infer", unknown_output.dump(), 400, "'boxes'"},
+      {"/v2/models/fashion/infer", bytes.dump(), 400, "BYTES"},
+      {"/v2/models/nothing/infer", infer_body(1, 1).dump(), 404, "unknown model 'nothing'"},
+      {"/v2/models/fashion/versions/7/infer", infer_body(1, 1).dump(), 404, "no version '7'"},
+      {"/v2/models/broken/infer", infer_body(1, 1).dump(), 503, "sequence_batching"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path + " " + c.body.substr(0, 60));
+    auto r = client_->Post(c.path, c.body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, c.status);
+    EXPECT_NE(error_of(r).find(c.needle), std::string::npos) << error_of(r);
+  }
+  // Binary data that runs short, and a header length past the body.
+  json header = {{"inputs",
+                  {{{"name", "input"},
+                    {"datatype", "FP32"},
+                    {"shape", {1, 1, 28, 28}},
+                    {"parameters", {{"binary_data_size", 784 * 4}}}}}}};
+  const std::string h = header.dump();
+  auto short_bin = client_->Post("/v2/models/fashion/infer",
+                                 {{"Inference-Header-Content-Length", std::to_string(h.size())}},
+                                 h + std::string(100, '\0'), "application/octet-stream");
+  EXPECT_EQ(short_bin->status, 400);
+  EXPECT_NE(error_of(short_bin).find("short"), std::string::npos) << error_of(short_bin);
+  auto past = client_->Post("/v2/models/fashion/infer",
+                            {{"Inference-Header-Content-Length", "999999"}}, h, "application/json");
+  EXPECT_EQ(past->status, 400);
+  // Over the body limit (1 MiB here): 413, with an error body.
+  auto big =
+      client_->Post("/v2/models/fashion/infer", std::string(2 << 20, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_NE(error_of(big).find("over the server's limit"), std::string::npos);
+  // The server still answers.
+  EXPECT_EQ(client_->Post("/v2/models/fashion/infer", infer_body(1, 1).dump(), "application/json")
+                ->status,
+            200);
+}
+
+TEST_F(Http, RepositoryIndexLoadUnload) {
+  auto index = client_->Post("/v2/repository/index", "{}", "application/json");
+  ASSERT_EQ(index->status, 200);
+  json list = json::parse(index->body);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0]["name"], "broken");
+  EXPECT_EQ(list[0]["state"], "UNAVAILABLE");
+  EXPECT_NE(list[0]["reason"].get<std::string>().find("sequence_batching"), std::string::npos);
+  EXPECT_EQ(list[1]["name"], "fashion");
+  EXPECT_EQ(list[1]["state"], "READY");
+  auto ready_only = json::parse(
+      client_->Post("/v2/repository/index", "{\"ready\": true}", "application/json")->body);
+  EXPECT_EQ(ready_only.size(), 1u);
+
+  EXPECT_EQ(client_->Post("/v2/repository/models/fashion/unload", "", "application/json")->status,
+            200);
+  EXPECT_EQ(client_->Post("/v2/models/fashion/infer", infer_body(1, 1).dump(), "application/json")
+                ->status,
+            404);
+  EXPECT_EQ(client_->Get("/v2/models/fashion/ready")->status, 400);
+  EXPECT_EQ(client_->Post("/v2/repository/models/fashion/load", "", "application/json")->status,
+            200);
+  EXPECT_EQ(client_->Post("/v2/models/fashion/infer", infer_body(1, 1).dump(), "application/json")
+                ->status,
+            200);
+  auto missing = client_->Post("/v2/repository/models/nothing/load", "", "application/json");
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_NE(error_of(missing).find("no model 'nothing'"), std::string::npos);
+  EXPECT_EQ(client_->Get("/v2/no/such/endpoint")->status, 404);
+}
+
+}  // namespace
+}  // namespace kiln::server

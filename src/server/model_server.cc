@@ -145,6 +145,11 @@ Status ModelServer::unload(const std::string& name) {
   return Status::ok();
 }
 
+void ModelServer::stop_admitting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+}
+
 void ModelServer::drain() {
   std::vector<std::shared_ptr<ServedModel>> all;
   {

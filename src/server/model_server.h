@@ -64,6 +64,8 @@ class ModelServer {
   // model control does not allow it, kNotFound for a model the repository lacks.
   Status load(const std::string& name);
   Status unload(const std::string& name);
+  // Readiness turns false (a load balancer sends no more); requests still arriving are served.
+  void stop_admitting();
   // Stops admitting requests and finishes the ones admitted (every model's batcher drains).
   void drain();
 

@@ -1,0 +1,27 @@
+// `kiln serve`'s entry, the one header of the server the CLI sees: a Triton-compatible model
+// server over a model repository (src/server).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace kiln::server {
+
+struct ServeCommand {
+  std::string repository;
+  std::string model_control = "none";  // none, poll or explicit
+  std::vector<std::string> load_models;
+  std::string http_host = "0.0.0.0";
+  int http_port = 8000;
+  size_t http_threads = 256;
+  size_t max_body_bytes = size_t{256} << 20;
+  int threads = 0;  // CPU instances: threads each
+};
+
+// Loads the repository's models, serves KServe v2 over HTTP until SIGTERM or SIGINT, then
+// drains: readiness turns false, the listener closes, every admitted request is answered.
+// Returns the process exit code (0 after a clean drain); errors are printed to stderr.
+int serve(const ServeCommand& command);
+
+}  // namespace kiln::server

@@ -1,0 +1,72 @@
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "kiln_serve.h"
+#include "server/http_frontend.h"
+#include "server/model_server.h"
+
+namespace kiln::server {
+
+namespace {
+
+void print_models(const ModelServer& s) {
+  for (const ModelState& m : s.index()) {
+    if (m.state == "READY")
+      std::fprintf(stderr, "kiln serve: %s version %lld READY\n", m.name.c_str(),
+                   static_cast<long long>(m.version));
+    else
+      std::fprintf(stderr, "kiln serve: %s UNAVAILABLE: %s\n", m.name.c_str(), m.reason.c_str());
+  }
+}
+
+}  // namespace
+
+int serve(const ServeCommand& c) {
+  // SIGTERM and SIGINT are taken by a thread of their own (sigwait), not a handler: blocked here,
+  // before any other thread starts, so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ServerOptions o;
+  o.repository = c.repository;
+  o.model_control = c.model_control;
+  o.load_models = c.load_models;
+  o.serve.threads = c.threads;
+  auto server = ModelServer::start(o);
+  if (!server.is_ok()) {
+    std::fprintf(stderr, "kiln serve: %s\n", server.status().message().c_str());
+    return 1;
+  }
+  print_models(**server);
+  HttpOptions h;
+  h.host = c.http_host;
+  h.port = c.http_port;
+  h.threads = c.http_threads;
+  h.max_body_bytes = c.max_body_bytes;
+  HttpFrontend http(**server, h);
+  Status bound = http.bind();
+  if (!bound.is_ok()) {
+    std::fprintf(stderr, "kiln serve: %s\n", bound.message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "kiln serve: HTTP on %s:%d\n", c.http_host.c_str(), http.port());
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "kiln serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    (*server)->stop_admitting();  // readiness false
+    http.stop();                  // the listener closes; requests in flight run on
+  });
+  http.serve();  // returns once the handlers in flight have answered
+  waiter.join();
+  (*server)->drain();
+  std::fprintf(stderr, "kiln serve: stopped\n");
+  return 0;
+}
+
+}  // namespace kiln::server

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/infer_request.h"
+#include "server/metrics.h"
 #include "server/model_config.h"
 #include "server/v2_json.h"
 
@@ -128,8 +129,14 @@ void HttpFrontend::Impl::infer(const httplib::Request& req, httplib::Response& r
           res, invalid_argument("Inference-Header-Content-Length '" + v + "' is not a byte count"));
   }
   auto request = parse_v2_request(req.body, header_length);
-  Result<Outputs> result = request.is_ok() ? run_request(server, **model, *request, t0)
-                                           : Result<Outputs>(request.status());
+  if (!request.is_ok()) {
+    InferStats failed;
+    failed.fail_count = 1;
+    failed.failures["OTHER"] = 1;
+    server.record((*model)->name(), (*model)->version(), failed);
+    return reply_error(res, request.status());
+  }
+  Result<Outputs> result = run_request(server, **model, *request, t0);
   if (!result.is_ok()) return reply_error(res, result.status());
   V2Response r = v2_response((*model)->name(), (*model)->version(), *request, *result);
   res.status = 200;
@@ -142,6 +149,17 @@ void HttpFrontend::Impl::infer(const httplib::Request& req, httplib::Response& r
 }
 
 void HttpFrontend::Impl::routes() {
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_metrics(server), "text/plain; version=0.0.4");
+  });
+  http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string what = res.status == 413   ? "the request body is over the server's limit"
+                             : res.status == 404 ? "no such endpoint"
+                                                 : "the request could not be served";
+    res.set_content(json{{"error", what}}.dump(), "application/json");
+  });
+  if (options.metrics_only) return;
   http.Get("/v2/health/live",
            [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   http.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {
@@ -209,13 +227,6 @@ void HttpFrontend::Impl::routes() {
               if (!s.is_ok()) return reply_error(res, s);
               res.status = 200;
             });
-  http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const std::string what = res.status == 413   ? "the request body is over the server's limit"
-                             : res.status == 404 ? "no such endpoint"
-                                                 : "the request could not be served";
-    res.set_content(json{{"error", what}}.dump(), "application/json");
-  });
 }
 
 HttpFrontend::HttpFrontend(ModelServer& server, HttpOptions options)

@@ -9,6 +9,7 @@
 //   GET  v2/models/stats                                    every model's statistics
 //   POST v2/models/M[/versions/V]/infer                     JSON or binary tensors
 //   POST v2/repository/index, v2/repository/models/M/load|unload
+//   GET  metrics                                            Prometheus text (metrics.h)
 //
 // Errors are {"error": "..."}: 400 for a bad request, 404 for an unknown model, 413 for a body
 // over max_body_bytes, 503 for a full queue or a model that is not available, 500 otherwise.
@@ -29,6 +30,9 @@ struct HttpOptions {
   int port = 8000;       // 0: any free port (port() says which)
   size_t threads = 256;  // connections served at once
   size_t max_body_bytes = size_t{256} << 20;
+  // Only GET /metrics (Prometheus text, metrics.h), as on a separate metrics port; the main
+  // port serves /metrics too.
+  bool metrics_only = false;
 };
 
 // The HTTP status of a Status (Triton's mapping).

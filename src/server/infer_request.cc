@@ -55,7 +55,12 @@ Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs) {
 Result<Outputs> run_request(ModelServer& server, ServedModel& model, const V2Request& request,
                             std::chrono::steady_clock::time_point start) {
   InferStats one;
-  auto finish = [&](bool ok) {
+  auto finish = [&](bool ok, const Status& why = Status::ok()) {
+    if (!ok)
+      one.failures[why.code() == StatusCode::kUnavailable       ? "REJECTED"
+                   : why.code() == StatusCode::kCancelled       ? "CANCELED"
+                   : why.code() == StatusCode::kInvalidArgument ? "OTHER"
+                                                                : "BACKEND"] = 1;
     const auto now = std::chrono::steady_clock::now();
     const uint64_t total = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count());
@@ -74,18 +79,20 @@ Result<Outputs> run_request(ModelServer& server, ServedModel& model, const V2Req
                                         [&](const auto& o) { return o.name() == name; }))
       checked = invalid_argument("requested output '" + name + "' is not one of the model's");
   if (!checked.is_ok()) {
-    finish(false);
+    finish(false, checked);
     return checked;
   }
   BatchRequest b{request.inputs, request.priority, request.timeout_us};
   auto admitted = model.batcher().submit(std::move(b));
   if (!admitted.is_ok()) {
-    finish(false);
+    finish(false, admitted.status());
     return admitted.status();
   }
   Result<Outputs> out = admitted->result.get();
   if (!out.is_ok()) {
-    finish(false);
+    finish(false, out.status().code() == StatusCode::kInvalidArgument
+                      ? internal_error(out.status().message())
+                      : out.status());
     return out.status();
   }
   Outputs selected;

@@ -174,6 +174,29 @@ void ModelServer::record(const std::string& name, int64_t version, const InferSt
   s.compute_output_ns += one.compute_output_ns;
   s.inference_count += one.inference_count;
   s.last_inference_ms = std::max(s.last_inference_ms, one.last_inference_ms);
+  for (const auto& [reason, n] : one.failures) s.failures[reason] += n;
+  if (one.success_count)
+    latencies_[{name, version}].add(one.success_ns / 1e3, one.queue_ns / 1e3,
+                                    one.compute_infer_ns / 1e3);
+}
+
+void LatencyWindow::add(double request, double queue, double compute) {
+  if (request_us.size() < kWindow) {
+    request_us.push_back(request);
+    queue_us.push_back(queue);
+    compute_us.push_back(compute);
+    return;
+  }
+  request_us[next] = request;
+  queue_us[next] = queue;
+  compute_us[next] = compute;
+  next = (next + 1) % kWindow;
+}
+
+LatencyWindow ModelServer::latencies(const std::string& name, int64_t version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = latencies_.find({name, version});
+  return it == latencies_.end() ? LatencyWindow{} : it->second;
 }
 
 InferStats ModelServer::stats(const std::string& name, int64_t version) const {

@@ -40,6 +40,18 @@ struct InferStats {
   uint64_t queue_ns = 0, compute_input_ns = 0, compute_infer_ns = 0, compute_output_ns = 0;
   uint64_t inference_count = 0;    // rows (images) answered
   uint64_t last_inference_ms = 0;  // since the epoch
+  // Failures by Triton's reasons: REJECTED (a full queue), CANCELED, BACKEND (the model's own
+  // error), OTHER (a bad request).
+  std::map<std::string, uint64_t> failures;
+};
+
+// The most recent requests' latencies of a model version (microseconds), for the metrics'
+// quantiles: a window of the last kWindow successes.
+struct LatencyWindow {
+  static constexpr size_t kWindow = 2048;
+  std::vector<double> request_us, queue_us, compute_us;
+  size_t next = 0;
+  void add(double request, double queue, double compute);
 };
 
 class ModelServer {
@@ -69,8 +81,10 @@ class ModelServer {
   // Stops admitting requests and finishes the ones admitted (every model's batcher drains).
   void drain();
 
+  // Adds one request's figures (`one` holds that request alone) to the model version's.
   void record(const std::string& name, int64_t version, const InferStats& one);
   InferStats stats(const std::string& name, int64_t version) const;
+  LatencyWindow latencies(const std::string& name, int64_t version) const;
   const ServerOptions& options() const { return options_; }
 
  private:
@@ -83,6 +97,7 @@ class ModelServer {
   std::map<std::string, std::map<int64_t, std::shared_ptr<ServedModel>>> models_;
   std::map<std::string, std::string> failed_;
   std::map<std::pair<std::string, int64_t>, InferStats> stats_;
+  std::map<std::pair<std::string, int64_t>, LatencyWindow> latencies_;
   bool draining_ = false;
 };
 

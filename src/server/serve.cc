@@ -1,6 +1,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "kiln_serve.h"
@@ -54,6 +55,22 @@ int serve(const ServeCommand& c) {
     std::fprintf(stderr, "kiln serve: %s\n", bound.message().c_str());
     return 1;
   }
+  std::unique_ptr<HttpFrontend> metrics;
+  std::thread metrics_thread;
+  if (c.metrics_port >= 0) {
+    HttpOptions m = h;
+    m.port = c.metrics_port;
+    m.threads = 4;
+    m.metrics_only = true;
+    metrics = std::make_unique<HttpFrontend>(**server, m);
+    Status bound_metrics = metrics->bind();
+    if (!bound_metrics.is_ok()) {
+      std::fprintf(stderr, "kiln serve: metrics: %s\n", bound_metrics.message().c_str());
+      return 1;
+    }
+    metrics_thread = std::thread([&] { metrics->serve(); });
+    std::fprintf(stderr, "kiln serve: metrics on %s:%d\n", c.http_host.c_str(), metrics->port());
+  }
   std::fprintf(stderr, "kiln serve: HTTP on %s:%d\n", c.http_host.c_str(), http.port());
   std::thread waiter([&] {
     int sig = 0;
@@ -65,6 +82,10 @@ int serve(const ServeCommand& c) {
   http.serve();  // returns once the handlers in flight have answered
   waiter.join();
   (*server)->drain();
+  if (metrics) {
+    metrics->stop();
+    metrics_thread.join();
+  }
   std::fprintf(stderr, "kiln serve: stopped\n");
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "server/http_frontend.h"
+#include "server/metrics.h"
 
 namespace kiln::server {
 namespace {
@@ -280,6 +281,39 @@ TEST_F(Http, BadRequestsGetClearErrors) {
   EXPECT_EQ(client_->Post("/v2/models/fashion/infer", infer_body(1, 1).dump(), "application/json")
                 ->status,
             200);
+}
+
+// Prometheus text with Triton's names, after a few requests and one bad one.
+TEST_F(Http, MetricsInTritonsNames) {
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(client_->Post("/v2/models/fashion/infer", infer_body(i, 2).dump(), "application/json")
+                  ->status,
+              200);
+  ASSERT_EQ(client_->Post("/v2/models/fashion/infer", "{}", "application/json")->status, 400);
+  auto r = client_->Get("/metrics");
+  ASSERT_EQ(r->status, 200);
+  const std::string& m = r->body;
+  for (const char* line : {
+           "nv_inference_request_success{model=\"fashion\",version=\"1\"} 3",
+           "nv_inference_count{model=\"fashion\",version=\"1\"} 6",
+           "nv_inference_request_failure{model=\"fashion\",version=\"1\",reason=\"OTHER\"} 1",
+           "nv_inference_pending_request_count{model=\"fashion\",version=\"1\"} 0",
+           "# TYPE nv_inference_queue_duration_us counter",
+           "nv_inference_request_summary_us{model=\"fashion\",version=\"1\",quantile=\"0.99\"}",
+           "nv_inference_request_summary_us_count{model=\"fashion\",version=\"1\"} 3",
+           "kiln_batch_size_bucket{model=\"fashion\",version=\"1\",le=\"2\"}",
+           "kiln_batch_size_bucket{model=\"fashion\",version=\"1\",le=\"+Inf\"}",
+           "kiln_batch_size_sum{model=\"fashion\",version=\"1\"} 6",
+       })
+    EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
+  EXPECT_NE(m.find("nv_inference_exec_count{model=\"fashion\",version=\"1\"}"), std::string::npos);
+}
+
+TEST(Quantile, NearestRank) {
+  EXPECT_EQ(quantile({}, 0.5), 0);
+  EXPECT_EQ(quantile({5, 1, 3, 2, 4}, 0.5), 3);
+  EXPECT_EQ(quantile({5, 1, 3, 2, 4}, 0.99), 5);
+  EXPECT_EQ(quantile({7}, 0.9), 7);
 }
 
 TEST_F(Http, RepositoryIndexLoadUnload) {

@@ -96,9 +96,10 @@ std::string request_body() {
 
 TEST_F(ServeCli, ServesThenDrainsOnSigterm) {
   const fs::path log = root_ / "serve.log";
-  const pid_t pid = spawn({"--model-repository", (root_ / "repo").string(), "--http-host",
-                           "127.0.0.1", "--http-port", "0", "--threads", "1"},
-                          log);
+  const pid_t pid =
+      spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
+             "--http-port", "0", "--metrics-port", "-1", "--threads", "1"},
+            log);
   const int port = wait_for_port(log, 60s);
   ASSERT_GT(port, 0) << read(log);
   httplib::Client client("127.0.0.1", port);

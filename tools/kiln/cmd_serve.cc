@@ -1,6 +1,6 @@
-// `kiln serve --model-repository DIR [--http-port 8000] [--model-control none|poll|explicit]
-// [--load-model NAME...]`: a Triton-compatible model server (KServe v2 over HTTP) with a dynamic
-// batcher per model; SIGTERM drains it (kiln_serve.h).
+// `kiln serve --model-repository DIR [--http-port 8000] [--metrics-port 8002]
+// [--model-control none|poll|explicit] [--load-model NAME...]`: a Triton-compatible model server
+// (KServe v2 over HTTP) with a dynamic batcher per model; SIGTERM drains it (kiln_serve.h).
 #include "cli_common.h"
 #include "kiln_serve.h"
 
@@ -32,6 +32,10 @@ Command add_serve_command(CLI::App& root, const GlobalOptions& global) {
       ->required();
   app->add_option("--http-host", c->http_host, "the address to listen on")->capture_default_str();
   app->add_option("--http-port", c->http_port, "the HTTP port (0: any free one, printed)")
+      ->capture_default_str();
+  app->add_option("--metrics-port", c->metrics_port,
+                  "Prometheus metrics (GET /metrics) on their own port (-1: none; 0: any free "
+                  "one; the HTTP port serves them too)")
       ->capture_default_str();
   app->add_option("--http-threads", c->http_threads,
                   "connections served at once (cpp-httplib holds a thread per connection)")

@@ -14,6 +14,7 @@ struct ServeCommand {
   std::vector<std::string> load_models;
   std::string http_host = "0.0.0.0";
   int http_port = 8000;
+  int metrics_port = 8002;  // GET /metrics alone (-1: none; the HTTP port serves it too)
   size_t http_threads = 256;
   size_t max_body_bytes = size_t{256} << 20;
   int threads = 0;  // CPU instances: threads each

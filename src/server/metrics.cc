@@ -1,0 +1,144 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace kiln::server {
+
+namespace {
+
+struct Family {
+  const char* name;
+  const char* type;
+  const char* help;
+};
+
+void header(std::ostringstream& out, const Family& f) {
+  out << "# HELP " << f.name << " " << f.help << "\n# TYPE " << f.name << " " << f.type << "\n";
+}
+
+std::string labels(const ModelState& m, const std::string& extra = "") {
+  std::string l = "{model=\"" + m.name + "\",version=\"" + std::to_string(m.version) + "\"";
+  if (!extra.empty()) l += "," + extra;
+  return l + "}";
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+// A label's number, as short as it reads: "0.99".
+std::string label_number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+}  // namespace
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(values.size())));
+  return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+std::string prometheus_metrics(const ModelServer& server) {
+  struct Row {
+    ModelState model;
+    InferStats stats;
+    LatencyWindow window;
+    BatcherStats batches;
+    std::vector<int64_t> sizes;
+  };
+  std::vector<Row> rows;
+  for (const ModelState& m : server.index(true)) {
+    auto served = server.find(m.name, std::to_string(m.version));
+    if (!served.is_ok()) continue;
+    rows.push_back({m, server.stats(m.name, m.version), server.latencies(m.name, m.version),
+                    (*served)->batcher().stats(), batch_sizes((*served)->batcher().options())});
+  }
+  std::ostringstream out;
+  auto counter = [&](const Family& f, auto value) {
+    header(out, f);
+    for (const Row& r : rows) out << f.name << labels(r.model) << " " << number(value(r)) << "\n";
+  };
+  counter({"nv_inference_request_success", "counter", "Number of successful inference requests"},
+          [](const Row& r) { return double(r.stats.success_count); });
+  header(out, {"nv_inference_request_failure", "counter", "Number of failed inference requests"});
+  for (const Row& r : rows)
+    for (const char* reason : {"REJECTED", "CANCELED", "BACKEND", "OTHER"}) {
+      auto it = r.stats.failures.find(reason);
+      out << "nv_inference_request_failure"
+          << labels(r.model, std::string("reason=\"") + reason + "\"") << " "
+          << (it == r.stats.failures.end() ? 0 : it->second) << "\n";
+    }
+  counter({"nv_inference_count", "counter", "Number of inferences performed (rows)"},
+          [](const Row& r) { return double(r.stats.inference_count); });
+  counter({"nv_inference_exec_count", "counter", "Number of model executions (batches)"},
+          [](const Row& r) { return double(r.batches.batches); });
+  counter({"nv_inference_pending_request_count", "gauge", "Requests waiting in the queue"},
+          [](const Row& r) { return double(r.batches.queued); });
+  counter({"nv_inference_request_duration_us", "counter", "Cumulative request duration (us)"},
+          [](const Row& r) { return (r.stats.success_ns + r.stats.fail_ns) / 1e3; });
+  counter(
+      {"nv_inference_queue_duration_us", "counter", "Cumulative time requests spent queued (us)"},
+      [](const Row& r) { return r.stats.queue_ns / 1e3; });
+  counter({"nv_inference_compute_input_duration_us", "counter",
+           "Cumulative compute input duration (us)"},
+          [](const Row& r) { return r.stats.compute_input_ns / 1e3; });
+  counter({"nv_inference_compute_infer_duration_us", "counter",
+           "Cumulative compute inference duration (us)"},
+          [](const Row& r) { return r.stats.compute_infer_ns / 1e3; });
+  counter({"nv_inference_compute_output_duration_us", "counter",
+           "Cumulative compute output duration (us)"},
+          [](const Row& r) { return r.stats.compute_output_ns / 1e3; });
+  const struct {
+    Family f;
+    std::vector<double> LatencyWindow::*values;
+  } summaries[] = {
+      {{"nv_inference_request_summary_us", "summary", "Request duration (us)"},
+       &LatencyWindow::request_us},
+      {{"nv_inference_queue_summary_us", "summary", "Queue duration (us)"},
+       &LatencyWindow::queue_us},
+      {{"nv_inference_compute_infer_summary_us", "summary", "Compute inference duration (us)"},
+       &LatencyWindow::compute_us},
+  };
+  for (const auto& s : summaries) {
+    header(out, s.f);
+    for (const Row& r : rows) {
+      const std::vector<double>& v = r.window.*s.values;
+      for (double q : {0.5, 0.9, 0.95, 0.99})
+        out << s.f.name << labels(r.model, "quantile=\"" + label_number(q) + "\"") << " "
+            << number(quantile(v, q)) << "\n";
+      double sum = 0;
+      for (double x : v) sum += x;
+      out << s.f.name << "_sum" << labels(r.model) << " " << number(sum) << "\n";
+      out << s.f.name << "_count" << labels(r.model) << " " << v.size() << "\n";
+    }
+  }
+  header(out, {"kiln_batch_size", "histogram", "Rows of the batches that ran, before padding"});
+  for (const Row& r : rows) {
+    int64_t sum = 0;
+    const std::vector<int64_t> bounds = r.sizes.empty() ? std::vector<int64_t>{1} : r.sizes;
+    for (int64_t b : bounds) {
+      int64_t cumulative = 0;  // batches of at most b rows
+      for (const auto& [batch_rows, n] : r.batches.batch_rows_histogram)
+        if (batch_rows <= b) cumulative += n;
+      out << "kiln_batch_size_bucket" << labels(r.model, "le=\"" + std::to_string(b) + "\"") << " "
+          << cumulative << "\n";
+    }
+    for (const auto& [batch_rows, n] : r.batches.batch_rows_histogram) sum += batch_rows * n;
+    out << "kiln_batch_size_bucket" << labels(r.model, "le=\"+Inf\"") << " " << r.batches.batches
+        << "\n";
+    out << "kiln_batch_size_sum" << labels(r.model) << " " << sum << "\n";
+    out << "kiln_batch_size_count" << labels(r.model) << " " << r.batches.batches << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace kiln::server

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -108,6 +109,7 @@ struct HttpFrontend::Impl {
   HttpOptions options;
   httplib::Server http;
   int port = -1;
+  int listen_fd = -1;
 
   Impl(ModelServer& s, HttpOptions o) : server(s), options(std::move(o)) {}
 
@@ -234,6 +236,13 @@ HttpFrontend::HttpFrontend(ModelServer& server, HttpOptions options)
   const size_t threads = std::max<size_t>(1, impl_->options.threads);
   impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->http.set_payload_max_length(impl_->options.max_body_bytes);
+  // Debian's cpp-httplib listens with a backlog of 5: connections past it wait out a SYN
+  // retry (a second) under load. The listening socket is kept here, and bind() listens again
+  // with the system's limit.
+  impl_->http.set_socket_options([i = impl_.get()](socket_t sock) {
+    httplib::default_socket_options(sock);
+    i->listen_fd = sock;
+  });
   impl_->routes();
 }
 
@@ -249,6 +258,8 @@ Status HttpFrontend::bind() {
   if (i.port < 0)
     return unavailable("HTTP: cannot listen on " + i.options.host + ":" +
                        std::to_string(i.options.port) + " (taken, or not an address here)");
+  if (i.listen_fd >= 0 && ::listen(i.listen_fd, SOMAXCONN) != 0)
+    return unavailable("HTTP: cannot widen the listen backlog of port " + std::to_string(i.port));
   return Status::ok();
 }
 

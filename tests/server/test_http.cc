@@ -1,7 +1,10 @@
 // KServe v2 over HTTP (src/server/http_frontend.h) on loopback: every endpoint, JSON and binary
 // tensors, and the error bodies of bad requests; the shipped Fashion-MNIST net on the CPU.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -37,20 +40,29 @@ class Http : public testing::Test {
     std::ofstream(root_ / "fashion" / "config.pbtxt")
         << "max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 1000 }\n"
            "instance_group [ { count: 1 kind: KIND_CPU } ]\n";
+    // A slower net behind a short queue, for overload.
+    fs::create_directories(root_ / "deep" / "1");
+    fs::copy_file(std::string(KILN_SOURCE_DIR) + "/models/fashion_resnet18.onnx",
+                  root_ / "deep" / "1" / "model.onnx", fs::copy_options::overwrite_existing);
+    std::ofstream(root_ / "deep" / "config.pbtxt")
+        << "max_batch_size: 4\ndynamic_batching { default_queue_policy { max_queue_size: 4 } }\n"
+           "instance_group [ { count: 1 kind: KIND_CPU } ]\n"
+           "parameters { key: \"threads\" value: { string_value: \"1\" } }\n";
     fs::create_directories(root_ / "broken" / "1");
     std::ofstream(root_ / "broken" / "config.pbtxt") << "sequence_batching { }";
     std::ofstream(root_ / "broken" / "1" / "model.onnx") << "x";
     ServerOptions o;
     o.repository = root_.string();
     o.model_control = "explicit";
-    o.load_models = {"fashion", "broken"};
+    o.load_models = {"fashion", "broken", "deep"};
     auto s = ModelServer::start(o);
     ASSERT_TRUE(s.is_ok()) << s.status().to_string();
     server_ = std::move(*s);
     HttpOptions h;
     h.host = "127.0.0.1";
     h.port = 0;
-    h.threads = 8;
+    h.threads =
+        32;  // above the most clients a test runs at once (httplib holds a thread per connection)
     h.max_body_bytes = 1 << 20;
     http_ = std::make_unique<HttpFrontend>(*server_, h);
     ASSERT_TRUE(http_->bind().is_ok());
@@ -213,9 +225,11 @@ TEST_F(Http, ConcurrentRequestsBatchAndAnswerRight) {
     });
   for (auto& t : clients) t.join();
   EXPECT_EQ(wrong.load(), 0);
-  auto stats = json::parse(client_->Get("/v2/models/stats")->body);
-  EXPECT_EQ(stats["model_stats"][0]["inference_count"], 40);
-  EXPECT_LT(stats["model_stats"][0]["execution_count"].get<int>(), 40);
+  auto stats = json::parse(client_->Get("/v2/models/stats")->body)["model_stats"];
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[1]["name"], "fashion");
+  EXPECT_EQ(stats[1]["inference_count"], 40);
+  EXPECT_LT(stats[1]["execution_count"].get<int>(), 40);
 }
 
 TEST_F(Http, BadRequestsGetClearErrors) {
@@ -283,6 +297,81 @@ TEST_F(Http, BadRequestsGetClearErrors) {
             200);
 }
 
+// A client that sends half a request and stalls, and one that drops its connection mid-body,
+// hold one connection thread each at most: the other requests are answered meanwhile, and
+// after.
+TEST_F(Http, SlowAndVanishingClientsLeaveTheOthersAlone) {
+  auto half_request = [&](const std::string& part) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(http_->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    const std::string head =
+        "POST /v2/models/fashion/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: 100000\r\n\r\n" +
+        part;
+    EXPECT_EQ(send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+    return fd;
+  };
+  const int slow = half_request("{\"inputs\": [");
+  const int vanishing = half_request("{\"inputs\": [{\"name\": \"input\"");
+  close(vanishing);  // gone mid-body
+  for (int i = 0; i < 6; ++i) {
+    auto r =
+        client_->Post("/v2/models/fashion/infer", infer_body(40 + i, 1).dump(), "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+  close(slow);
+  EXPECT_EQ(client_->Post("/v2/models/fashion/infer", infer_body(50, 1).dump(), "application/json")
+                ->status,
+            200);
+  EXPECT_EQ(client_->Get("/v2/health/ready")->status, 200);
+}
+
+// Overload: 24 clients at once against a queue of 4. The requests the queue cannot take are
+// refused at once (503, "Exceeds maximum queue size"); every one it took is answered, right.
+TEST_F(Http, OverloadRefusesAtOnceAndLosesNothingAdmitted) {
+  std::atomic<int> ok{0}, refused{0}, other{0};
+  std::atomic<int64_t> slowest_refusal_us{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 24; ++c)
+    clients.emplace_back([&, c] {
+      httplib::Client cl("127.0.0.1", http_->port());
+      for (int i = 0; i < 4; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto r = cl.Post("/v2/models/deep/infer", infer_body(200 + c * 4 + i, 1).dump(),
+                         "application/json");
+        const int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - t0)
+                               .count();
+        if (r && r->status == 200 && json::parse(r->body)["outputs"][0]["data"].size() == 10) {
+          ++ok;
+        } else if (r && r->status == 503 &&
+                   r->body.find("Exceeds maximum queue size") != std::string::npos) {
+          ++refused;
+          int64_t prev = slowest_refusal_us;
+          while (us > prev && !slowest_refusal_us.compare_exchange_weak(prev, us)) {
+          }
+        } else {
+          ++other;
+        }
+      }
+    });
+  for (auto& t : clients) t.join();
+  std::printf("[ overload ] 96 requests: %d answered, %d refused (slowest refusal %lld us)\n",
+              ok.load(), refused.load(), static_cast<long long>(slowest_refusal_us.load()));
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(ok + refused, 96);
+  EXPECT_GT(refused.load(), 0);
+  EXPECT_GT(ok.load(), 0);
+  auto s = json::parse(client_->Get("/v2/models/deep/stats")->body)["model_stats"][0];
+  EXPECT_EQ(s["inference_stats"]["success"]["count"], ok.load());
+  EXPECT_EQ(s["inference_stats"]["fail"]["count"], refused.load());
+}
+
 // Prometheus text with Triton's names, after a few requests and one bad one.
 TEST_F(Http, MetricsInTritonsNames) {
   for (int i = 0; i < 3; ++i)
@@ -320,15 +409,15 @@ TEST_F(Http, RepositoryIndexLoadUnload) {
   auto index = client_->Post("/v2/repository/index", "{}", "application/json");
   ASSERT_EQ(index->status, 200);
   json list = json::parse(index->body);
-  ASSERT_EQ(list.size(), 2u);
+  ASSERT_EQ(list.size(), 3u);
   EXPECT_EQ(list[0]["name"], "broken");
   EXPECT_EQ(list[0]["state"], "UNAVAILABLE");
   EXPECT_NE(list[0]["reason"].get<std::string>().find("sequence_batching"), std::string::npos);
-  EXPECT_EQ(list[1]["name"], "fashion");
-  EXPECT_EQ(list[1]["state"], "READY");
+  EXPECT_EQ(list[2]["name"], "fashion");
+  EXPECT_EQ(list[2]["state"], "READY");
   auto ready_only = json::parse(
       client_->Post("/v2/repository/index", "{\"ready\": true}", "application/json")->body);
-  EXPECT_EQ(ready_only.size(), 1u);
+  EXPECT_EQ(ready_only.size(), 2u);  // deep and fashion
 
   EXPECT_EQ(client_->Post("/v2/repository/models/fashion/unload", "", "application/json")->status,
             200);

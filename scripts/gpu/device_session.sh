@@ -9,7 +9,8 @@
 #
 # Expects .device/bundle.tgz: a kiln-bundle/ folder with bin/ (kiln and kiln_gpu_tests, as
 # wrappers that find the non-CUDA libraries they link), share/ (the Fashion-MNIST t10k IDX
-# files) and env.sh (puts bin/ on PATH); and the repository around it. The torchvision models are
+# files, and train-calib-val-* from scripts/gpu/fashion_calib_val.py for the accuracy tests) and
+# env.sh (puts bin/ on PATH); and the repository around it. The torchvision models are
 # exported on the machine itself (its PyTorch) into /tmp/kiln-models.
 set -uo pipefail
 OUT=${OUT:-/tmp/kiln-out}

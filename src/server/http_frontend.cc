@@ -7,6 +7,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "server/image_request.h"
 #include "server/infer_request.h"
 #include "server/metrics.h"
 #include "server/model_config.h"
@@ -114,6 +115,7 @@ struct HttpFrontend::Impl {
   Impl(ModelServer& s, HttpOptions o) : server(s), options(std::move(o)) {}
 
   void infer(const httplib::Request& req, httplib::Response& res);
+  void classify(const httplib::Request& req, httplib::Response& res);
   void routes();
 };
 
@@ -148,6 +150,37 @@ void HttpFrontend::Impl::infer(const httplib::Request& req, httplib::Response& r
   } else {
     res.set_content(std::move(r.body), "application/json");
   }
+}
+
+// POST an image (JPEG or PNG bytes), get the top k classes (?top_k=5).
+void HttpFrontend::Impl::classify(const httplib::Request& req, httplib::Response& res) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = server.find(req.matches[1].str(), version_of(req));
+  if (!model.is_ok()) return reply_error(res, model.status());
+  int k = 5;
+  if (req.has_param("top_k")) {
+    const std::string v = req.get_param_value("top_k");
+    char* end = nullptr;
+    const long parsed = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || parsed < 1 || parsed > 1000)
+      return reply_error(res, invalid_argument("top_k '" + v + "': 1 to 1000"));
+    k = static_cast<int>(parsed);
+  }
+  ServedModel& m = **model;
+  auto inputs = image_input(m.config(), m.engine().metadata(), req.body);
+  if (!inputs.is_ok()) return reply_error(res, inputs.status());
+  V2Request request;
+  request.inputs = std::move(*inputs);
+  auto out = run_request(server, m, request, t0);
+  if (!out.is_ok()) return reply_error(res, out.status());
+  const std::string first = m.config().output(0).name();
+  json classes = json::array();
+  for (const ClassScore& c : top_classes(out->at(first), k, m.labels()))
+    classes.push_back({{"index", c.index}, {"label", c.label}, {"score", c.score}});
+  reply_json(res, {{"model_name", m.name()},
+                   {"model_version", std::to_string(m.version())},
+                   {"output", first},
+                   {"classes", classes}});
 }
 
 void HttpFrontend::Impl::routes() {
@@ -210,6 +243,8 @@ void HttpFrontend::Impl::routes() {
   });
   http.Post(std::string(kModelPath) + "/infer",
             [this](const httplib::Request& req, httplib::Response& res) { infer(req, res); });
+  http.Post(std::string(kModelPath) + "/classify",
+            [this](const httplib::Request& req, httplib::Response& res) { classify(req, res); });
   http.Post("/v2/repository/index", [this](const httplib::Request& req, httplib::Response& res) {
     const json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
     const bool ready = body.is_object() && body.value("ready", false);

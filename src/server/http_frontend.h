@@ -8,6 +8,8 @@
 //                                                            as JSON)
 //   GET  v2/models/stats                                    every model's statistics
 //   POST v2/models/M[/versions/V]/infer                     JSON or binary tensors
+//   POST v2/models/M[/versions/V]/classify[?top_k=5]        a JPEG or PNG: its top k classes
+//                                                            (image_request.h)
 //   POST v2/repository/index, v2/repository/models/M/load|unload
 //   GET  metrics                                            Prometheus text (metrics.h)
 //

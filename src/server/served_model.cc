@@ -1,5 +1,6 @@
 #include "server/served_model.h"
 
+#include <fstream>
 #include <sstream>
 
 #include "server/model_config.h"
@@ -14,6 +15,25 @@ std::vector<std::string> split(const std::string& text, char sep) {
   for (std::string item; std::getline(in, item, sep);)
     if (!item.empty()) items.push_back(item);
   return items;
+}
+
+// The first output's class names (ServedModel::labels).
+Result<std::vector<std::string>> read_labels(const std::string& dir,
+                                             const inference::ModelConfig& c,
+                                             const Engine& engine) {
+  std::vector<std::string> labels;
+  if (c.output_size() > 0 && !c.output(0).label_filename().empty()) {
+    const std::string path = dir + "/" + c.output(0).label_filename();
+    std::ifstream in(path);
+    if (!in)
+      return invalid_argument("output '" + c.output(0).name() + "': label_filename " + path +
+                              " cannot be read");
+    for (std::string line; std::getline(in, line);) labels.push_back(line);
+    return labels;
+  }
+  auto it = engine.metadata().find("kiln.labels");
+  if (it != engine.metadata().end()) labels = split(it->second, ',');
+  return labels;
 }
 
 }  // namespace
@@ -92,6 +112,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   auto engine = Engine::load(version.model_file, *options);
   if (!engine.is_ok()) return engine.status().with_context(what);
   m->engine_ = *engine;
+  KILN_ASSIGN_OR_RETURN(m->labels_, read_labels(model.dir, m->config_, *m->engine_));
   BatcherOptions b = batcher_options(m->config_);
   PipelineOptions p;
   p.contexts = b.instances;

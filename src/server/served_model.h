@@ -44,6 +44,9 @@ class ServedModel {
   const Engine& engine() const { return *engine_; }
   DynamicBatcher& batcher() { return *batcher_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  // The class names of the first output: its label_filename (one a line, in the model's
+  // folder), else the model's kiln.labels metadata (comma separated); empty where neither.
+  const std::vector<std::string>& labels() const { return labels_; }
 
  private:
   ServedModel() = default;
@@ -51,6 +54,7 @@ class ServedModel {
   int64_t version_ = 0;
   inference::ModelConfig config_;
   std::vector<std::string> warnings_;
+  std::vector<std::string> labels_;
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<DynamicBatcher> batcher_;

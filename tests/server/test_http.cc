@@ -13,7 +13,10 @@
 #include <random>
 #include <thread>
 
+#include "kiln/images.h"
+#include "models/idx_reader.h"
 #include "server/http_frontend.h"
+#include "server/image_request.h"
 #include "server/metrics.h"
 
 namespace kiln::server {
@@ -370,6 +373,52 @@ TEST_F(Http, OverloadRefusesAtOnceAndLosesNothingAdmitted) {
   auto s = json::parse(client_->Get("/v2/models/deep/stats")->body)["model_stats"][0];
   EXPECT_EQ(s["inference_stats"]["success"]["count"], ok.load());
   EXPECT_EQ(s["inference_stats"]["fail"]["count"], refused.load());
+}
+
+// The image endpoint: a JPEG of a Fashion-MNIST test image gets the offline engine's best class,
+// with its label; a corrupt image and a bad top_k are refused, naming what is wrong.
+TEST_F(Http, ClassifiesAnImage) {
+  std::vector<uint8_t> images, labels;
+  std::vector<int64_t> dims;
+  std::string error;
+  ASSERT_TRUE(test::read_idx_gz(std::string(KILN_FASHION_MNIST_DIR) + "/t10k-images-idx3-ubyte.gz",
+                                images, dims, error))
+      << error;
+  Image grey;
+  grey.width = grey.height = 28;
+  grey.channels = 1;
+  grey.pixels.assign(images.begin(), images.begin() + 784);
+  auto jpeg = encode_jpeg(grey, 95);
+  ASSERT_TRUE(jpeg.is_ok()) << jpeg.status().to_string();
+  auto r = client_->Post("/v2/models/fashion/classify?top_k=3", *jpeg, "image/jpeg");
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  ASSERT_EQ(j["classes"].size(), 3u);
+  // What the offline engine says of the same decoded image.
+  auto model = server_->find("fashion");
+  ASSERT_TRUE(model.is_ok());
+  auto in = image_input((*model)->config(), (*model)->engine().metadata(), *jpeg);
+  ASSERT_TRUE(in.is_ok()) << in.status().to_string();
+  auto out = offline_->create_context()->run(*in);
+  ASSERT_TRUE(out.is_ok());
+  auto best = top_classes(out->at("logits"), 1, (*model)->labels());
+  EXPECT_EQ(j["classes"][0]["index"], best[0].index);
+  EXPECT_EQ(j["classes"][0]["label"], best[0].label);
+  EXPECT_NEAR(j["classes"][0]["score"].get<double>(), best[0].score, 1e-4);
+  EXPECT_EQ(j["classes"][0]["label"], "Ankle boot");  // the first test image's class
+  double previous = 1;
+  for (const json& c : j["classes"]) {
+    EXPECT_LE(c["score"].get<double>(), previous);
+    previous = c["score"].get<double>();
+  }
+  auto corrupt = client_->Post("/v2/models/fashion/classify", jpeg->substr(0, 40), "image/jpeg");
+  EXPECT_EQ(corrupt->status, 400);
+  EXPECT_NE(error_of(corrupt).find("the image"), std::string::npos) << error_of(corrupt);
+  auto junk = client_->Post("/v2/models/fashion/classify", "not an image", "image/png");
+  EXPECT_EQ(junk->status, 400);
+  auto bad_k = client_->Post("/v2/models/fashion/classify?top_k=0", *jpeg, "image/jpeg");
+  EXPECT_EQ(bad_k->status, 400);
+  EXPECT_NE(error_of(bad_k).find("top_k"), std::string::npos);
 }
 
 // Prometheus text with Triton's names, after a few requests and one bad one.

@@ -5,13 +5,13 @@
 // everything upstream of it, so one layer that loses accuracy puts every layer after it over
 // budget. Keeping all of those would undo the reduced precision; keeping the first of each path
 // (over budget, its inputs within) removes the cause, and the next round shows what is left.
+#include "runtime/precision_fallback.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
-
-#include "kiln/precision_report.h"
 
 namespace kiln {
 
@@ -32,6 +32,32 @@ bool rounds_on_its_own(const std::string& op) {
       "Relu",    "Clip",      "Gather",    "Expand",   "DepthToSpace", "SpaceToDepth"};
   return !kExact.count(op);
 }
+
+std::string kept_line(const PrecisionReport& r, const std::string& node, const std::string& origin,
+                      int round) {
+  auto worst = [&](const std::string& n, std::string* op) {
+    double e = 0;
+    for (const LayerError& l : r.layers)
+      if (l.node == n && l.relative_l2 >= e) {
+        e = l.relative_l2;
+        if (op) *op = l.op;
+      }
+    return e;
+  };
+  std::string op;
+  const double own = worst(node, &op);
+  char text[256];
+  if (origin == node)
+    std::snprintf(text, sizeof text, " (%s): %.1e over %.1e, round %d", op.c_str(), own,
+                  r.max_layer_error, round);
+  else
+    std::snprintf(text, sizeof text, " (%s): %.1e, feeding %s (%.1e over %.1e), round %d",
+                  op.c_str(), own, origin.c_str(), worst(origin, nullptr), r.max_layer_error,
+                  round);
+  return node + text;
+}
+
+}  // namespace
 
 // The nodes a round keeps: for each layer over budget whose inputs are within it, that node;
 // for an int8 engine, where only the quantized layers move, that node if it is one, else the
@@ -69,32 +95,6 @@ std::vector<std::pair<std::string, std::string>> nodes_to_keep(
 
 // "conv7 (Conv): 3.2e-02 over 1.0e-02, round 1", or for a layer kept upstream of an origin
 // "conv6 (Conv): 7.1e-03, feeding conv7 (1.2e-02 over 1.0e-02), round 2".
-std::string kept_line(const PrecisionReport& r, const std::string& node, const std::string& origin,
-                      int round) {
-  auto worst = [&](const std::string& n, std::string* op) {
-    double e = 0;
-    for (const LayerError& l : r.layers)
-      if (l.node == n && l.relative_l2 >= e) {
-        e = l.relative_l2;
-        if (op) *op = l.op;
-      }
-    return e;
-  };
-  std::string op;
-  const double own = worst(node, &op);
-  char text[256];
-  if (origin == node)
-    std::snprintf(text, sizeof text, " (%s): %.1e over %.1e, round %d", op.c_str(), own,
-                  r.max_layer_error, round);
-  else
-    std::snprintf(text, sizeof text, " (%s): %.1e, feeding %s (%.1e over %.1e), round %d",
-                  op.c_str(), own, origin.c_str(), worst(origin, nullptr), r.max_layer_error,
-                  round);
-  return node + text;
-}
-
-}  // namespace
-
 Result<ErrorFallback> keep_layers_within_error(
     const std::string& model_path, const EngineOptions& reduced, const Engine& fp32,
     const std::vector<std::map<std::string, Tensor>>& samples, double max_layer_error,

@@ -9,6 +9,7 @@
 #include "kiln/precision_report.h"
 #include "kiln/tensor_io.h"
 #include "onnx/onnx_test_util.h"
+#include "runtime/precision_fallback.h"
 
 namespace kiln::test {
 namespace {
@@ -149,6 +150,43 @@ TEST(PrecisionReport, ErrorOriginsAreWhereTheErrorComesIn) {
   EXPECT_EQ(o[1].value, "e");
   r.layers.clear();
   EXPECT_TRUE(error_origins(r).empty());
+}
+
+// The nodes a fallback round keeps, on reports of its own: the origins; past an origin already
+// kept, or one that does no rounding of its own, the nearest layers upstream that are not; for
+// an 8-bit engine, the quantized layers only.
+TEST(PrecisionFallback, NodesToKeepWalkUpstreamPastKeptAndExactLayers) {
+  PrecisionReport r;
+  r.max_layer_error = 0.01;
+  auto layer = [&](const std::string& node, const std::string& op, double error,
+                   std::vector<std::string> inputs) {
+    LayerError l;
+    l.value = node + "_out";
+    l.node = node;
+    l.op = op;
+    l.relative_l2 = error;
+    l.over_budget = error > r.max_layer_error;
+    for (std::string& in : inputs) in += "_out";
+    l.inputs = std::move(inputs);
+    r.layers.push_back(l);
+  };
+  // conv1 → relu → pad → conv2 (over budget, its input within: the origin) → conv3.
+  layer("conv1", "Conv", 0.008, {"x"});
+  layer("relu", "Relu", 0.008, {"conv1"});
+  layer("pad", "Pad", 0.008, {"relu"});
+  layer("conv2", "Conv", 0.012, {"pad"});
+  layer("conv3", "Conv", 0.02, {"conv2"});
+  using Kept = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(nodes_to_keep(r, false, {}, {}), (Kept{{"conv2", "conv2"}}));
+  // conv2 kept already and still over: its error is what its input carries. Pad and Relu
+  // round nothing, so conv1 is kept, for conv2.
+  const PrecisionMap kept = {{"conv2", Precision::kFp32}};
+  EXPECT_EQ(nodes_to_keep(r, false, {}, kept), (Kept{{"conv1", "conv2"}}));
+  // Everything upstream kept: nothing more to keep, and the rounds end.
+  const PrecisionMap all = {{"conv1", Precision::kFp32}, {"conv2", Precision::kFp32}};
+  EXPECT_TRUE(nodes_to_keep(r, false, {}, all).empty());
+  // An 8-bit engine moves its quantized layers only: conv1 and conv3 here.
+  EXPECT_EQ(nodes_to_keep(r, true, {"conv1", "conv3"}, {}), (Kept{{"conv1", "conv2"}}));
 }
 
 }  // namespace

@@ -143,6 +143,36 @@ TEST_F(ServeCli, ServesThenDrainsOnSigterm) {
   EXPECT_NE(text.find("stopped"), std::string::npos) << text;
 }
 
+// kiln perf against kiln serve: every level's requests answered, its JSON written, batches
+// formed at concurrency 4.
+TEST_F(ServeCli, PerfLoadsTheServer) {
+  const fs::path log = root_ / "serve.log";
+  const pid_t pid = spawn({"--model-repository", (root_ / "repo").string(), "--http-host",
+                           "127.0.0.1", "--http-port", "0", "--metrics-port", "-1"},
+                          log);
+  const int port = wait_for_port(log, 60s);
+  ASSERT_GT(port, 0) << read(log);
+  const fs::path out = root_ / "perf.json";
+  const std::string cmd = std::string(KILN_CLI_PATH) +
+                          " perf -m fashion -u 127.0.0.1:" + std::to_string(port) +
+                          " --concurrency-range 1:4:3 --duration 0.5 --binary --json " +
+                          out.string() + " > " + (root_ / "perf.txt").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read(root_ / "perf.txt");
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 30s), 0);
+  const json levels = json::parse(read(out));
+  ASSERT_EQ(levels.size(), 2u) << read(root_ / "perf.txt");
+  for (const json& l : levels) {
+    EXPECT_GT(l["ok"].get<int>(), 0);
+    EXPECT_EQ(l["failed"], 0);
+    EXPECT_GT(l["infer_per_s"].get<double>(), 0);
+    EXPECT_LE(l["p50_us"].get<double>(), l["p99_us"].get<double>());
+    EXPECT_GE(l["avg_batch"].get<double>(), 1.0);
+  }
+  EXPECT_EQ(levels[1]["concurrency"], 4);
+  EXPECT_NE(read(root_ / "perf.txt").find("avg batch"), std::string::npos);
+}
+
 TEST_F(ServeCli, BadRepositoryOrFlagsSayWhy) {
   const fs::path log = root_ / "bad.log";
   pid_t pid = spawn({"--model-repository", (root_ / "nowhere").string()}, log);

@@ -61,6 +61,7 @@ Command add_demo_command(CLI::App& root, const GlobalOptions& global);
 Command add_build_command(CLI::App& root, const GlobalOptions& global);
 Command add_quantize_command(CLI::App& root, const GlobalOptions& global);
 Command add_serve_command(CLI::App& root, const GlobalOptions& global);
+Command add_perf_command(CLI::App& root, const GlobalOptions& global);
 
 // Prints "kiln: error: <message>" (newlines flattened) to stderr.
 void print_error(const std::string& message);

@@ -183,7 +183,7 @@ int run_main(int argc, char** argv) {
       add_run_command(app, global),   add_inspect_command(app, global),
       add_bench_command(app, global), add_demo_command(app, global),
       add_build_command(app, global), add_quantize_command(app, global),
-      add_serve_command(app, global),
+      add_serve_command(app, global), add_perf_command(app, global),
   };
 
   for (const Command& c : commands)

@@ -8,8 +8,6 @@ namespace kiln::server {
 
 namespace {
 
-std::string dims_text(const Shape& s) { return shape_str(s); }
-
 uint64_t ns(double us) { return static_cast<uint64_t>(us * 1000); }
 
 }  // namespace
@@ -45,7 +43,7 @@ Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs) {
       std::string want_dims = batched ? "[N" : "[";
       for (int i = 0; i < in.dims_size(); ++i)
         want_dims += (i || batched ? "," : "") + std::to_string(in.dims(i));
-      return invalid_argument("input '" + in.name() + "': shape " + dims_text(t.shape()) +
+      return invalid_argument("input '" + in.name() + "': shape " + shape_str(t.shape()) +
                               " where the model takes " + want_dims + "]");
     }
   }

@@ -82,7 +82,9 @@ Result<std::shared_ptr<ServedModel>> ModelServer::find(const std::string& name,
 std::vector<ModelState> ModelServer::index(bool ready_only) const {
   std::vector<ModelState> out;
   std::vector<std::string> names;
-  {
+  // The repository's other models matter only to the full index: metadata and metrics
+  // (ready_only) read no files.
+  if (!ready_only) {
     auto repo = read_model_repository(options_.repository);
     if (repo.is_ok())
       for (const RepositoryModel& m : *repo) names.push_back(m.name);

@@ -184,6 +184,7 @@ V2Response v2_response(const std::string& model, int64_t version, const V2Reques
   if (!request.id.empty()) j["id"] = request.id;
   j["outputs"] = json::array();
   std::string binary;
+  bool any_binary = false;
   for (const auto& [name, t] : outputs) {
     json o;
     o["name"] = name;
@@ -192,6 +193,7 @@ V2Response v2_response(const std::string& model, int64_t version, const V2Reques
     auto it = request.binary.find(name);
     const bool as_binary = it != request.binary.end() ? it->second : request.binary_default;
     if (as_binary) {
+      any_binary = true;
       o["parameters"]["binary_data_size"] = t.nbytes();
       binary.append(static_cast<const char*>(t.raw()), t.nbytes());
     } else {
@@ -212,10 +214,7 @@ V2Response v2_response(const std::string& model, int64_t version, const V2Reques
   }
   V2Response r;
   r.body = j.dump();
-  if (!binary.empty() ||
-      std::any_of(request.binary.begin(), request.binary.end(),
-                  [](const auto& b) { return b.second; }) ||
-      request.binary_default) {
+  if (any_binary) {
     r.header_length = static_cast<int64_t>(r.body.size());
     r.body += binary;
   }

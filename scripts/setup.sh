@@ -10,7 +10,7 @@ PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev libgmock-dev libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libstb-dev libturbojpeg0-dev libdnnl-dev ocl-icd-opencl-dev
-  libcpp-httplib-dev
+  libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-grpc-tools
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   dataset-fashion-mnist
 )

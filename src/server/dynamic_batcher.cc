@@ -28,6 +28,7 @@ struct DynamicBatcher::Pending {
   Clock::time_point admitted, deadline = Clock::time_point::max();
   bool delayed = false;  // a DELAY timeout passed: it waits behind the others
   std::promise<Result<Outputs>> promise;
+  ResultCallback on_result;
   std::shared_ptr<RequestTiming> timing = std::make_shared<RequestTiming>();
   Result<Outputs> result = internal_error("no result");
 };
@@ -76,10 +77,11 @@ Result<DynamicBatcher::Admitted> DynamicBatcher::submit(BatchRequest request) {
   uint64_t timeout = pol.default_timeout_us;
   if (request.timeout_us != 0 && pol.allow_timeout_override) timeout = request.timeout_us;
   p->inputs = std::move(request.inputs);
+  p->on_result = std::move(request.on_result);
   p->admitted = Clock::now();
   if (timeout != 0) p->deadline = p->admitted + std::chrono::microseconds(timeout);
   Admitted a;
-  a.result = p->promise.get_future();
+  if (!p->on_result) a.result = p->promise.get_future();
   a.timing = p->timing;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -104,7 +106,7 @@ Result<DynamicBatcher::Admitted> DynamicBatcher::submit(BatchRequest request) {
 bool DynamicBatcher::cancel(uint64_t id) {
   std::shared_ptr<Pending> found;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (auto& [level, q] : queues_) {
       auto it = std::find_if(q.begin(), q.end(), [id](const auto& p) { return p->id == id; });
       if (it == q.end()) continue;
@@ -117,6 +119,7 @@ bool DynamicBatcher::cancel(uint64_t id) {
     if (!found) return false;
     finish(found, cancelled("request " + std::to_string(id) + " was cancelled while queued"));
     deliver_in_order();
+    give_ready(lock);
   }
   cv_.notify_all();
   return true;
@@ -232,17 +235,26 @@ void DynamicBatcher::instance_loop() {
   for (;;) {
     Batch batch;
     Clock::time_point wake;
-    if (take_batch(&batch, &wake)) {
-      ++running_;
+    const bool took = take_batch(&batch, &wake);
+    if (took) ++running_;
+    // Requests that timed out while queued: given here, unless another thread is giving (it
+    // gives these too, and wakes this one when done).
+    if (!ready_.empty() && !giving_) {
+      give_ready(lock);
+      if (!took) continue;  // the queue may have changed while unlocked
+    }
+    if (took) {
       lock.unlock();
       run_batch(batch);
       lock.lock();
       --running_;
       deliver_in_order();
+      give_ready(lock);
       cv_.notify_all();
       continue;
     }
-    if (draining_ && stats_.queued == 0) return;
+    // Done when nothing is queued and no other thread still gives results (see give_ready).
+    if (draining_ && stats_.queued == 0 && ready_.empty() && !giving_) return;
     if (wake == Clock::time_point::max())
       cv_.wait(lock);
     else
@@ -286,12 +298,11 @@ void DynamicBatcher::run_batch(Batch& batch) {
 void DynamicBatcher::finish(const std::shared_ptr<Pending>& p, Result<Outputs> result) {
   ++stats_.completed;
   if (!result.is_ok()) ++stats_.failed;
-  if (!options_.preserve_ordering) {
-    p->promise.set_value(std::move(result));
-    return;
-  }
   p->result = std::move(result);
-  held_[p->id] = p;
+  if (options_.preserve_ordering)
+    held_[p->id] = p;
+  else
+    ready_.push_back(p);
 }
 
 // Under the lock: with preserve_ordering, gives the results whose turn has come.
@@ -299,10 +310,28 @@ void DynamicBatcher::deliver_in_order() {
   if (!options_.preserve_ordering) return;
   for (auto it = held_.find(next_to_deliver_); it != held_.end();
        it = held_.find(next_to_deliver_)) {
-    it->second->promise.set_value(std::move(it->second->result));
+    ready_.push_back(std::move(it->second));
     held_.erase(it);
     ++next_to_deliver_;
   }
+}
+
+void DynamicBatcher::give_ready(std::unique_lock<std::mutex>& lock) {
+  if (giving_) return;  // the thread giving now gives these too, in order
+  giving_ = true;
+  while (!ready_.empty()) {
+    std::vector<std::shared_ptr<Pending>> given;
+    given.swap(ready_);
+    lock.unlock();
+    for (const auto& p : given)
+      if (p->on_result)
+        p->on_result(std::move(p->result), *p->timing);
+      else
+        p->promise.set_value(std::move(p->result));
+    lock.lock();
+  }
+  giving_ = false;
+  cv_.notify_all();
 }
 
 void DynamicBatcher::drain() {

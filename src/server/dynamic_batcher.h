@@ -69,19 +69,25 @@ struct BatcherOptions {
 // powers of two below max_batch_size and max_batch_size itself. Empty where max_batch_size is 0.
 std::vector<int64_t> batch_sizes(const BatcherOptions& o);
 
-// A request as queued: its inputs, rows first, and its controls.
-struct BatchRequest {
-  Outputs inputs;
-  uint32_t priority = 0;    // 0: the default level
-  uint64_t timeout_us = 0;  // 0: the level's default
-};
-
 // What a request's result says of how it ran (for statistics and metrics).
 struct RequestTiming {
   double queue_us = 0;      // admitted → its batch started
   double compute_us = 0;    // its batch's run
   int64_t batch_rows = 0;   // the batch it ran in, before padding
   int64_t padded_rows = 0;  // and after
+};
+
+// Where set, a request's result goes to this callback (on a batcher thread, never under its
+// lock) instead of the future: a protocol that answers asynchronously holds no thread per
+// request.
+using ResultCallback = std::function<void(Result<Outputs> result, const RequestTiming& timing)>;
+
+// A request as queued: its inputs, rows first, and its controls.
+struct BatchRequest {
+  Outputs inputs;
+  uint32_t priority = 0;    // 0: the default level
+  uint64_t timeout_us = 0;  // 0: the level's default
+  ResultCallback on_result;
 };
 
 struct BatcherStats {
@@ -98,7 +104,7 @@ class DynamicBatcher {
  public:
   struct Admitted {
     uint64_t id = 0;
-    std::future<Result<Outputs>> result;
+    std::future<Result<Outputs>> result;    // invalid where the request has on_result
     std::shared_ptr<RequestTiming> timing;  // filled before the result is given
   };
 
@@ -134,6 +140,8 @@ class DynamicBatcher {
   void run_batch(Batch& batch);
   void finish(const std::shared_ptr<Pending>& p, Result<Outputs> result);
   void deliver_in_order();
+  // Gives the results made ready under the lock: unlocks, sets them, locks again.
+  void give_ready(std::unique_lock<std::mutex>& lock);
   uint32_t level_of(uint32_t priority) const;
   const QueuePolicy& policy(uint32_t level) const;
 
@@ -144,8 +152,10 @@ class DynamicBatcher {
   std::condition_variable cv_;
   std::map<uint32_t, std::deque<std::shared_ptr<Pending>>> queues_;  // by level, 1 first
   std::map<uint64_t, std::shared_ptr<Pending>> held_;  // preserve_ordering: done, not given
+  std::vector<std::shared_ptr<Pending>> ready_;        // done, in order, to be given
   uint64_t next_id_ = 1, next_to_deliver_ = 1;
   bool draining_ = false;
+  bool giving_ = false;  // a thread is giving ready_ (one at a time, so that order holds)
   int running_ = 0;
   BatcherStats stats_;
   std::vector<std::thread> instances_;

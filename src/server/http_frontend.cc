@@ -12,6 +12,7 @@
 #include "server/metrics.h"
 #include "server/model_config.h"
 #include "server/v2_json.h"
+#include "server/v2_status.h"
 
 namespace kiln::server {
 
@@ -33,60 +34,6 @@ void reply_json(httplib::Response& res, const json& j) {
 
 std::string version_of(const httplib::Request& req) {
   return req.matches.size() > 2 ? req.matches[2].str() : "";
-}
-
-json tensor_metadata(const inference::ModelConfig& c, bool outputs) {
-  json list = json::array();
-  auto add = [&](const std::string& name, inference::DataType t, const auto& dims) {
-    json shape = json::array();
-    if (c.max_batch_size() > 0) shape.push_back(-1);
-    for (int64_t d : dims) shape.push_back(d);
-    const DataType dt = data_type_of(t);
-    list.push_back({{"name", name},
-                    {"datatype", dt == DataType::kUndefined ? "BYTES" : v2_datatype_name(dt)},
-                    {"shape", shape}});
-  };
-  if (outputs)
-    for (const auto& o : c.output()) add(o.name(), o.data_type(), o.dims());
-  else
-    for (const auto& i : c.input()) add(i.name(), i.data_type(), i.dims());
-  return list;
-}
-
-json model_metadata(const ServedModel& m, const std::vector<ModelState>& index) {
-  json versions = json::array();
-  for (const ModelState& s : index)
-    if (s.name == m.name() && s.state == "READY") versions.push_back(std::to_string(s.version));
-  const std::string platform =
-      m.config().platform().empty() ? m.config().backend() : m.config().platform();
-  return {{"name", m.name()},
-          {"versions", versions},
-          {"platform", platform.empty() ? "kiln" : platform},
-          {"inputs", tensor_metadata(m.config(), false)},
-          {"outputs", tensor_metadata(m.config(), true)}};
-}
-
-json duration(uint64_t count, uint64_t ns) { return {{"count", count}, {"ns", ns}}; }
-
-json model_stats(ModelServer& server, ServedModel& m) {
-  const InferStats s = server.stats(m.name(), m.version());
-  const BatcherStats b = m.batcher().stats();
-  json batches = json::array();
-  for (const auto& [rows, count] : b.batch_rows_histogram)
-    batches.push_back({{"batch_size", rows}, {"compute_infer", duration(count, 0)}});
-  return {{"name", m.name()},
-          {"version", std::to_string(m.version())},
-          {"last_inference", s.last_inference_ms},
-          {"inference_count", s.inference_count},
-          {"execution_count", b.batches},
-          {"inference_stats",
-           {{"success", duration(s.success_count, s.success_ns)},
-            {"fail", duration(s.fail_count, s.fail_ns)},
-            {"queue", duration(s.success_count, s.queue_ns)},
-            {"compute_input", duration(s.success_count, s.compute_input_ns)},
-            {"compute_infer", duration(s.success_count, s.compute_infer_ns)},
-            {"compute_output", duration(s.success_count, s.compute_output_ns)}}},
-          {"batch_stats", batches}};
 }
 
 }  // namespace
@@ -140,7 +87,7 @@ void HttpFrontend::Impl::infer(const httplib::Request& req, httplib::Response& r
     server.record((*model)->name(), (*model)->version(), failed);
     return reply_error(res, request.status());
   }
-  Result<Outputs> result = run_request(server, **model, *request, t0);
+  Result<Outputs> result = run_request(server, *model, *request, t0);
   if (!result.is_ok()) return reply_error(res, result.status());
   V2Response r = v2_response((*model)->name(), (*model)->version(), *request, *result);
   res.status = 200;
@@ -171,7 +118,7 @@ void HttpFrontend::Impl::classify(const httplib::Request& req, httplib::Response
   if (!inputs.is_ok()) return reply_error(res, inputs.status());
   V2Request request;
   request.inputs = std::move(*inputs);
-  auto out = run_request(server, m, request, t0);
+  auto out = run_request(server, *model, request, t0);
   if (!out.is_ok()) return reply_error(res, out.status());
   const std::string first = m.config().output(0).name();
   json classes = json::array();
@@ -201,19 +148,10 @@ void HttpFrontend::Impl::routes() {
     res.status = server.ready() ? 200 : 400;
   });
   http.Get("/v2", [](const httplib::Request&, httplib::Response& res) {
-    reply_json(res,
-               {{"name", "kiln"},
-                {"version", "0.1.0"},
-                {"extensions",
-                 {"binary_tensor_data", "model_repository", "statistics", "model_configuration"}}});
+    reply_json(res, proto_json(server_metadata()));
   });
   http.Get("/v2/models/stats", [this](const httplib::Request&, httplib::Response& res) {
-    json all = json::array();
-    for (const ModelState& s : server.index(true)) {
-      auto m = server.find(s.name, std::to_string(s.version));
-      if (m.is_ok()) all.push_back(model_stats(server, **m));
-    }
-    reply_json(res, {{"model_stats", all}});
+    reply_json(res, proto_json(*model_statistics(server, "", "")));
   });
   http.Get(std::string(kModelPath) + "/ready",
            [this](const httplib::Request& req, httplib::Response& res) {
@@ -232,14 +170,14 @@ void HttpFrontend::Impl::routes() {
            });
   http.Get(std::string(kModelPath) + "/stats",
            [this](const httplib::Request& req, httplib::Response& res) {
-             auto m = server.find(req.matches[1].str(), version_of(req));
-             if (!m.is_ok()) return reply_error(res, m.status());
-             reply_json(res, {{"model_stats", json::array({model_stats(server, **m)})}});
+             auto stats = model_statistics(server, req.matches[1].str(), version_of(req));
+             if (!stats.is_ok()) return reply_error(res, stats.status());
+             reply_json(res, proto_json(*stats));
            });
   http.Get(kModelPath, [this](const httplib::Request& req, httplib::Response& res) {
     auto m = server.find(req.matches[1].str(), version_of(req));
     if (!m.is_ok()) return reply_error(res, m.status());
-    reply_json(res, model_metadata(**m, server.index(true)));
+    reply_json(res, proto_json(model_metadata(**m, server.index(true))));
   });
   http.Post(std::string(kModelPath) + "/infer",
             [this](const httplib::Request& req, httplib::Response& res) { infer(req, res); });
@@ -248,14 +186,7 @@ void HttpFrontend::Impl::routes() {
   http.Post("/v2/repository/index", [this](const httplib::Request& req, httplib::Response& res) {
     const json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
     const bool ready = body.is_object() && body.value("ready", false);
-    json list = json::array();
-    for (const ModelState& s : server.index(ready)) {
-      json e = {{"name", s.name}, {"state", s.state}};
-      if (s.version) e["version"] = std::to_string(s.version);
-      if (!s.reason.empty()) e["reason"] = s.reason;
-      list.push_back(e);
-    }
-    reply_json(res, list);
+    reply_json(res, proto_json(repository_index(server, ready))["models"]);
   });
   http.Post(R"(/v2/repository/models/([^/]+)/(load|unload))",
             [this](const httplib::Request& req, httplib::Response& res) {

@@ -1,6 +1,7 @@
 #include "server/infer_request.h"
 
 #include <algorithm>
+#include <future>
 
 #include "server/model_config.h"
 
@@ -50,60 +51,94 @@ Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs) {
   return Status::ok();
 }
 
-Result<Outputs> run_request(ModelServer& server, ServedModel& model, const V2Request& request,
-                            std::chrono::steady_clock::time_point start) {
+namespace {
+
+// Records one request's figures in the server's statistics.
+void record(ModelServer& server, const ServedModel& model, bool ok, const Status& why,
+            std::chrono::steady_clock::time_point start, const RequestTiming* timing,
+            uint64_t rows) {
   InferStats one;
-  auto finish = [&](bool ok, const Status& why = Status::ok()) {
-    if (!ok)
-      one.failures[why.code() == StatusCode::kUnavailable       ? "REJECTED"
-                   : why.code() == StatusCode::kCancelled       ? "CANCELED"
-                   : why.code() == StatusCode::kInvalidArgument ? "OTHER"
-                                                                : "BACKEND"] = 1;
-    const auto now = std::chrono::steady_clock::now();
-    const uint64_t total = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count());
-    (ok ? one.success_count : one.fail_count) = 1;
-    (ok ? one.success_ns : one.fail_ns) = total;
-    one.last_inference_ms =
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
-    server.record(model.name(), model.version(), one);
-  };
-  const inference::ModelConfig& c = model.config();
+  if (!ok)
+    one.failures[why.code() == StatusCode::kUnavailable       ? "REJECTED"
+                 : why.code() == StatusCode::kCancelled       ? "CANCELED"
+                 : why.code() == StatusCode::kInvalidArgument ? "OTHER"
+                                                              : "BACKEND"] = 1;
+  const auto now = std::chrono::steady_clock::now();
+  const uint64_t total = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now - start).count());
+  (ok ? one.success_count : one.fail_count) = 1;
+  (ok ? one.success_ns : one.fail_ns) = total;
+  one.last_inference_ms =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  if (ok && timing) {
+    one.queue_ns = ns(timing->queue_us);
+    one.compute_infer_ns = ns(timing->compute_us);
+    one.inference_count = rows;
+  }
+  server.record(model.name(), model.version(), one);
+}
+
+Status check_outputs(const inference::ModelConfig& c, const std::vector<std::string>& names) {
+  for (const std::string& name : names)
+    if (std::none_of(c.output().begin(), c.output().end(),
+                     [&](const auto& o) { return o.name() == name; }))
+      return invalid_argument("requested output '" + name + "' is not one of the model's");
+  return Status::ok();
+}
+
+}  // namespace
+
+uint64_t submit_request(ModelServer& server, std::shared_ptr<ServedModel> model,
+                        const V2Request& request, std::chrono::steady_clock::time_point start,
+                        InferDone done) {
+  const inference::ModelConfig& c = model->config();
   Status checked = check_inputs(c, request.inputs);
-  for (const std::string& name : request.outputs)
-    if (checked.is_ok() && std::none_of(c.output().begin(), c.output().end(),
-                                        [&](const auto& o) { return o.name() == name; }))
-      checked = invalid_argument("requested output '" + name + "' is not one of the model's");
+  if (checked.is_ok()) checked = check_outputs(c, request.outputs);
   if (!checked.is_ok()) {
-    finish(false, checked);
-    return checked;
+    record(server, *model, false, checked, start, nullptr, 0);
+    done(checked);
+    return 0;
   }
-  BatchRequest b{request.inputs, request.priority, request.timeout_us};
-  auto admitted = model.batcher().submit(std::move(b));
-  if (!admitted.is_ok()) {
-    finish(false, admitted.status());
-    return admitted.status();
-  }
-  Result<Outputs> out = admitted->result.get();
-  if (!out.is_ok()) {
-    finish(false, out.status().code() == StatusCode::kInvalidArgument
-                      ? internal_error(out.status().message())
-                      : out.status());
-    return out.status();
-  }
-  Outputs selected;
-  for (auto& [name, t] : *out)
-    if (request.outputs.empty() || std::count(request.outputs.begin(), request.outputs.end(), name))
-      selected.emplace(name, t);
-  one.queue_ns = ns(admitted->timing->queue_us);
-  one.compute_infer_ns = ns(admitted->timing->compute_us);
-  one.inference_count = c.max_batch_size() > 0 && !request.inputs.empty()
+  const uint64_t rows = c.max_batch_size() > 0 && !request.inputs.empty()
                             ? static_cast<uint64_t>(request.inputs.begin()->second.dim(0))
                             : 1;
-  finish(true);
-  return selected;
+  BatchRequest b{request.inputs, request.priority, request.timeout_us, nullptr};
+  b.on_result = [&server, model, wanted = request.outputs, start, rows, done](
+                    Result<Outputs> out, const RequestTiming& timing) {
+    if (!out.is_ok()) {
+      // An input the model itself refuses passed the config's checks: the model's failure.
+      const Status why = out.status().code() == StatusCode::kInvalidArgument
+                             ? internal_error(out.status().message())
+                             : out.status();
+      record(server, *model, false, why, start, &timing, rows);
+      done(out.status());
+      return;
+    }
+    Outputs selected;
+    for (auto& [name, t] : *out)
+      if (wanted.empty() || std::count(wanted.begin(), wanted.end(), name))
+        selected.emplace(name, t);
+    record(server, *model, true, Status::ok(), start, &timing, rows);
+    done(std::move(selected));
+  };
+  auto admitted = model->batcher().submit(std::move(b));
+  if (!admitted.is_ok()) {
+    record(server, *model, false, admitted.status(), start, nullptr, 0);
+    done(admitted.status());
+    return 0;
+  }
+  return admitted->id;
+}
+
+Result<Outputs> run_request(ModelServer& server, std::shared_ptr<ServedModel> model,
+                            const V2Request& request, std::chrono::steady_clock::time_point start) {
+  std::promise<Result<Outputs>> promise;
+  std::future<Result<Outputs>> result = promise.get_future();
+  submit_request(server, std::move(model), request, start,
+                 [&promise](Result<Outputs> out) { promise.set_value(std::move(out)); });
+  return result.get();
 }
 
 }  // namespace kiln::server

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include "server/model_server.h"
 #include "server/v2_json.h"
@@ -14,10 +16,22 @@ namespace kiln::server {
 // config says.
 Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs);
 
-// Runs `request` on `model`, blocking until its result; `start` is when the request arrived.
-// Errors: a bad input (kInvalidArgument), an unknown requested output (kInvalidArgument), a full
-// queue (kUnavailable "Exceeds maximum queue size"), the model's own failure.
-Result<Outputs> run_request(ModelServer& server, ServedModel& model, const V2Request& request,
-                            std::chrono::steady_clock::time_point start);
+// The result of one request: its outputs (filtered to the ones asked for), or the error.
+using InferDone = std::function<void(Result<Outputs> outputs)>;
+
+// Admits `request` on `model` and returns at once; `done` gets the result exactly once: at once
+// (on this thread) where the request is refused, else on a batcher thread when its batch has run.
+// `start` is when the request arrived. Returns the batcher's id of the admitted request (for
+// DynamicBatcher::cancel), 0 where it was refused. Errors given to `done`: a bad input
+// (kInvalidArgument), an unknown requested output (kInvalidArgument), a full queue
+// (kUnavailable "Exceeds maximum queue size"), a cancelled request (kCancelled), the model's own
+// failure. The request's statistics are recorded before `done` is called.
+uint64_t submit_request(ModelServer& server, std::shared_ptr<ServedModel> model,
+                        const V2Request& request, std::chrono::steady_clock::time_point start,
+                        InferDone done);
+
+// submit_request, blocking until the result.
+Result<Outputs> run_request(ModelServer& server, std::shared_ptr<ServedModel> model,
+                            const V2Request& request, std::chrono::steady_clock::time_point start);
 
 }  // namespace kiln::server

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kiln_serve.h"
+#include "server/grpc_frontend.h"
 #include "server/http_frontend.h"
 #include "server/model_server.h"
 
@@ -55,6 +56,20 @@ int serve(const ServeCommand& c) {
     std::fprintf(stderr, "kiln serve: %s\n", bound.message().c_str());
     return 1;
   }
+  std::unique_ptr<GrpcFrontend> grpc;
+  if (c.grpc_port >= 0) {
+    GrpcOptions g;
+    g.host = c.http_host;
+    g.port = c.grpc_port;
+    g.max_message_bytes = c.max_body_bytes;
+    grpc = std::make_unique<GrpcFrontend>(**server, g);
+    Status started = grpc->start();
+    if (!started.is_ok()) {
+      std::fprintf(stderr, "kiln serve: %s\n", started.message().c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "kiln serve: gRPC on %s:%d\n", c.http_host.c_str(), grpc->port());
+  }
   std::unique_ptr<HttpFrontend> metrics;
   std::thread metrics_thread;
   if (c.metrics_port >= 0) {
@@ -78,6 +93,7 @@ int serve(const ServeCommand& c) {
     std::fprintf(stderr, "kiln serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     (*server)->stop_admitting();  // readiness false
     http.stop();                  // the listener closes; requests in flight run on
+    if (grpc) grpc->stop();       // new calls are refused; those in flight are answered
   });
   http.serve();  // returns once the handlers in flight have answered
   waiter.join();

@@ -75,19 +75,22 @@ Result<Tensor> input_tensor(const json& input, const std::string& body, size_t* 
   auto dt = v2_datatype(input["datatype"].get<std::string>());
   if (!dt.is_ok()) return dt.status().with_context(where);
   KILN_ASSIGN_OR_RETURN(Shape shape, shape_of(input, where));
-  Tensor t(*dt, shape);
+  KILN_ASSIGN_OR_RETURN(const int64_t count, element_count(shape, where));
+  const size_t nbytes = static_cast<size_t>(count) * dtype_size(*dt);
+  // Sizes are checked before the tensor is made: a shape never allocates more than its data.
   const json* params = input.contains("parameters") ? &input["parameters"] : nullptr;
   if (params && params->contains("binary_data_size")) {
     const json& size = (*params)["binary_data_size"];
     if (!size.is_number_unsigned()) return bad(where, "'binary_data_size' is not a byte count");
     const size_t n = size.get<size_t>();
-    if (n != t.nbytes())
+    if (n != nbytes)
       return bad(where, "binary_data_size " + std::to_string(n) + " where shape " +
                             shape_str(shape) + " of " + input["datatype"].get<std::string>() +
-                            " takes " + std::to_string(t.nbytes()) + " bytes");
-    if (*offset + n > end)
+                            " takes " + std::to_string(nbytes) + " bytes");
+    if (n > end - *offset)
       return bad(where,
-                 "the binary data ends " + std::to_string(*offset + n - end) + " bytes short");
+                 "the binary data ends " + std::to_string(n - (end - *offset)) + " bytes short");
+    Tensor t(*dt, shape);
     if (n) std::memcpy(t.raw(), body.data() + *offset, n);
     *offset += n;
     return t;
@@ -95,9 +98,10 @@ Result<Tensor> input_tensor(const json& input, const std::string& body, size_t* 
   if (!input.contains("data")) return bad(where, "neither 'data' nor 'binary_data_size'");
   std::vector<const json*> elements;
   KILN_RETURN_IF_ERROR(flatten(input["data"], elements, where));
-  if (static_cast<int64_t>(elements.size()) != t.numel())
+  if (static_cast<int64_t>(elements.size()) != count)
     return bad(where, std::to_string(elements.size()) + " elements of data for shape " +
-                          shape_str(shape) + " (" + std::to_string(t.numel()) + ")");
+                          shape_str(shape) + " (" + std::to_string(count) + ")");
+  Tensor t(*dt, shape);
   KILN_RETURN_IF_ERROR(fill(t, elements, where));
   return t;
 }
@@ -120,6 +124,18 @@ Status read_parameters(const json& p, V2Request& r) {
 }
 
 }  // namespace
+
+Result<int64_t> element_count(const Shape& shape, const std::string& where) {
+  constexpr int64_t kMax = int64_t{1} << 48;
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return bad(where, "shape " + shape_str(shape) + " has a negative dimension");
+    if (d != 0 && count > kMax / d)
+      return bad(where, "shape " + shape_str(shape) + " holds more elements than any request");
+    count *= d;
+  }
+  return count;
+}
 
 Result<DataType> v2_datatype(const std::string& name) {
   for (const auto& [n, dt] : kDatatypes)

@@ -18,6 +18,10 @@ namespace kiln::server {
 Result<DataType> v2_datatype(const std::string& name);
 const char* v2_datatype_name(DataType dt);
 
+// The element count of `shape`, checked before anything is allocated for it: an error naming
+// `where` for a negative dimension or a count past 2^48.
+Result<int64_t> element_count(const Shape& shape, const std::string& where);
+
 struct V2Request {
   std::string id;
   Outputs inputs;

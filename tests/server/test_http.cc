@@ -8,13 +8,12 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <thread>
 
 #include "kiln/images.h"
 #include "models/idx_reader.h"
+#include "serve_test_repository.h"
 #include "server/http_frontend.h"
 #include "server/image_request.h"
 #include "server/metrics.h"
@@ -25,39 +24,16 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-std::vector<float> image(uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(784);
-  for (float& x : v) x = d(gen);
-  return v;
-}
+using testing_repo::image;
 
 class Http : public testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("kiln_http_" + std::to_string(getpid()));
-    fs::create_directories(root_ / "fashion" / "1");
-    fs::copy_file(std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx",
-                  root_ / "fashion" / "1" / "model.onnx", fs::copy_options::overwrite_existing);
-    std::ofstream(root_ / "fashion" / "config.pbtxt")
-        << "max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 1000 }\n"
-           "instance_group [ { count: 1 kind: KIND_CPU } ]\n";
-    // A slower net behind a short queue, for overload.
-    fs::create_directories(root_ / "deep" / "1");
-    fs::copy_file(std::string(KILN_SOURCE_DIR) + "/models/fashion_resnet18.onnx",
-                  root_ / "deep" / "1" / "model.onnx", fs::copy_options::overwrite_existing);
-    std::ofstream(root_ / "deep" / "config.pbtxt")
-        << "max_batch_size: 4\ndynamic_batching { default_queue_policy { max_queue_size: 4 } }\n"
-           "instance_group [ { count: 1 kind: KIND_CPU } ]\n"
-           "parameters { key: \"threads\" value: { string_value: \"1\" } }\n";
-    fs::create_directories(root_ / "broken" / "1");
-    std::ofstream(root_ / "broken" / "config.pbtxt") << "sequence_batching { }";
-    std::ofstream(root_ / "broken" / "1" / "model.onnx") << "x";
+    root_ = testing_repo::write_repository("http");
     ServerOptions o;
     o.repository = root_.string();
     o.model_control = "explicit";
-    o.load_models = {"fashion", "broken", "deep"};
+    o.load_models = {"fashion", "broken", "deep", "patient"};
     auto s = ModelServer::start(o);
     ASSERT_TRUE(s.is_ok()) << s.status().to_string();
     server_ = std::move(*s);
@@ -84,15 +60,7 @@ class Http : public testing::Test {
   }
   // The offline engine's logits for `rows` images of seeds first..first+rows-1.
   std::vector<float> want(uint32_t first, int64_t rows) {
-    std::vector<float> x;
-    for (int64_t r = 0; r < rows; ++r) {
-      auto v = image(first + static_cast<uint32_t>(r));
-      x.insert(x.end(), v.begin(), v.end());
-    }
-    auto out =
-        offline_->create_context()->run({{"input", Tensor::from_floats({rows, 1, 28, 28}, x)}});
-    EXPECT_TRUE(out.is_ok());
-    return out->at("logits").to_floats();
+    return testing_repo::offline_logits(*offline_, first, rows);
   }
   json infer_body(uint32_t first, int64_t rows, bool nested = false) {
     json data = json::array();
@@ -229,7 +197,7 @@ TEST_F(Http, ConcurrentRequestsBatchAndAnswerRight) {
   for (auto& t : clients) t.join();
   EXPECT_EQ(wrong.load(), 0);
   auto stats = json::parse(client_->Get("/v2/models/stats")->body)["model_stats"];
-  ASSERT_EQ(stats.size(), 2u);
+  ASSERT_EQ(stats.size(), 3u);  // deep, fashion, patient
   EXPECT_EQ(stats[1]["name"], "fashion");
   EXPECT_EQ(stats[1]["inference_count"], 40);
   EXPECT_LT(stats[1]["execution_count"].get<int>(), 40);
@@ -458,7 +426,7 @@ TEST_F(Http, RepositoryIndexLoadUnload) {
   auto index = client_->Post("/v2/repository/index", "{}", "application/json");
   ASSERT_EQ(index->status, 200);
   json list = json::parse(index->body);
-  ASSERT_EQ(list.size(), 3u);
+  ASSERT_EQ(list.size(), 4u);
   EXPECT_EQ(list[0]["name"], "broken");
   EXPECT_EQ(list[0]["state"], "UNAVAILABLE");
   EXPECT_NE(list[0]["reason"].get<std::string>().find("sequence_batching"), std::string::npos);
@@ -466,7 +434,7 @@ TEST_F(Http, RepositoryIndexLoadUnload) {
   EXPECT_EQ(list[2]["state"], "READY");
   auto ready_only = json::parse(
       client_->Post("/v2/repository/index", "{\"ready\": true}", "application/json")->body);
-  EXPECT_EQ(ready_only.size(), 2u);  // deep and fashion
+  EXPECT_EQ(ready_only.size(), 3u);  // deep, fashion and patient
 
   EXPECT_EQ(client_->Post("/v2/repository/models/fashion/unload", "", "application/json")->status,
             200);

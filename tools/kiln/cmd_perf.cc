@@ -1,16 +1,20 @@
-// `kiln perf -m MODEL [-u HOST:PORT] [--concurrency-range A:B[:STEP]] [--duration S]
-// [--binary] [--batch N] [--json FILE] [--csv FILE]`: a load generator for a KServe v2 HTTP
-// server (kiln serve, Triton), in perf_analyzer's manner: for each concurrency, that many
-// clients send requests back to back for --duration seconds; it reports throughput, latency
-// percentiles, and the server's queue and compute time and average batch size read from its
-// /metrics before and after.
+// `kiln perf -m MODEL [-i http|grpc] [-u HOST:PORT] [--metrics-url HOST:PORT]
+// [--concurrency-range A:B[:STEP]] [--duration S] [--binary] [--batch N] [--json FILE]
+// [--csv FILE]`: a load generator for a KServe v2 server (kiln serve, Triton) over HTTP or gRPC,
+// in perf_analyzer's manner: for each concurrency, that many clients send requests back to back
+// for --duration seconds; it reports throughput, latency percentiles, and the server's queue and
+// compute time and average batch size read from its /metrics before and after. Inputs are
+// random values of the datatypes the model's metadata names (FP32, UINT8), raw over gRPC,
+// JSON or binary over HTTP.
 #include <httplib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -19,6 +23,7 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "kiln_grpc_client.h"
 
 namespace kiln::cli {
 
@@ -28,7 +33,7 @@ using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct PerfOptions {
-  std::string model, url = "localhost:8000", range = "1", json_out, csv_out;
+  std::string model, protocol = "http", url, metrics_url, range = "1", json_out, csv_out;
   double duration = 5;
   int batch = 1;
   bool binary = false;
@@ -63,45 +68,74 @@ std::map<std::string, double> scrape(httplib::Client& c, const std::string& mode
   return m;
 }
 
-// One request body for the model's inputs (random values), JSON or binary.
-Result<std::pair<std::string, int64_t>> make_body(const json& meta, int batch, bool binary) {
-  json inputs = json::array();
-  std::string raw;
+// Random inputs for the model's inputs (metadata shapes, -1 → batch): FP32 normal values,
+// UINT8 uniform 0..255; other datatypes are refused, naming the input.
+Status fill_inputs(std::vector<server::WireTensor>& inputs, int batch) {
   std::mt19937 gen(7);
-  std::normal_distribution<float> d(0.f, 1.f);
-  for (const json& in : meta["inputs"]) {
-    json shape = in["shape"];
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (server::WireTensor& in : inputs) {
     int64_t n = 1;
-    for (json& s : shape) {
-      if (s.get<int64_t>() < 0) s = batch;
-      n *= s.get<int64_t>();
+    for (int64_t& d : in.shape) {
+      if (d < 0) d = batch;
+      n *= d;
     }
-    if (in["datatype"] != "FP32")
-      return invalid_argument("kiln perf sends FP32 inputs; input '" +
-                              in["name"].get<std::string>() + "' is " +
-                              in["datatype"].get<std::string>());
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = d(gen);
-    json input = {{"name", in["name"]}, {"datatype", "FP32"}, {"shape", shape}};
-    if (binary) {
-      input["parameters"] = {{"binary_data_size", n * 4}};
-      raw.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+    if (in.datatype == "FP32") {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = normal(gen);
+      in.bytes.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    } else if (in.datatype == "UINT8") {
+      in.bytes.resize(static_cast<size_t>(n));
+      for (char& c : in.bytes) c = static_cast<char>(byte(gen));
     } else {
-      input["data"] = v;
+      return invalid_argument("kiln perf sends FP32 or UINT8 inputs; input '" + in.name + "' is " +
+                              in.datatype);
     }
-    inputs.push_back(input);
   }
-  json body = {{"inputs", inputs}};
-  if (binary) body["parameters"] = {{"binary_data_output", true}};
-  const std::string header = body.dump();
-  return std::make_pair(header + raw, binary ? static_cast<int64_t>(header.size()) : -1);
+  return Status::ok();
 }
 
-Level run_level(const PerfOptions& o, const std::string& host, int port, const std::string& body,
-                int64_t header_length, int concurrency) {
+// The model's inputs from its HTTP metadata.
+std::vector<server::WireTensor> http_inputs(const json& meta) {
+  std::vector<server::WireTensor> list;
+  for (const json& in : meta["inputs"])
+    list.push_back({in["name"], in["datatype"], in["shape"].get<std::vector<int64_t>>(), ""});
+  return list;
+}
+
+// One HTTP request body for `inputs`: JSON, or binary (the JSON header's length second).
+std::pair<std::string, int64_t> make_body(const std::vector<server::WireTensor>& inputs,
+                                          bool binary) {
+  json list = json::array();
+  std::string raw;
+  for (const server::WireTensor& in : inputs) {
+    json input = {{"name", in.name}, {"datatype", in.datatype}, {"shape", in.shape}};
+    if (binary) {
+      input["parameters"] = {{"binary_data_size", in.bytes.size()}};
+      raw += in.bytes;
+    } else if (in.datatype == "FP32") {
+      std::vector<float> v(in.bytes.size() / sizeof(float));
+      std::memcpy(v.data(), in.bytes.data(), in.bytes.size());
+      input["data"] = v;
+    } else {
+      input["data"] = std::vector<uint8_t>(in.bytes.begin(), in.bytes.end());
+    }
+    list.push_back(input);
+  }
+  json body = {{"inputs", list}};
+  if (binary) body["parameters"] = {{"binary_data_output", true}};
+  const std::string header = body.dump();
+  return {header + raw, binary ? static_cast<int64_t>(header.size()) : -1};
+}
+
+// Sends one request and says whether it was answered; one per client thread.
+using Send = std::function<bool()>;
+using MakeSend = std::function<Send(int client)>;
+
+Level run_level(const PerfOptions& o, httplib::Client& metrics, const MakeSend& make_send,
+                int concurrency) {
   Level level;
   level.concurrency = concurrency;
-  httplib::Client metrics(host, port);
   auto before = scrape(metrics, o.model);
   std::vector<std::vector<double>> latencies(static_cast<size_t>(concurrency));
   std::atomic<int64_t> ok{0}, failed{0};
@@ -109,18 +143,14 @@ Level run_level(const PerfOptions& o, const std::string& host, int port, const s
   const Clock::time_point end = start + std::chrono::duration_cast<Clock::duration>(
                                             std::chrono::duration<double>(o.duration));
   std::vector<std::thread> clients;
-  const std::string path = "/v2/models/" + o.model + "/infer";
   for (int c = 0; c < concurrency; ++c)
     clients.emplace_back([&, c] {
-      httplib::Client cl(host, port);
-      httplib::Headers headers;
-      if (header_length >= 0)
-        headers.emplace("Inference-Header-Content-Length", std::to_string(header_length));
+      const Send send = make_send(c);
       while (Clock::now() < end) {
         const auto t0 = Clock::now();
-        auto r = cl.Post(path, headers, body, "application/octet-stream");
+        const bool answered = send();
         const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-        if (r && r->status == 200) {
+        if (answered) {
           ++ok;
           latencies[static_cast<size_t>(c)].push_back(us);
         } else {
@@ -153,29 +183,73 @@ Level run_level(const PerfOptions& o, const std::string& host, int port, const s
   return level;
 }
 
+// HOST and PORT of a HOST:PORT, or false.
+bool split_url(const std::string& url, std::string* host, int* port) {
+  const auto colon = url.rfind(':');
+  if (colon == std::string::npos) return false;
+  *host = url.substr(0, colon);
+  *port = std::atoi(url.c_str() + colon + 1);
+  return *port > 0;
+}
+
 int run(const PerfOptions& o) {
-  const auto colon = o.url.rfind(':');
-  if (colon == std::string::npos) return usage_error("-u " + o.url + ": HOST:PORT");
-  const std::string host = o.url.substr(0, colon);
-  const int port = std::atoi(o.url.c_str() + colon + 1);
+  if (o.protocol != "http" && o.protocol != "grpc")
+    return usage_error("-i " + o.protocol + ": http or grpc");
+  const bool grpc = o.protocol == "grpc";
+  const std::string url = !o.url.empty() ? o.url : grpc ? "localhost:8001" : "localhost:8000";
+  std::string host;
+  int port = 0;
+  if (!split_url(url, &host, &port)) return usage_error("-u " + url + ": HOST:PORT");
+  // The server's /metrics: the HTTP endpoint, or for gRPC the metrics port (8002) of its host.
+  std::string metrics_host = host;
+  int metrics_port = grpc ? 8002 : port;
+  if (!o.metrics_url.empty() && !split_url(o.metrics_url, &metrics_host, &metrics_port))
+    return usage_error("--metrics-url " + o.metrics_url + ": HOST:PORT");
   int lo = 1, hi = 1, step = 1;
   if (std::sscanf(o.range.c_str(), "%d:%d:%d", &lo, &hi, &step) < 1 || lo < 1 || step < 1)
     return usage_error("--concurrency-range " + o.range + ": START[:END[:STEP]], from 1");
   if (std::count(o.range.begin(), o.range.end(), ':') == 0) hi = lo;
   hi = std::max(hi, lo);
-  httplib::Client client(host, port);
-  auto meta = client.Get("/v2/models/" + o.model);
-  if (!meta) return fail(unavailable("no answer from " + o.url));
-  if (meta->status != 200)
-    return fail(not_found("model '" + o.model + "' at " + o.url + ": " + meta->body));
-  auto body = make_body(json::parse(meta->body), o.batch, o.binary);
-  if (!body.is_ok()) return fail(body.status());
+
+  std::vector<server::WireTensor> inputs;
+  std::unique_ptr<server::GrpcInferClient> grpc_client;
+  if (grpc) {
+    // A connection per 16 clients, so that one HTTP/2 connection does not bound the load.
+    auto c = server::GrpcInferClient::connect(url, o.model, std::max(1, (hi + 15) / 16));
+    if (!c.is_ok()) return fail(c.status());
+    grpc_client = std::move(*c);
+    auto listed = grpc_client->inputs();
+    if (!listed.is_ok()) return fail(listed.status().with_context(url));
+    inputs = std::move(*listed);
+  } else {
+    httplib::Client client(host, port);
+    auto meta = client.Get("/v2/models/" + o.model);
+    if (!meta) return fail(unavailable("no answer from " + url));
+    if (meta->status != 200)
+      return fail(not_found("model '" + o.model + "' at " + url + ": " + meta->body));
+    inputs = http_inputs(json::parse(meta->body));
+  }
+  if (Status filled = fill_inputs(inputs, o.batch); !filled.is_ok()) return fail(filled);
+  const auto body = make_body(inputs, o.binary);
+  MakeSend make_send = [&](int c) -> Send {
+    if (grpc) return [&, c] { return grpc_client->infer(inputs, c).is_ok(); };
+    auto cl = std::make_shared<httplib::Client>(host, port);
+    httplib::Headers headers;
+    if (body.second >= 0)
+      headers.emplace("Inference-Header-Content-Length", std::to_string(body.second));
+    const std::string path = "/v2/models/" + o.model + "/infer";
+    return [&body, cl, headers, path] {
+      auto r = cl->Post(path, headers, body.first, "application/octet-stream");
+      return r && r->status == 200;
+    };
+  };
+  httplib::Client metrics(metrics_host, metrics_port);
   std::vector<Level> levels;
   std::printf("%11s %10s %10s %10s %10s %10s %12s %12s %9s %7s\n", "concurrency", "infer/s",
               "p50 us", "p90 us", "p95 us", "p99 us", "queue us", "compute us", "avg batch",
               "failed");
   for (int c = lo; c <= hi; c += step) {
-    Level l = run_level(o, host, port, body->first, body->second, c);
+    Level l = run_level(o, metrics, make_send, c);
     std::printf("%11d %10.1f %10.0f %10.0f %10.0f %10.0f %12.0f %12.0f %9.2f %7lld\n", c,
                 l.ok * o.batch / l.seconds, l.p50, l.p90, l.p95, l.p99, l.server_queue_us,
                 l.server_compute_us, l.avg_batch, static_cast<long long>(l.failed));
@@ -214,15 +288,21 @@ int run(const PerfOptions& o) {
 Command add_perf_command(CLI::App& root, const GlobalOptions&) {
   auto o = std::make_shared<PerfOptions>();
   CLI::App* app = root.add_subcommand(
-      "perf", "load a KServe v2 HTTP server (kiln serve, Triton) at rising concurrency");
+      "perf",
+      "load a KServe v2 server (kiln serve, Triton) over HTTP or gRPC at rising concurrency");
   app->add_option("-m,--model", o->model, "the model's name on the server")->required();
-  app->add_option("-u,--url", o->url, "HOST:PORT of the HTTP endpoint")->capture_default_str();
+  app->add_option("-i,--protocol", o->protocol, "http or grpc")->capture_default_str();
+  app->add_option("-u,--url", o->url,
+                  "HOST:PORT of the endpoint (default localhost:8000, gRPC localhost:8001)");
+  app->add_option("--metrics-url", o->metrics_url,
+                  "HOST:PORT serving /metrics (default: the HTTP endpoint; for gRPC, port 8002 "
+                  "of its host)");
   app->add_option("--concurrency-range", o->range,
                   "START[:END[:STEP]]: clients sending requests back to back")
       ->capture_default_str();
   app->add_option("--duration", o->duration, "seconds per concurrency")->capture_default_str();
   app->add_option("--batch", o->batch, "rows per request")->capture_default_str();
-  app->add_flag("--binary", o->binary, "binary tensor data in and out (else JSON)");
+  app->add_flag("--binary", o->binary, "HTTP: binary tensor data in and out (else JSON)");
   app->add_option("--json", o->json_out, "write the levels as JSON");
   app->add_option("--csv", o->csv_out, "write the levels as CSV");
   return {app, [o] { return run(*o); }};

@@ -1,6 +1,7 @@
-// `kiln serve --model-repository DIR [--http-port 8000] [--metrics-port 8002]
+// `kiln serve --model-repository DIR [--http-port 8000] [--grpc-port 8001] [--metrics-port 8002]
 // [--model-control none|poll|explicit] [--load-model NAME...]`: a Triton-compatible model server
-// (KServe v2 over HTTP) with a dynamic batcher per model; SIGTERM drains it (kiln_serve.h).
+// (KServe v2 over HTTP and gRPC) with a dynamic batcher per model; SIGTERM drains it
+// (kiln_serve.h).
 #include "cli_common.h"
 #include "kiln_serve.h"
 
@@ -25,13 +26,16 @@ Command add_serve_command(CLI::App& root, const GlobalOptions& global) {
   auto c = std::make_shared<server::ServeCommand>();
   CLI::App* app = root.add_subcommand(
       "serve",
-      "serve a model repository (Triton's layout) over KServe v2 HTTP, with dynamic "
+      "serve a model repository (Triton's layout) over KServe v2 HTTP and gRPC, with dynamic "
       "batching; SIGTERM drains");
   app->add_option("--model-repository", c->repository,
                   "DIR/<model>/config.pbtxt and DIR/<model>/<version>/model.onnx|model.kiln")
       ->required();
   app->add_option("--http-host", c->http_host, "the address to listen on")->capture_default_str();
   app->add_option("--http-port", c->http_port, "the HTTP port (0: any free one, printed)")
+      ->capture_default_str();
+  app->add_option("--grpc-port", c->grpc_port,
+                  "the gRPC port (inference.GRPCInferenceService; -1: none; 0: any free one)")
       ->capture_default_str();
   app->add_option("--metrics-port", c->metrics_port,
                   "Prometheus metrics (GET /metrics) on their own port (-1: none; 0: any free "

@@ -14,14 +14,15 @@ struct ServeCommand {
   std::vector<std::string> load_models;
   std::string http_host = "0.0.0.0";
   int http_port = 8000;
+  int grpc_port = 8001;     // KServe v2 over gRPC (-1: none)
   int metrics_port = 8002;  // GET /metrics alone (-1: none; the HTTP port serves it too)
   size_t http_threads = 256;
   size_t max_body_bytes = size_t{256} << 20;
   int threads = 0;  // CPU instances: threads each
 };
 
-// Loads the repository's models, serves KServe v2 over HTTP until SIGTERM or SIGINT, then
-// drains: readiness turns false, the listener closes, every admitted request is answered.
+// Loads the repository's models, serves KServe v2 over HTTP and gRPC until SIGTERM or SIGINT,
+// then drains: readiness turns false, the listeners close, every admitted request is answered.
 // Returns the process exit code (0 after a clean drain); errors are printed to stderr.
 int serve(const ServeCommand& command);
 

@@ -1,0 +1,220 @@
+#include "server/grpc_frontend.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "server/grpc_infer.h"
+#include "server/infer_request.h"
+#include "server/proto/grpc_service.grpc.pb.h"
+#include "server/v2_status.h"
+
+namespace kiln::server {
+
+namespace {
+
+grpc::Status grpc_status(const Status& s) {
+  if (s.is_ok()) return grpc::Status::OK;
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kUnsupported:
+    case StatusCode::kOutOfRange: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+    case StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
+    case StatusCode::kUnavailable:
+    case StatusCode::kResourceExhausted: code = grpc::StatusCode::UNAVAILABLE; break;
+    case StatusCode::kCancelled: code = grpc::StatusCode::CANCELLED; break;
+    default: break;
+  }
+  return grpc::Status(code, s.message());
+}
+
+// Answers a unary RPC at once.
+grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, const Status& s) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc_status(s));
+  return reactor;
+}
+
+// One ModelInfer call in flight. It is deleted when gRPC is done with it (OnDone) and the
+// handler that submitted it has returned, whichever comes last: the batcher may answer before
+// submit_request returns.
+class InferCall final : public grpc::ServerUnaryReactor {
+ public:
+  explicit InferCall(std::shared_ptr<ServedModel> model) : model_(std::move(model)) {}
+
+  // The batcher's id of the admitted request (0: refused); a cancel that came first acts now.
+  void admitted(uint64_t id) {
+    bool cancel_now = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      id_ = id;
+      cancel_now = cancelled_ && id != 0;
+    }
+    if (cancel_now) model_->batcher().cancel(id);
+    release();
+  }
+
+  void OnCancel() override {
+    uint64_t id = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      id = id_;
+    }
+    if (id != 0) model_->batcher().cancel(id);  // false where it already runs: it finishes
+  }
+  void OnDone() override { release(); }
+
+ private:
+  void release() {
+    if (refs_.fetch_sub(1) == 1) delete this;
+  }
+  std::shared_ptr<ServedModel> model_;
+  std::mutex mu_;
+  uint64_t id_ = 0;
+  bool cancelled_ = false;
+  std::atomic<int> refs_{2};  // the handler's, gRPC's
+};
+
+class Service final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  explicit Service(ModelServer& server) : server_(server) {}
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* ctx,
+                                       const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse* r) override {
+    r->set_live(server_.live());
+    return answer(ctx, Status::ok());
+  }
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* ctx,
+                                        const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse* r) override {
+    r->set_ready(server_.ready());
+    return answer(ctx, Status::ok());
+  }
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* ctx,
+                                       const inference::ModelReadyRequest* q,
+                                       inference::ModelReadyResponse* r) override {
+    r->set_ready(server_.find(q->name(), q->version()).is_ok() && server_.ready());
+    return answer(ctx, Status::ok());
+  }
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* ctx,
+                                           const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse* r) override {
+    *r = server_metadata();
+    return answer(ctx, Status::ok());
+  }
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* ctx,
+                                          const inference::ModelMetadataRequest* q,
+                                          inference::ModelMetadataResponse* r) override {
+    auto m = server_.find(q->name(), q->version());
+    if (m.is_ok()) *r = model_metadata(**m, server_.index(true));
+    return answer(ctx, m.status());
+  }
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* ctx,
+                                        const inference::ModelConfigRequest* q,
+                                        inference::ModelConfigResponse* r) override {
+    auto m = server_.find(q->name(), q->version());
+    if (m.is_ok()) *r->mutable_config() = (*m)->config();
+    return answer(ctx, m.status());
+  }
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* ctx,
+                                            const inference::ModelStatisticsRequest* q,
+                                            inference::ModelStatisticsResponse* r) override {
+    auto stats = model_statistics(server_, q->name(), q->version());
+    if (stats.is_ok()) *r = std::move(*stats);
+    return answer(ctx, stats.status());
+  }
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* ctx,
+                                            const inference::RepositoryIndexRequest* q,
+                                            inference::RepositoryIndexResponse* r) override {
+    *r = repository_index(server_, q->ready());
+    return answer(ctx, Status::ok());
+  }
+  // Loading builds the model's plans (seconds): it holds one of gRPC's threads meanwhile.
+  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* ctx,
+                                                const inference::RepositoryModelLoadRequest* q,
+                                                inference::RepositoryModelLoadResponse*) override {
+    return answer(ctx, server_.load(q->model_name()));
+  }
+  grpc::ServerUnaryReactor* RepositoryModelUnload(
+      grpc::CallbackServerContext* ctx, const inference::RepositoryModelUnloadRequest* q,
+      inference::RepositoryModelUnloadResponse*) override {
+    return answer(ctx, server_.unload(q->model_name()));
+  }
+
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* ctx,
+                                       const inference::ModelInferRequest* q,
+                                       inference::ModelInferResponse* r) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto model = server_.find(q->model_name(), q->model_version());
+    if (!model.is_ok()) return answer(ctx, model.status());
+    auto request = from_grpc(*q);
+    if (!request.is_ok()) {
+      InferStats failed;
+      failed.fail_count = 1;
+      failed.failures["OTHER"] = 1;
+      server_.record((*model)->name(), (*model)->version(), failed);
+      return answer(ctx, request.status());
+    }
+    auto* call = new InferCall(*model);
+    const std::string name = (*model)->name();
+    const int64_t version = (*model)->version();
+    const uint64_t id = submit_request(
+        server_, *model, *request, t0, [call, q, r, name, version](Result<Outputs> out) {
+          if (out.is_ok()) to_grpc(name, version, *q, *out, r);
+          call->Finish(grpc_status(out.status()));  // the last touch: gRPC may delete it now
+        });
+    call->admitted(id);
+    return call;
+  }
+
+ private:
+  ModelServer& server_;
+};
+
+}  // namespace
+
+struct GrpcFrontend::Impl {
+  ModelServer& server;
+  GrpcOptions options;
+  Service service;
+  std::unique_ptr<grpc::Server> grpc_server;
+  int port = -1;
+
+  Impl(ModelServer& s, GrpcOptions o) : server(s), options(std::move(o)), service(s) {}
+};
+
+GrpcFrontend::GrpcFrontend(ModelServer& server, GrpcOptions options)
+    : impl_(std::make_unique<Impl>(server, std::move(options))) {}
+
+GrpcFrontend::~GrpcFrontend() { stop(); }
+
+Status GrpcFrontend::start() {
+  Impl& i = *impl_;
+  grpc::ServerBuilder builder;
+  const std::string address = i.options.host + ":" + std::to_string(i.options.port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &i.port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<size_t>(i.options.max_message_bytes, static_cast<size_t>(INT32_MAX))));
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterService(&i.service);
+  i.grpc_server = builder.BuildAndStart();
+  if (!i.grpc_server || i.port <= 0)
+    return unavailable("gRPC: cannot listen on " + address + " (taken, or not an address here)");
+  return Status::ok();
+}
+
+int GrpcFrontend::port() const { return impl_->port; }
+
+void GrpcFrontend::stop() {
+  if (!impl_->grpc_server) return;
+  impl_->grpc_server->Shutdown();
+  impl_->grpc_server->Wait();
+  impl_->grpc_server.reset();
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,149 @@
+#include "server/grpc_infer.h"
+
+#include <cstring>
+
+namespace kiln::server {
+
+namespace {
+
+using Input = inference::ModelInferRequest::InferInputTensor;
+
+Status bad(const std::string& name, const std::string& what) {
+  return invalid_argument("input '" + name + "': " + what);
+}
+
+// The typed list of `contents` that holds `dt`, copied into `t` (its size already checked).
+template <typename List>
+Status copy_list(const List& list, Tensor& t, const std::string& name, const char* field) {
+  if (static_cast<int64_t>(list.size()) != t.numel())
+    return bad(name, std::to_string(list.size()) + " values in contents." + field + " for shape " +
+                         shape_str(t.shape()) + " (" + std::to_string(t.numel()) + ")");
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (t.dtype() == DataType::kInt64)
+      t.data<int64_t>()[i] = static_cast<int64_t>(list[static_cast<int>(i)]);
+    else if (t.dtype() == DataType::kUInt64)
+      t.data<uint64_t>()[i] = static_cast<uint64_t>(list[static_cast<int>(i)]);
+    else
+      t.set_double(i, static_cast<double>(list[static_cast<int>(i)]));
+  }
+  return Status::ok();
+}
+
+// The number of values `c` holds for `dt` (in the list that carries it); -1 where none does.
+int64_t contents_size(const inference::InferTensorContents& c, DataType dt) {
+  switch (dt) {
+    case DataType::kBool: return c.bool_contents_size();
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32: return c.int_contents_size();
+    case DataType::kInt64: return c.int64_contents_size();
+    case DataType::kUInt8:
+    case DataType::kUInt16:
+    case DataType::kUInt32: return c.uint_contents_size();
+    case DataType::kUInt64: return c.uint64_contents_size();
+    case DataType::kFloat32: return c.fp32_contents_size();
+    case DataType::kFloat64: return c.fp64_contents_size();
+    default: return -1;
+  }
+}
+
+Status fill_from_contents(const Input& in, Tensor& t) {
+  const inference::InferTensorContents& c = in.contents();
+  switch (t.dtype()) {
+    case DataType::kBool: return copy_list(c.bool_contents(), t, in.name(), "bool_contents");
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32: return copy_list(c.int_contents(), t, in.name(), "int_contents");
+    case DataType::kInt64: return copy_list(c.int64_contents(), t, in.name(), "int64_contents");
+    case DataType::kUInt8:
+    case DataType::kUInt16:
+    case DataType::kUInt32: return copy_list(c.uint_contents(), t, in.name(), "uint_contents");
+    case DataType::kUInt64: return copy_list(c.uint64_contents(), t, in.name(), "uint64_contents");
+    case DataType::kFloat32: return copy_list(c.fp32_contents(), t, in.name(), "fp32_contents");
+    case DataType::kFloat64: return copy_list(c.fp64_contents(), t, in.name(), "fp64_contents");
+    default:
+      return bad(in.name(),
+                 std::string(v2_datatype_name(t.dtype())) + " travels only as raw_input_contents");
+  }
+}
+
+Result<Tensor> input_tensor(const Input& in, const std::string* raw) {
+  auto dt = v2_datatype(in.datatype());
+  if (!dt.is_ok()) return dt.status().with_context("input '" + in.name() + "'");
+  Shape shape(in.shape().begin(), in.shape().end());
+  KILN_ASSIGN_OR_RETURN(const int64_t count, element_count(shape, "input '" + in.name() + "'"));
+  // Sizes are checked before the tensor is made: a shape never allocates more than its data.
+  if (raw) {
+    const size_t nbytes = static_cast<size_t>(count) * dtype_size(*dt);
+    if (raw->size() != nbytes)
+      return bad(in.name(), std::to_string(raw->size()) +
+                                " bytes of raw_input_contents where shape " + shape_str(shape) +
+                                " of " + in.datatype() + " takes " + std::to_string(nbytes));
+    Tensor t(*dt, shape);
+    if (!raw->empty()) std::memcpy(t.raw(), raw->data(), raw->size());
+    return t;
+  }
+  const int64_t given = contents_size(in.contents(), *dt);
+  if (given < 0)
+    return bad(in.name(),
+               std::string(v2_datatype_name(*dt)) + " travels only as raw_input_contents");
+  if (given != count)
+    return bad(in.name(), std::to_string(given) + " values in contents for shape " +
+                              shape_str(shape) + " (" + std::to_string(count) + ")");
+  Tensor t(*dt, shape);
+  KILN_RETURN_IF_ERROR(fill_from_contents(in, t));
+  return t;
+}
+
+// A parameter's unsigned value (int64_param, uint64_param), or an error naming it.
+Result<uint64_t> unsigned_param(const inference::InferParameter& p, const std::string& name) {
+  if (p.has_uint64_param()) return p.uint64_param();
+  if (p.has_int64_param() && p.int64_param() >= 0) return static_cast<uint64_t>(p.int64_param());
+  return invalid_argument("parameter '" + name + "' is not a non-negative integer");
+}
+
+}  // namespace
+
+Result<V2Request> from_grpc(const inference::ModelInferRequest& request) {
+  V2Request r;
+  r.id = request.id();
+  const auto& params = request.parameters();
+  if (auto it = params.find("priority"); it != params.end()) {
+    KILN_ASSIGN_OR_RETURN(uint64_t level, unsigned_param(it->second, "priority"));
+    r.priority = static_cast<uint32_t>(level);
+  }
+  if (auto it = params.find("timeout"); it != params.end()) {
+    KILN_ASSIGN_OR_RETURN(r.timeout_us, unsigned_param(it->second, "timeout"));
+  }
+  if (request.inputs().empty()) return invalid_argument("the request has no inputs");
+  const int raw = request.raw_input_contents_size();
+  if (raw != 0 && raw != request.inputs_size())
+    return invalid_argument(std::to_string(raw) + " raw_input_contents for " +
+                            std::to_string(request.inputs_size()) +
+                            " inputs: give every input's raw contents, or none");
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const Input& in = request.inputs(i);
+    KILN_ASSIGN_OR_RETURN(Tensor t,
+                          input_tensor(in, raw ? &request.raw_input_contents(i) : nullptr));
+    if (!r.inputs.emplace(in.name(), std::move(t)).second)
+      return invalid_argument("input '" + in.name() + "' is given twice");
+  }
+  for (const auto& o : request.outputs()) r.outputs.push_back(o.name());
+  return r;
+}
+
+void to_grpc(const std::string& model, int64_t version, const inference::ModelInferRequest& request,
+             const Outputs& outputs, inference::ModelInferResponse* response) {
+  response->set_model_name(model);
+  response->set_model_version(std::to_string(version));
+  response->set_id(request.id());
+  for (const auto& [name, t] : outputs) {
+    auto* o = response->add_outputs();
+    o->set_name(name);
+    o->set_datatype(v2_datatype_name(t.dtype()));
+    for (int64_t d : t.shape()) o->add_shape(d);
+    response->add_raw_output_contents(static_cast<const char*>(t.raw()), t.nbytes());
+  }
+}
+
+}  // namespace kiln::server

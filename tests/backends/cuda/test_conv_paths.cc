@@ -80,16 +80,15 @@ TEST(CudnnConvPaths, GraphMatchesReference) {
 }
 
 // Each timed graph case finalizes and times up to ten plans (some compiled at runtime): two
-// geometries and three epilogues keep this under a minute.
-TEST(CudnnConvPaths, GraphHeuristicAndInPlace) {
+// geometries and three epilogues keep this under a minute. The graph path never runs in place
+// (CudnnConvKernel::inplace_input: its engines promise no read-before-write order).
+TEST(CudnnConvPaths, GraphHeuristicAndTimed) {
   uint32_t seed = 4000;
   for (int ci : {0, 8})
     for (int ei : {2, 4, 12})
       for (Precision p : kPrecisions) {
-        const bool residual = kEpilogues[ei].residual;
         expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {false, false});
-        if (residual) expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {true, true});
-        if (residual) expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {false, true});
+        expect_path("graph", kConvs[ci], kEpilogues[ei], p, seed += 3, {true, false});
       }
 }
 

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <mutex>
+#include <set>
 
 #include "server/grpc_infer.h"
 #include "server/infer_request.h"
@@ -79,6 +81,147 @@ class InferCall final : public grpc::ServerUnaryReactor {
   std::atomic<int> refs_{2};  // the handler's, gRPC's
 };
 
+// One ModelStreamInfer call: requests are read one after another and each is admitted as it
+// arrives; each answer (or its error, as error_message, the stream going on) is written as its
+// batch finishes, in the order answers come. The stream ends (OK) once the client has
+// finished writing and every answer is written. A client that goes away cancels its requests
+// still queued. Deleted when gRPC is done with it and no answer is pending. gRPC's Start*
+// and Finish are called outside the lock.
+class StreamCall final : public grpc::ServerBidiReactor<inference::ModelInferRequest,
+                                                        inference::ModelStreamInferResponse> {
+ public:
+  explicit StreamCall(ModelServer& server) : server_(server) { StartRead(&request_); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::unique_lock<std::mutex> lock(mu_);
+      reading_ = false;
+      return act(lock, false);
+    }
+    admit(request_);
+    StartRead(&request_);
+  }
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    writes_.pop_front();
+    if (!ok) broken_ = true;  // the client is gone: the rest is dropped
+    if (broken_) writes_.clear();
+    act(lock, !writes_.empty());
+  }
+  void OnCancel() override {
+    std::vector<std::shared_ptr<Entry>> queued;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      broken_ = true;
+      queued.assign(queued_.begin(), queued_.end());
+    }
+    for (const auto& e : queued) e->model->batcher().cancel(e->id);
+  }
+  void OnDone() override { release(); }
+
+ private:
+  struct Entry {  // one admitted request
+    std::shared_ptr<ServedModel> model;
+    uint64_t id = 0;
+    bool done = false;
+  };
+
+  void admit(const inference::ModelInferRequest& q) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto model = server_.find(q.model_name(), q.model_version());
+    if (!model.is_ok()) return answer(q.id(), model.status());
+    auto request = from_grpc(q);
+    if (!request.is_ok()) {
+      record_unreadable(server_, **model);
+      return answer(q.id(), request.status());
+    }
+    auto entry = std::make_shared<Entry>();
+    entry->model = *model;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++pending_;
+    }
+    const std::string id = q.id();
+    const uint64_t admitted =
+        submit_request(server_, entry->model, *request, t0, [this, entry, id](Result<Outputs> out) {
+          inference::ModelStreamInferResponse r;
+          if (out.is_ok()) {
+            inference::ModelInferRequest named;
+            named.set_id(id);
+            to_grpc(entry->model->name(), entry->model->version(), named, *out,
+                    r.mutable_infer_response());
+          } else {
+            r.set_error_message(out.status().message());
+            r.mutable_infer_response()->set_id(id);
+          }
+          std::unique_lock<std::mutex> lock(mu_);
+          --pending_;
+          entry->done = true;
+          queued_.erase(entry);
+          if (gone_ && pending_ == 0) {  // gRPC is done with the stream: the last answer goes
+            lock.unlock();
+            delete this;
+            return;
+          }
+          enqueue(std::move(r), lock);
+        });
+    std::lock_guard<std::mutex> lock(mu_);
+    if (admitted != 0 && !entry->done) {
+      entry->id = admitted;
+      queued_.insert(entry);
+    }
+  }
+  // An answer that never reached a model.
+  void answer(const std::string& id, const Status& s) {
+    inference::ModelStreamInferResponse r;
+    r.set_error_message(s.message());
+    r.mutable_infer_response()->set_id(id);
+    std::unique_lock<std::mutex> lock(mu_);
+    enqueue(std::move(r), lock);
+  }
+  // Under the lock: queues `r` (one write at a time), then acts.
+  void enqueue(inference::ModelStreamInferResponse r, std::unique_lock<std::mutex>& lock) {
+    bool start = false;
+    if (!broken_ && !finished_) {
+      writes_.push_back(std::move(r));
+      start = writes_.size() == 1;
+    }
+    act(lock, start);
+  }
+  // Takes the lock's decision and acts on it unlocked: starts writing the front answer, or
+  // finishes the stream where nothing is left to read, answer or write.
+  void act(std::unique_lock<std::mutex>& lock, bool write_front) {
+    const bool finish =
+        !write_front && !finished_ && pending_ == 0 && writes_.empty() && (!reading_ || broken_);
+    if (finish) finished_ = true;
+    const bool broken = broken_;
+    inference::ModelStreamInferResponse* front = write_front ? &writes_.front() : nullptr;
+    lock.unlock();
+    if (front) StartWrite(front);
+    if (finish)
+      Finish(broken ? grpc::Status(grpc::StatusCode::CANCELLED, "the client went away")
+                    : grpc::Status::OK);
+  }
+  // gRPC is done with the stream (OnDone): deleted now, or by the last pending answer.
+  void release() {
+    bool last = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      gone_ = true;
+      last = pending_ == 0;
+    }
+    if (last) delete this;
+  }
+
+  ModelServer& server_;
+  inference::ModelInferRequest request_;
+  std::mutex mu_;
+  std::deque<inference::ModelStreamInferResponse> writes_;  // front: being written
+  std::set<std::shared_ptr<Entry>> queued_;  // admitted, not yet answered (for cancel)
+  int pending_ = 0;                          // admitted, not yet answered
+  bool reading_ = true, broken_ = false, finished_ = false, gone_ = false;
+};
+
 class Service final : public inference::GRPCInferenceService::CallbackService {
  public:
   explicit Service(ModelServer& server) : server_(server) {}
@@ -146,6 +289,11 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     return answer(ctx, server_.unload(q->model_name()));
   }
 
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+  ModelStreamInfer(grpc::CallbackServerContext*) override {
+    return new StreamCall(server_);
+  }
+
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* ctx,
                                        const inference::ModelInferRequest* q,
                                        inference::ModelInferResponse* r) override {
@@ -154,10 +302,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     if (!model.is_ok()) return answer(ctx, model.status());
     auto request = from_grpc(*q);
     if (!request.is_ok()) {
-      InferStats failed;
-      failed.fail_count = 1;
-      failed.failures["OTHER"] = 1;
-      server_.record((*model)->name(), (*model)->version(), failed);
+      record_unreadable(server_, **model);
       return answer(ctx, request.status());
     }
     auto* call = new InferCall(*model);

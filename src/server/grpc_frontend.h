@@ -7,7 +7,9 @@
 // Status codes, as Triton maps them: INVALID_ARGUMENT for a bad request, NOT_FOUND for an
 // unknown model, UNAVAILABLE for a full queue ("Exceeds maximum queue size") or a model that is
 // not available, CANCELLED, INTERNAL otherwise. RPCs that kiln does not declare (shared
-// memory, tracing) answer UNIMPLEMENTED; so does ModelStreamInfer.
+// memory, tracing) answer UNIMPLEMENTED. ModelStreamInfer admits each request of the stream as
+// it arrives and writes each answer as it comes (an error as error_message, the stream going
+// on).
 #pragma once
 
 #include <cstddef>

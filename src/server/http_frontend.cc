@@ -81,10 +81,7 @@ void HttpFrontend::Impl::infer(const httplib::Request& req, httplib::Response& r
   }
   auto request = parse_v2_request(req.body, header_length);
   if (!request.is_ok()) {
-    InferStats failed;
-    failed.fail_count = 1;
-    failed.failures["OTHER"] = 1;
-    server.record((*model)->name(), (*model)->version(), failed);
+    record_unreadable(server, **model);
     return reply_error(res, request.status());
   }
   Result<Outputs> result = run_request(server, *model, *request, t0);

@@ -90,6 +90,13 @@ Status check_outputs(const inference::ModelConfig& c, const std::vector<std::str
 
 }  // namespace
 
+void record_unreadable(ModelServer& server, const ServedModel& model) {
+  InferStats failed;
+  failed.fail_count = 1;
+  failed.failures["OTHER"] = 1;
+  server.record(model.name(), model.version(), failed);
+}
+
 uint64_t submit_request(ModelServer& server, std::shared_ptr<ServedModel> model,
                         const V2Request& request, std::chrono::steady_clock::time_point start,
                         InferDone done) {

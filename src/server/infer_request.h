@@ -16,6 +16,10 @@ namespace kiln::server {
 // config says.
 Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs);
 
+// Counts a request that could not be read (malformed, before it reached the model) as a
+// failure of `model` (reason OTHER).
+void record_unreadable(ModelServer& server, const ServedModel& model);
+
 // The result of one request: its outputs (filtered to the ones asked for), or the error.
 using InferDone = std::function<void(Result<Outputs> outputs)>;
 

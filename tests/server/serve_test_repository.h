@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/engine.h"
+#include "server/model_server.h"
 
 namespace kiln::server::testing_repo {
 
@@ -45,6 +46,16 @@ inline fs::path write_repository(const std::string& tag) {
   std::ofstream(root / "broken" / "config.pbtxt") << "sequence_batching { }";
   std::ofstream(root / "broken" / "1" / "model.onnx") << "x";
   return root;
+}
+
+// A ModelServer over write_repository(tag)'s folder `root`, its four models loaded (explicit
+// model control).
+inline Result<std::unique_ptr<ModelServer>> start_server(const fs::path& root) {
+  ServerOptions o;
+  o.repository = root.string();
+  o.model_control = "explicit";
+  o.load_models = {"fashion", "broken", "deep", "patient"};
+  return ModelServer::start(o);
 }
 
 // A 28×28 image of normal values, the same for the same seed.

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "serve_test_repository.h"
@@ -26,11 +27,7 @@ class Grpc : public testing::Test {
  protected:
   void SetUp() override {
     root_ = testing_repo::write_repository("grpc");
-    ServerOptions o;
-    o.repository = root_.string();
-    o.model_control = "explicit";
-    o.load_models = {"fashion", "broken", "deep", "patient"};
-    auto s = ModelServer::start(o);
+    auto s = testing_repo::start_server(root_);
     ASSERT_TRUE(s.is_ok()) << s.status().to_string();
     server_ = std::move(*s);
     GrpcOptions g;
@@ -374,6 +371,58 @@ TEST_F(Grpc, OverloadRefusesAtOnceAndLosesNothingAdmitted) {
   const inference::ModelStatistics s = stats("deep");
   EXPECT_EQ(s.inference_stats().success().count(), static_cast<uint64_t>(ok.load()));
   EXPECT_EQ(s.inference_stats().fail().count(), static_cast<uint64_t>(refused.load()));
+}
+
+// ModelStreamInfer: 12 requests on one stream (one of them bad) get 12 answers, each found
+// by its id: the right logits, or for the bad one an error_message naming what is wrong; the
+// stream ends OK after the client's WritesDone.
+TEST_F(Grpc, StreamInferAnswersEachRequestByItsId) {
+  grpc::ClientContext ctx;
+  auto stream = stub_->ModelStreamInfer(&ctx);
+  for (uint32_t i = 0; i < 12; ++i) {
+    ModelInferRequest q = request(i == 5 ? "nothing" : "fashion", 300 + i, 1 + i % 2);
+    q.set_id("s" + std::to_string(i));
+    ASSERT_TRUE(stream->Write(q));
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  std::map<std::string, inference::ModelStreamInferResponse> answers;
+  inference::ModelStreamInferResponse r;
+  while (stream->Read(&r)) answers[r.infer_response().id()] = r;
+  const grpc::Status end = stream->Finish();
+  EXPECT_TRUE(end.ok()) << end.error_message();
+  ASSERT_EQ(answers.size(), 12u);
+  for (uint32_t i = 0; i < 12; ++i) {
+    const auto& a = answers["s" + std::to_string(i)];
+    if (i == 5) {
+      EXPECT_NE(a.error_message().find("nothing"), std::string::npos) << a.error_message();
+      continue;
+    }
+    EXPECT_TRUE(a.error_message().empty()) << a.error_message();
+    expect_close(logits(a.infer_response()),
+                 testing_repo::offline_logits(*offline_, 300 + i, 1 + i % 2));
+  }
+}
+
+// A stream whose client cancels while its request waits in the queue: the request is taken
+// out and never runs.
+TEST_F(Grpc, StreamCancelTakesQueuedRequestsOut) {
+  grpc::ClientContext ctx;
+  auto stream = stub_->ModelStreamInfer(&ctx);
+  ModelInferRequest q = request("patient", 1, 1);
+  ASSERT_TRUE(stream->Write(q));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ctx.TryCancel();
+  inference::ModelStreamInferResponse r;
+  while (stream->Read(&r)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  inference::ModelStatistics s;
+  for (int i = 0; i < 100 && s.inference_stats().fail().count() < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    s = stats("patient");
+  }
+  EXPECT_EQ(s.inference_stats().fail().count(), 1u);
+  EXPECT_EQ(s.execution_count(), 0u);
 }
 
 TEST_F(Grpc, RepositoryLoadUnload) {

@@ -30,11 +30,7 @@ class Http : public testing::Test {
  protected:
   void SetUp() override {
     root_ = testing_repo::write_repository("http");
-    ServerOptions o;
-    o.repository = root_.string();
-    o.model_control = "explicit";
-    o.load_models = {"fashion", "broken", "deep", "patient"};
-    auto s = ModelServer::start(o);
+    auto s = testing_repo::start_server(root_);
     ASSERT_TRUE(s.is_ok()) << s.status().to_string();
     server_ = std::move(*s);
     HttpOptions h;

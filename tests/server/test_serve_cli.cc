@@ -44,10 +44,11 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-// The port `kiln serve` printed, or -1 after `timeout`.
-int wait_for_port(const fs::path& log, std::chrono::seconds timeout) {
+// The port `kiln serve` printed for `protocol` ("HTTP" or "gRPC"), or -1 after `timeout`.
+int wait_for_port(const fs::path& log, std::chrono::seconds timeout,
+                  const std::string& protocol = "HTTP") {
   const auto end = std::chrono::steady_clock::now() + timeout;
-  const std::regex re("HTTP on [0-9.]+:([0-9]+)");
+  const std::regex re(protocol + " on [0-9.]+:([0-9]+)");
   while (std::chrono::steady_clock::now() < end) {
     std::smatch m;
     const std::string text = read(log);
@@ -98,7 +99,7 @@ TEST_F(ServeCli, ServesThenDrainsOnSigterm) {
   const fs::path log = root_ / "serve.log";
   const pid_t pid =
       spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
-             "--http-port", "0", "--metrics-port", "-1", "--threads", "1"},
+             "--grpc-port", "0", "--http-port", "0", "--metrics-port", "-1", "--threads", "1"},
             log);
   const int port = wait_for_port(log, 60s);
   ASSERT_GT(port, 0) << read(log);
@@ -147,9 +148,10 @@ TEST_F(ServeCli, ServesThenDrainsOnSigterm) {
 // formed at concurrency 4.
 TEST_F(ServeCli, PerfLoadsTheServer) {
   const fs::path log = root_ / "serve.log";
-  const pid_t pid = spawn({"--model-repository", (root_ / "repo").string(), "--http-host",
-                           "127.0.0.1", "--http-port", "0", "--metrics-port", "-1"},
-                          log);
+  const pid_t pid =
+      spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
+             "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1"},
+            log);
   const int port = wait_for_port(log, 60s);
   ASSERT_GT(port, 0) << read(log);
   const fs::path out = root_ / "perf.json";
@@ -171,6 +173,39 @@ TEST_F(ServeCli, PerfLoadsTheServer) {
   }
   EXPECT_EQ(levels[1]["concurrency"], 4);
   EXPECT_NE(read(root_ / "perf.txt").find("avg batch"), std::string::npos);
+}
+
+// kiln perf over gRPC: raw contents, the server's split read from its HTTP /metrics.
+TEST_F(ServeCli, PerfOverGrpc) {
+  const fs::path log = root_ / "serve.log";
+  const pid_t pid =
+      spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
+             "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1"},
+            log);
+  const int http = wait_for_port(log, 60s);
+  const int grpc = wait_for_port(log, 60s, "gRPC");
+  ASSERT_GT(http, 0) << read(log);
+  ASSERT_GT(grpc, 0) << read(log);
+  const fs::path out = root_ / "perf.json";
+  const std::string cmd = std::string(KILN_CLI_PATH) +
+                          " perf -m fashion -i grpc -u 127.0.0.1:" + std::to_string(grpc) +
+                          " --metrics-url 127.0.0.1:" + std::to_string(http) +
+                          " --concurrency-range 2 --duration 0.5 --batch 2 --json " + out.string() +
+                          " > " + (root_ / "perf.txt").string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read(root_ / "perf.txt");
+  const std::string bad = std::string(KILN_CLI_PATH) +
+                          " perf -m nothing -i grpc -u 127.0.0.1:" + std::to_string(grpc) + " > " +
+                          (root_ / "bad.txt").string() + " 2>&1";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  EXPECT_NE(read(root_ / "bad.txt").find("nothing"), std::string::npos) << read(root_ / "bad.txt");
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 30s), 0);
+  const json levels = json::parse(read(out));
+  ASSERT_EQ(levels.size(), 1u) << read(root_ / "perf.txt");
+  EXPECT_GT(levels[0]["ok"].get<int>(), 0);
+  EXPECT_EQ(levels[0]["failed"], 0);
+  EXPECT_GT(levels[0]["server_compute_us"].get<double>(), 0);
+  EXPECT_GE(levels[0]["avg_batch"].get<double>(), 2.0);  // requests of 2 rows
 }
 
 TEST_F(ServeCli, BadRepositoryOrFlagsSayWhy) {

@@ -31,7 +31,8 @@ Command add_serve_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--model-repository", c->repository,
                   "DIR/<model>/config.pbtxt and DIR/<model>/<version>/model.onnx|model.kiln")
       ->required();
-  app->add_option("--http-host", c->http_host, "the address to listen on")->capture_default_str();
+  app->add_option("--http-host", c->http_host, "the address to listen on (HTTP and gRPC)")
+      ->capture_default_str();
   app->add_option("--http-port", c->http_port, "the HTTP port (0: any free one, printed)")
       ->capture_default_str();
   app->add_option("--grpc-port", c->grpc_port,

@@ -94,6 +94,17 @@ def full_client(pb, stub, name):
     stats = stub.ModelStatistics(pb.ModelStatisticsRequest(name=name))
     check(stats.model_stats[0].inference_stats.success.count == 2
           and stats.model_stats[0].inference_count == 4, "ModelStatistics")
+    def stream():
+        for i in range(3):
+            q = pb.ModelInferRequest(model_name=name, id=f"st{i}")
+            q.inputs.add(name="input", datatype="FP32", shape=[1, 1, 28, 28])
+            q.raw_input_contents.append(struct.pack("<784f", *image(10 + i)))
+            yield q
+    answers = list(stub.ModelStreamInfer(stream()))
+    check(sorted(a.infer_response.id for a in answers) == ["st0", "st1", "st2"]
+          and not any(a.error_message for a in answers)
+          and all(list(a.infer_response.outputs[0].shape) == [1, 10] for a in answers),
+          "ModelStreamInfer: three answers by id")
     index = stub.RepositoryIndex(pb.RepositoryIndexRequest())
     check([(m.name, m.state) for m in index.models] == [(name, "READY")], "RepositoryIndex")
     try:

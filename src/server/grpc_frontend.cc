@@ -357,7 +357,9 @@ int GrpcFrontend::port() const { return impl_->port; }
 
 void GrpcFrontend::stop() {
   if (!impl_->grpc_server) return;
-  impl_->grpc_server->Shutdown();
+  // Calls in flight are answered; one still open after drain_timeout (a stream its client keeps
+  // open) is cancelled, so that a drain always ends.
+  impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + impl_->options.drain_timeout);
   impl_->grpc_server->Wait();
   impl_->grpc_server.reset();
 }

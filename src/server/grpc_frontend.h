@@ -12,6 +12,7 @@
 // on).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@ struct GrpcOptions {
   std::string host = "0.0.0.0";
   int port = 8001;  // 0: any free port (port() says which)
   size_t max_message_bytes = size_t{256} << 20;
+  std::chrono::seconds drain_timeout{30};  // stop(): how long calls in flight may go on
 };
 
 class GrpcFrontend {
@@ -33,7 +35,8 @@ class GrpcFrontend {
   // Binds the port and starts serving on gRPC's own threads (an error names a taken port).
   Status start();
   int port() const;
-  // Stops taking RPCs and waits for those in flight to be answered.
+  // Stops taking RPCs and waits for those in flight to be answered (those still open after
+  // drain_timeout are cancelled).
   void stop();
 
  private:

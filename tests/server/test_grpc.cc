@@ -425,6 +425,31 @@ TEST_F(Grpc, StreamCancelTakesQueuedRequestsOut) {
   EXPECT_EQ(s.execution_count(), 0u);
 }
 
+// A stream its client keeps open does not hold a drain up past drain_timeout.
+TEST_F(Grpc, StopEndsAnOpenStreamAfterTheDrainTimeout) {
+  grpc_->stop();
+  GrpcOptions g;
+  g.host = "127.0.0.1";
+  g.port = 0;
+  g.drain_timeout = std::chrono::seconds(1);
+  grpc_ = std::make_unique<GrpcFrontend>(*server_, g);
+  ASSERT_TRUE(grpc_->start().is_ok());
+  auto stub = GRPCInferenceService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(grpc_->port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  auto stream = stub->ModelStreamInfer(&ctx);
+  ModelInferRequest q = request("fashion", 1, 1);
+  ASSERT_TRUE(stream->Write(q));
+  inference::ModelStreamInferResponse r;
+  ASSERT_TRUE(stream->Read(&r));  // answered; the stream stays open
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc_->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  while (stream->Read(&r)) {
+  }
+  EXPECT_FALSE(stream->Finish().ok());
+}
+
 TEST_F(Grpc, RepositoryLoadUnload) {
   auto call = [&](bool load, const std::string& name) {
     grpc::ClientContext c;

@@ -193,6 +193,21 @@ TEST_F(ServeCli, PerfOverGrpc) {
                           " --concurrency-range 2 --duration 0.5 --batch 2 --json " + out.string() +
                           " > " + (root_ / "perf.txt").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << read(root_ / "perf.txt");
+  // Poisson arrivals at 100 requests/s for 1 s: about 100 requests, none failed.
+  const fs::path rate_out = root_ / "rate.json";
+  const std::string rate = std::string(KILN_CLI_PATH) +
+                           " perf -m fashion -i grpc -u 127.0.0.1:" + std::to_string(grpc) +
+                           " --metrics-url 127.0.0.1:" + std::to_string(http) +
+                           " --request-rate-range 100 --request-distribution poisson "
+                           "--max-threads 8 --duration 1 --json " +
+                           rate_out.string() + " > " + (root_ / "rate.txt").string() + " 2>&1";
+  EXPECT_EQ(std::system(rate.c_str()), 0) << read(root_ / "rate.txt");
+  const json rated = json::parse(read(rate_out));
+  ASSERT_EQ(rated.size(), 1u);
+  EXPECT_EQ(rated[0]["request_rate"], 100.0);
+  EXPECT_GT(rated[0]["ok"].get<int>(), 60);  // Poisson: 100 expected, a fixed seed
+  EXPECT_LT(rated[0]["ok"].get<int>(), 140);
+  EXPECT_EQ(rated[0]["failed"], 0);
   const std::string bad = std::string(KILN_CLI_PATH) +
                           " perf -m nothing -i grpc -u 127.0.0.1:" + std::to_string(grpc) + " > " +
                           (root_ / "bad.txt").string() + " 2>&1";

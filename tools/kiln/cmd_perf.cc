@@ -1,11 +1,14 @@
 // `kiln perf -m MODEL [-i http|grpc] [-u HOST:PORT] [--metrics-url HOST:PORT]
-// [--concurrency-range A:B[:STEP]] [--duration S] [--binary] [--batch N] [--json FILE]
+// [--concurrency-range A:B[:STEP] | --request-rate-range A:B[:STEP] [--request-distribution
+// constant|poisson] [--max-threads N]] [--duration S] [--binary] [--batch N] [--json FILE]
 // [--csv FILE]`: a load generator for a KServe v2 server (kiln serve, Triton) over HTTP or gRPC,
 // in perf_analyzer's manner: for each concurrency, that many clients send requests back to back
-// for --duration seconds; it reports throughput, latency percentiles, and the server's queue and
-// compute time and average batch size read from its /metrics before and after. Inputs are
-// random values of the datatypes the model's metadata names (FP32, UINT8), raw over gRPC,
-// JSON or binary over HTTP.
+// for --duration seconds; for each request rate, requests start on a schedule (evenly spaced,
+// or Poisson arrivals) from a pool of --max-threads senders, and those that start more than
+// 1 ms late (every sender busy) are counted; it reports throughput, latency percentiles, and the
+// server's queue and compute time and average batch size read from its /metrics before and after.
+// Inputs are random values of the datatypes the model's metadata names (FP32, UINT8), raw over
+// gRPC, JSON or binary over HTTP.
 #include <httplib.h>
 
 #include <algorithm>
@@ -34,13 +37,17 @@ using Clock = std::chrono::steady_clock;
 
 struct PerfOptions {
   std::string model, protocol = "http", url, metrics_url, range = "1", json_out, csv_out;
+  std::string rate_range, distribution = "constant";
+  int max_threads = 64;
   double duration = 5;
   int batch = 1;
   bool binary = false;
 };
 
 struct Level {
-  int concurrency = 0;
+  int concurrency = 0;  // clients (with a request rate: sender threads)
+  double rate = 0;      // requests per second scheduled (0: back to back)
+  int64_t late = 0;     // scheduled requests that started more than 1 ms late
   int64_t ok = 0, failed = 0;
   double seconds = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, send_us = 0;
   double server_queue_us = 0, server_compute_us = 0, avg_batch = 0;
@@ -132,21 +139,46 @@ std::pair<std::string, int64_t> make_body(const std::vector<server::WireTensor>&
 using Send = std::function<bool()>;
 using MakeSend = std::function<Send(int client)>;
 
+// When each request of a rate level starts: evenly spaced, or Poisson arrivals (exponential
+// gaps, a fixed seed), covering `seconds`.
+std::vector<double> schedule(double rate, double seconds, bool poisson) {
+  std::vector<double> at;
+  std::mt19937 gen(11);
+  std::exponential_distribution<double> gap(rate);
+  for (double t = 0; t < seconds; t += poisson ? gap(gen) : 1.0 / rate) at.push_back(t);
+  return at;
+}
+
 Level run_level(const PerfOptions& o, httplib::Client& metrics, const MakeSend& make_send,
-                int concurrency) {
+                int concurrency, double rate = 0) {
   Level level;
   level.concurrency = concurrency;
+  level.rate = rate;
   auto before = scrape(metrics, o.model);
   std::vector<std::vector<double>> latencies(static_cast<size_t>(concurrency));
-  std::atomic<int64_t> ok{0}, failed{0};
+  std::atomic<int64_t> ok{0}, failed{0}, late{0};
+  std::atomic<size_t> next{0};
+  const std::vector<double> at =
+      rate > 0 ? schedule(rate, o.duration, o.distribution == "poisson") : std::vector<double>{};
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::duration_cast<Clock::duration>(
                                             std::chrono::duration<double>(o.duration));
+  // The next request's start: now (back to back), or its scheduled time; false when done.
+  auto wait_turn = [&]() {
+    if (rate <= 0) return Clock::now() < end;
+    const size_t k = next++;
+    if (k >= at.size()) return false;
+    const auto t =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at[k]));
+    std::this_thread::sleep_until(t);
+    if (Clock::now() - t > std::chrono::milliseconds(1)) ++late;
+    return true;
+  };
   std::vector<std::thread> clients;
   for (int c = 0; c < concurrency; ++c)
     clients.emplace_back([&, c] {
       const Send send = make_send(c);
-      while (Clock::now() < end) {
+      while (wait_turn()) {
         const auto t0 = Clock::now();
         const bool answered = send();
         const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -164,6 +196,7 @@ Level run_level(const PerfOptions& o, httplib::Client& metrics, const MakeSend& 
   for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
   level.ok = ok;
   level.failed = failed;
+  level.late = late;
   level.p50 = percentile(all, 0.5);
   level.p90 = percentile(all, 0.9);
   level.p95 = percentile(all, 0.95);
@@ -205,17 +238,26 @@ int run(const PerfOptions& o) {
   int metrics_port = grpc ? 8002 : port;
   if (!o.metrics_url.empty() && !split_url(o.metrics_url, &metrics_host, &metrics_port))
     return usage_error("--metrics-url " + o.metrics_url + ": HOST:PORT");
-  int lo = 1, hi = 1, step = 1;
-  if (std::sscanf(o.range.c_str(), "%d:%d:%d", &lo, &hi, &step) < 1 || lo < 1 || step < 1)
-    return usage_error("--concurrency-range " + o.range + ": START[:END[:STEP]], from 1");
-  if (std::count(o.range.begin(), o.range.end(), ':') == 0) hi = lo;
+  // The levels: concurrencies, or request rates (each with max_threads senders).
+  const bool by_rate = !o.rate_range.empty();
+  const std::string& range = by_rate ? o.rate_range : o.range;
+  double lo = 1, hi = 1, step = 1;
+  const int parsed = std::sscanf(range.c_str(), "%lf:%lf:%lf", &lo, &hi, &step);
+  if (parsed < 1 || lo <= 0 || step <= 0 || (!by_rate && lo < 1))
+    return usage_error(std::string(by_rate ? "--request-rate-range " : "--concurrency-range ") +
+                       range + ": START[:END[:STEP]], above 0");
+  if (parsed == 1) hi = lo;
   hi = std::max(hi, lo);
+  if (o.distribution != "constant" && o.distribution != "poisson")
+    return usage_error("--request-distribution " + o.distribution + ": constant or poisson");
+  if (o.max_threads < 1) return usage_error("--max-threads: 1 or more");
+  const int most_clients = by_rate ? o.max_threads : static_cast<int>(hi);
 
   std::vector<server::WireTensor> inputs;
   std::unique_ptr<server::GrpcInferClient> grpc_client;
   if (grpc) {
     // A connection per 16 clients, so that one HTTP/2 connection does not bound the load.
-    auto c = server::GrpcInferClient::connect(url, o.model, std::max(1, (hi + 15) / 16));
+    auto c = server::GrpcInferClient::connect(url, o.model, std::max(1, (most_clients + 15) / 16));
     if (!c.is_ok()) return fail(c.status());
     grpc_client = std::move(*c);
     auto listed = grpc_client->inputs();
@@ -245,20 +287,24 @@ int run(const PerfOptions& o) {
   };
   httplib::Client metrics(metrics_host, metrics_port);
   std::vector<Level> levels;
-  std::printf("%11s %10s %10s %10s %10s %10s %12s %12s %9s %7s\n", "concurrency", "infer/s",
-              "p50 us", "p90 us", "p95 us", "p99 us", "queue us", "compute us", "avg batch",
-              "failed");
-  for (int c = lo; c <= hi; c += step) {
-    Level l = run_level(o, metrics, make_send, c);
-    std::printf("%11d %10.1f %10.0f %10.0f %10.0f %10.0f %12.0f %12.0f %9.2f %7lld\n", c,
+  std::printf("%11s %10s %10s %10s %10s %10s %12s %12s %9s %7s %7s\n",
+              by_rate ? "request/s" : "concurrency", "infer/s", "p50 us", "p90 us", "p95 us",
+              "p99 us", "queue us", "compute us", "avg batch", "failed", "late");
+  for (double v = lo; v <= hi + 1e-9; v += step) {
+    Level l = by_rate ? run_level(o, metrics, make_send, o.max_threads, v)
+                      : run_level(o, metrics, make_send, static_cast<int>(v));
+    std::printf("%11.6g %10.1f %10.0f %10.0f %10.0f %10.0f %12.0f %12.0f %9.2f %7lld %7lld\n", v,
                 l.ok * o.batch / l.seconds, l.p50, l.p90, l.p95, l.p99, l.server_queue_us,
-                l.server_compute_us, l.avg_batch, static_cast<long long>(l.failed));
+                l.server_compute_us, l.avg_batch, static_cast<long long>(l.failed),
+                static_cast<long long>(l.late));
     levels.push_back(l);
   }
   if (!o.json_out.empty()) {
     json j = json::array();
     for (const Level& l : levels)
       j.push_back({{"concurrency", l.concurrency},
+                   {"request_rate", l.rate},
+                   {"late", l.late},
                    {"infer_per_s", l.ok * o.batch / l.seconds},
                    {"p50_us", l.p50},
                    {"p90_us", l.p90},
@@ -273,12 +319,12 @@ int run(const PerfOptions& o) {
   }
   if (!o.csv_out.empty()) {
     std::ofstream csv(o.csv_out);
-    csv << "concurrency,infer_per_s,p50_us,p90_us,p95_us,p99_us,server_queue_us,"
-           "server_compute_us,avg_batch,failed\n";
+    csv << "concurrency,request_rate,infer_per_s,p50_us,p90_us,p95_us,p99_us,server_queue_us,"
+           "server_compute_us,avg_batch,failed,late\n";
     for (const Level& l : levels)
-      csv << l.concurrency << "," << l.ok * o.batch / l.seconds << "," << l.p50 << "," << l.p90
-          << "," << l.p95 << "," << l.p99 << "," << l.server_queue_us << "," << l.server_compute_us
-          << "," << l.avg_batch << "," << l.failed << "\n";
+      csv << l.concurrency << "," << l.rate << "," << l.ok * o.batch / l.seconds << "," << l.p50
+          << "," << l.p90 << "," << l.p95 << "," << l.p99 << "," << l.server_queue_us << ","
+          << l.server_compute_us << "," << l.avg_batch << "," << l.failed << "," << l.late << "\n";
   }
   return kExitOk;
 }
@@ -300,7 +346,17 @@ Command add_perf_command(CLI::App& root, const GlobalOptions&) {
   app->add_option("--concurrency-range", o->range,
                   "START[:END[:STEP]]: clients sending requests back to back")
       ->capture_default_str();
-  app->add_option("--duration", o->duration, "seconds per concurrency")->capture_default_str();
+  app->add_option("--request-rate-range", o->rate_range,
+                  "START[:END[:STEP]] requests per second, started on a schedule (instead of "
+                  "--concurrency-range)");
+  app->add_option("--request-distribution", o->distribution,
+                  "with --request-rate-range: constant or poisson arrivals")
+      ->capture_default_str();
+  app->add_option("--max-threads", o->max_threads,
+                  "with --request-rate-range: the senders (a request that finds all busy starts "
+                  "late)")
+      ->capture_default_str();
+  app->add_option("--duration", o->duration, "seconds per level")->capture_default_str();
   app->add_option("--batch", o->batch, "rows per request")->capture_default_str();
   app->add_flag("--binary", o->binary, "HTTP: binary tensor data in and out (else JSON)");
   app->add_option("--json", o->json_out, "write the levels as JSON");

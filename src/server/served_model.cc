@@ -1,8 +1,12 @@
 #include "server/served_model.h"
 
+#include <cstring>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <sstream>
 
+#include "server/infer_request.h"
 #include "server/model_config.h"
 
 namespace kiln::server {
@@ -123,7 +127,66 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   Pipeline* pipe = m->pipeline_.get();
   m->batcher_ = std::make_unique<DynamicBatcher>(
       b, [pipe](const Outputs& batch) { return pipe->submit(batch).get(); });
+  for (const auto& sample : m->config_.model_warmup()) {
+    Status warmed = m->warm_up(sample, model.dir);
+    if (!warmed.is_ok()) return warmed.with_context(what);
+  }
   return m;
+}
+
+namespace {
+
+// One warmup input: `rows` rows (none where 0) of the sample's dims and data.
+Result<Tensor> warmup_input(const inference::ModelWarmup::Input& in, const std::string& name,
+                            int64_t rows, const std::string& dir) {
+  const DataType dt = data_type_of(in.data_type());
+  if (dt == DataType::kUndefined || dtype_size(dt) == 0)
+    return invalid_argument("input '" + name + "': a data_type kiln cannot make");
+  Shape shape;
+  if (rows > 0) shape.push_back(rows);
+  for (int64_t d : in.dims()) {
+    if (d < 0) return invalid_argument("input '" + name + "': dims hold " + std::to_string(d));
+    shape.push_back(d);
+  }
+  Tensor t = Tensor::zeros(dt, shape);
+  if (in.has_random_data() && in.random_data()) {
+    std::mt19937 gen(5);
+    std::uniform_real_distribution<double> u(0, 1);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set_double(i, u(gen));
+  } else if (in.has_input_data_file()) {
+    // Triton's layout: the file in the model's warmup/ folder, the raw bytes of every row.
+    const std::string path = dir + "/warmup/" + in.input_data_file();
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return not_found("input '" + name + "': cannot read " + path);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (bytes.size() != t.nbytes())
+      return invalid_argument("input '" + name + "': " + path + " holds " +
+                              std::to_string(bytes.size()) + " bytes where " + shape_str(shape) +
+                              " takes " + std::to_string(t.nbytes()));
+    std::memcpy(t.raw(), bytes.data(), bytes.size());
+  }
+  return t;
+}
+
+}  // namespace
+
+Status ServedModel::warm_up(const inference::ModelWarmup& sample, const std::string& dir) {
+  const std::string where = "model_warmup '" + sample.name() + "'";
+  const int64_t rows = config_.max_batch_size() > 0 ? std::max<int64_t>(1, sample.batch_size()) : 0;
+  Outputs inputs;
+  for (const auto& [name, in] : sample.inputs()) {
+    auto t = warmup_input(in, name, rows, dir);
+    if (!t.is_ok()) return t.status().with_context(where);
+    inputs.emplace(name, std::move(*t));
+  }
+  KILN_RETURN_IF_ERROR(check_inputs(config_, inputs).with_context(where));
+  for (uint32_t i = 0; i < std::max<uint32_t>(1, sample.count()); ++i) {
+    auto admitted = batcher_->submit(BatchRequest{inputs, 0, 0, nullptr});
+    if (!admitted.is_ok()) return admitted.status().with_context(where);
+    Result<Outputs> out = admitted->result.get();
+    if (!out.is_ok()) return out.status().with_context(where);
+  }
+  return Status::ok();
 }
 
 ServedModel::~ServedModel() {

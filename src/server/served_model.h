@@ -32,7 +32,8 @@ ShapeProfiles batch_profiles(const inference::ModelConfig& c);
 class ServedModel {
  public:
   // Loads `version` of `model` (whose status must be ok): the config completed from the model,
-  // the engine with its plans, the Pipeline and the batcher. Errors name the model and version.
+  // the engine with its plans, the Pipeline and the batcher, then runs its model_warmup
+  // samples. Errors name the model and version (and the warmup sample).
   static Result<std::unique_ptr<ServedModel>> load(const RepositoryModel& model,
                                                    const ModelVersion& version,
                                                    const ServeOptions& serve);
@@ -50,6 +51,11 @@ class ServedModel {
 
  private:
   ServedModel() = default;
+  // Runs one model_warmup sample `count` times (at least once) through the batcher: zero data,
+  // random data (uniform in [0, 1)), or the raw bytes of input_data_file in the model's
+  // warmup/ folder (Triton's layout), with batch_size rows (at least 1) where the model batches.
+  // Its inputs must fit the config; its runs are counted in the batcher's statistics.
+  Status warm_up(const inference::ModelWarmup& sample, const std::string& dir);
   std::string name_;
   int64_t version_ = 0;
   inference::ModelConfig config_;

@@ -122,6 +122,52 @@ TEST_F(ServedFashion, ConfigErrorsNameWhatIsWrong) {
   }
 }
 
+// model_warmup runs its samples before the model is ready (zero, random and file data, count
+// times each); a sample that does not fit the config refuses the model, naming the sample.
+TEST_F(ServedFashion, ModelWarmupRunsBeforeReadyAndBadSamplesRefuseTheModel) {
+  fs::create_directories(root_ / "fashion" / "warmup");
+  std::vector<float> pixels(2 * 784, 0.25f);
+  std::ofstream(root_ / "fashion" / "warmup" / "two_images", std::ios::binary)
+      .write(reinterpret_cast<const char*>(pixels.data()),
+             static_cast<std::streamsize>(pixels.size() * sizeof(float)));
+  const std::string input =
+      "inputs { key: \"input\" value: { data_type: TYPE_FP32 dims: [1, 28, 28] ";
+  config(
+      "max_batch_size: 8\n"
+      "model_warmup [ { name: \"zeros\" batch_size: 1 count: 3 " +
+      input +
+      "zero_data: true } } },\n"
+      "  { name: \"random\" batch_size: 4 " +
+      input +
+      "random_data: true } } },\n"
+      "  { name: \"file\" batch_size: 2 " +
+      input + "input_data_file: \"two_images\" } } } ]\n");
+  auto m = load();
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->batcher().stats().batches, 5);  // 3 + 1 + 1
+  EXPECT_EQ((*m)->batcher().stats().rows, 3 + 4 + 2);
+
+  config(
+      "max_batch_size: 8\n"
+      "model_warmup [ { name: \"wrong\" batch_size: 1 inputs { key: \"input\" value: { "
+      "data_type: TYPE_FP32 dims: [1, 14, 14] zero_data: true } } } ]\n");
+  auto wrong = load();
+  ASSERT_FALSE(wrong.is_ok());
+  EXPECT_NE(wrong.status().message().find("model_warmup 'wrong'"), std::string::npos)
+      << wrong.status().message();
+  EXPECT_NE(wrong.status().message().find("[N,1,28,28]"), std::string::npos)
+      << wrong.status().message();
+
+  config(
+      "max_batch_size: 8\n"
+      "model_warmup [ { name: \"short\" batch_size: 3 " +
+      input + "input_data_file: \"two_images\" } } } ]\n");
+  auto short_file = load();
+  ASSERT_FALSE(short_file.is_ok());
+  EXPECT_NE(short_file.status().message().find("two_images holds 6272 bytes"), std::string::npos)
+      << short_file.status().message();
+}
+
 TEST(BatchProfiles, OnePerPaddedSize) {
   inference::ModelConfig c;
   c.set_max_batch_size(6);

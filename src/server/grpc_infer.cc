@@ -12,58 +12,37 @@ Status bad(const std::string& name, const std::string& what) {
   return invalid_argument("input '" + name + "': " + what);
 }
 
-// The typed list of `contents` that holds `dt`, copied into `t` (its size already checked).
-template <typename List>
-Status copy_list(const List& list, Tensor& t, const std::string& name, const char* field) {
-  if (static_cast<int64_t>(list.size()) != t.numel())
-    return bad(name, std::to_string(list.size()) + " values in contents." + field + " for shape " +
-                         shape_str(t.shape()) + " (" + std::to_string(t.numel()) + ")");
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (t.dtype() == DataType::kInt64)
-      t.data<int64_t>()[i] = static_cast<int64_t>(list[static_cast<int>(i)]);
-    else if (t.dtype() == DataType::kUInt64)
-      t.data<uint64_t>()[i] = static_cast<uint64_t>(list[static_cast<int>(i)]);
-    else
-      t.set_double(i, static_cast<double>(list[static_cast<int>(i)]));
-  }
-  return Status::ok();
-}
-
-// The number of values `c` holds for `dt` (in the list that carries it); -1 where none does.
-int64_t contents_size(const inference::InferTensorContents& c, DataType dt) {
+// Calls f(list) with the typed list of `c` that carries `dt`; false where none does (FP16 and
+// BF16 travel as raw bytes only).
+template <typename F>
+bool with_list(const inference::InferTensorContents& c, DataType dt, F&& f) {
   switch (dt) {
-    case DataType::kBool: return c.bool_contents_size();
+    case DataType::kBool: f(c.bool_contents()); return true;
     case DataType::kInt8:
     case DataType::kInt16:
-    case DataType::kInt32: return c.int_contents_size();
-    case DataType::kInt64: return c.int64_contents_size();
+    case DataType::kInt32: f(c.int_contents()); return true;
+    case DataType::kInt64: f(c.int64_contents()); return true;
     case DataType::kUInt8:
     case DataType::kUInt16:
-    case DataType::kUInt32: return c.uint_contents_size();
-    case DataType::kUInt64: return c.uint64_contents_size();
-    case DataType::kFloat32: return c.fp32_contents_size();
-    case DataType::kFloat64: return c.fp64_contents_size();
-    default: return -1;
+    case DataType::kUInt32: f(c.uint_contents()); return true;
+    case DataType::kUInt64: f(c.uint64_contents()); return true;
+    case DataType::kFloat32: f(c.fp32_contents()); return true;
+    case DataType::kFloat64: f(c.fp64_contents()); return true;
+    default: return false;
   }
 }
 
-Status fill_from_contents(const Input& in, Tensor& t) {
-  const inference::InferTensorContents& c = in.contents();
-  switch (t.dtype()) {
-    case DataType::kBool: return copy_list(c.bool_contents(), t, in.name(), "bool_contents");
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32: return copy_list(c.int_contents(), t, in.name(), "int_contents");
-    case DataType::kInt64: return copy_list(c.int64_contents(), t, in.name(), "int64_contents");
-    case DataType::kUInt8:
-    case DataType::kUInt16:
-    case DataType::kUInt32: return copy_list(c.uint_contents(), t, in.name(), "uint_contents");
-    case DataType::kUInt64: return copy_list(c.uint64_contents(), t, in.name(), "uint64_contents");
-    case DataType::kFloat32: return copy_list(c.fp32_contents(), t, in.name(), "fp32_contents");
-    case DataType::kFloat64: return copy_list(c.fp64_contents(), t, in.name(), "fp64_contents");
-    default:
-      return bad(in.name(),
-                 std::string(v2_datatype_name(t.dtype())) + " travels only as raw_input_contents");
+// `list`'s values into `t` (of the same count).
+template <typename List>
+void copy_values(const List& list, Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const auto v = list[static_cast<int>(i)];
+    if (t.dtype() == DataType::kInt64)
+      t.data<int64_t>()[i] = static_cast<int64_t>(v);
+    else if (t.dtype() == DataType::kUInt64)
+      t.data<uint64_t>()[i] = static_cast<uint64_t>(v);
+    else
+      t.set_double(i, static_cast<double>(v));
   }
 }
 
@@ -83,15 +62,15 @@ Result<Tensor> input_tensor(const Input& in, const std::string* raw) {
     if (!raw->empty()) std::memcpy(t.raw(), raw->data(), raw->size());
     return t;
   }
-  const int64_t given = contents_size(in.contents(), *dt);
-  if (given < 0)
+  int64_t given = 0;
+  if (!with_list(in.contents(), *dt, [&](const auto& list) { given = list.size(); }))
     return bad(in.name(),
                std::string(v2_datatype_name(*dt)) + " travels only as raw_input_contents");
   if (given != count)
     return bad(in.name(), std::to_string(given) + " values in contents for shape " +
                               shape_str(shape) + " (" + std::to_string(count) + ")");
   Tensor t(*dt, shape);
-  KILN_RETURN_IF_ERROR(fill_from_contents(in, t));
+  with_list(in.contents(), *dt, [&](const auto& list) { copy_values(list, t); });
   return t;
 }
 

@@ -13,6 +13,7 @@ PKGS=(
   libcpp-httplib-dev libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-grpc-tools
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   dataset-fashion-mnist
+  chromium
 )
 
 missing=()
@@ -30,6 +31,12 @@ fi
 if ! command -v npm >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends nodejs npm
+fi
+
+# The tests written for Node.js (tests/node: the deploy/ manifests' schemas, the live page in
+# Chromium), exactly as package-lock.json pins them.
+if [ ! -d tests/node/node_modules/playwright-core ] || [ tests/node/package-lock.json -nt tests/node/node_modules ]; then
+  (cd tests/node && npm ci --prefer-offline --no-audit --no-fund)
 fi
 
 if [ "${KILN_SKIP_BUILD:-0}" != "1" ]; then

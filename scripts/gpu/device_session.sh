@@ -2,7 +2,7 @@
 # Runs kiln's GPU tests and benchmarks on a GPU machine, writing logs under $OUT.
 #
 #   scripts/gpu/device_session.sh [tests] [zoo] [bench] [throughput] [b256] [stem] [images] [ladder] [peer]
-#                                 [profile] [precision] [multigpu] [eightbit]
+#                                 [profile] [precision] [multigpu] [eightbit] [serve]
 #
 # Logs (*.log) stay in $OUT; the JSON results and per-layer profiles are packed into
 # $OUT/results.tgz. KILN_GTEST_FILTER narrows the GPU tests, KILN_TEST_SHARDS spreads them.
@@ -275,6 +275,20 @@ if [[ $what == *" eightbit "* ]]; then
     t2=$(date +%s.%N)
     echo "$p calibration of 512 samples: inspect $(awk "BEGIN{print $t1 - $t0}") s; from the cache $(awk "BEGIN{print $t2 - $t1}") s" | tee -a "$OUT/eightbit.log"
   done
+fi
+
+# kiln serve (bench/results/serve.md): ResNet-50 fp16 served over gRPC and HTTP with raw uint8
+# inputs at concurrency 256, against the offline Pipeline; a no-op model for the transport's
+# ceiling; capacity, 70% and 2x capacity with RSS (bench/serve_gpu.py). The client runs on
+# SERVE_CLIENT_CPUS, the server on SERVE_SERVER_CPUS.
+if [[ $what == *" serve "* ]]; then
+  timeout "${SERVE_TIMEOUT:-560}" python3 "$repo/bench/serve_gpu.py" --kiln "$(command -v kiln)" \
+    --onnx "$models/resnet50.onnx" --out "$OUT/serve" --timing-cache /tmp/kiln-timing.cache \
+    --client-cpus "${SERVE_CLIENT_CPUS:-0-5}" --server-cpus "${SERVE_SERVER_CPUS:-6-15}" \
+    --duration "${SERVE_DURATION:-8}" --overload-seconds "${SERVE_OVERLOAD_S:-60}" \
+    > "$OUT/serve.log" 2>&1
+  echo "serve exit $?"
+  tail -n 40 "$OUT/serve.log"
 fi
 
 tar czf "$OUT/results.tgz" -C /tmp kiln-json

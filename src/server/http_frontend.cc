@@ -9,6 +9,7 @@
 
 #include "server/image_request.h"
 #include "server/infer_request.h"
+#include "server/live_page.h"
 #include "server/metrics.h"
 #include "server/model_config.h"
 #include "server/v2_json.h"
@@ -139,6 +140,10 @@ void HttpFrontend::Impl::routes() {
     res.set_content(json{{"error", what}}.dump(), "application/json");
   });
   if (options.metrics_only) return;
+  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    const std::string_view page = live_page();
+    res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+  });
   http.Get("/v2/health/live",
            [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   http.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace kiln::server {
@@ -25,9 +26,13 @@ std::string labels(const ModelState& m, const std::string& extra = "") {
   return l + "}";
 }
 
+// The shortest text that reads back as `v` ("0.42", not "0.41999999999999998").
 std::string number(double v) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.17g", v);
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    if (std::strtod(text, nullptr) == v) break;
+  }
   return text;
 }
 
@@ -36,6 +41,38 @@ std::string label_number(double v) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", v);
   return text;
+}
+
+// Triton's GPU gauges, one line per GPU (labelled by UUID) and reading; a reading the GPU
+// cannot give (NaN) is left out.
+void gpu_metrics(std::ostringstream& out, const ModelServer& server) {
+  if (server.gpus().empty()) return;
+  std::vector<std::pair<std::string, GpuSample>> readings;
+  for (const auto& g : server.gpus())
+    readings.emplace_back(g->uuid().empty() ? "GPU-" + std::to_string(g->index()) : g->uuid(),
+                          g->read());
+  const struct {
+    Family f;
+    double scale;
+    double GpuSample::*field;
+  } gauges[] = {
+      {{"nv_gpu_utilization", "gauge", "GPU utilization rate [0.0 - 1.0)"},
+       1 / 100.0,
+       &GpuSample::util_pct},
+      {{"nv_gpu_memory_total_bytes", "gauge", "GPU total memory, in bytes"},
+       1048576.0,
+       &GpuSample::mem_total_mib},
+      {{"nv_gpu_memory_used_bytes", "gauge", "GPU used memory, in bytes"},
+       1048576.0,
+       &GpuSample::mem_used_mib},
+      {{"nv_gpu_power_usage", "gauge", "GPU power usage in watts"}, 1.0, &GpuSample::power_w},
+  };
+  for (const auto& g : gauges) {
+    header(out, g.f);
+    for (const auto& [uuid, s] : readings)
+      if (!std::isnan(s.*g.field))
+        out << g.f.name << "{gpu_uuid=\"" << uuid << "\"} " << number(s.*g.field * g.scale) << "\n";
+  }
 }
 
 }  // namespace
@@ -138,6 +175,7 @@ std::string prometheus_metrics(const ModelServer& server) {
     out << "kiln_batch_size_sum" << labels(r.model) << " " << sum << "\n";
     out << "kiln_batch_size_count" << labels(r.model) << " " << r.batches.batches << "\n";
   }
+  gpu_metrics(out, server);
   return out.str();
 }
 

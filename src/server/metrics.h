@@ -8,7 +8,9 @@
 //   nv_inference_request_summary_us, nv_inference_queue_summary_us,
 //   nv_inference_compute_infer_summary_us (quantiles 0.5, 0.9, 0.95, 0.99 over the last requests);
 //
-// and kiln's own histogram of the batch sizes that ran, kiln_batch_size (rows before padding).
+// kiln's own histogram of the batch sizes that ran, kiln_batch_size (rows before padding); and
+// Triton's GPU gauges nv_gpu_utilization, nv_gpu_memory_total_bytes, nv_gpu_memory_used_bytes and
+// nv_gpu_power_usage{gpu_uuid} of the GPUs the server can use (read through NVML at each scrape).
 #pragma once
 
 #include <string>

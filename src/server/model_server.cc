@@ -11,6 +11,13 @@ Result<std::unique_ptr<ModelServer>> ModelServer::start(ServerOptions options) {
   KILN_ASSIGN_OR_RETURN(std::vector<RepositoryModel> repo,
                         read_model_repository(options.repository));
   std::unique_ptr<ModelServer> s(new ModelServer(std::move(options)));
+  if (!s->options_.nvml_library.empty()) {
+    auto gpus = GpuMonitor::open_all(1000, s->options_.nvml_library);
+    if (gpus.is_ok())
+      s->gpus_ = std::move(*gpus);
+    else
+      s->gpus_note_ = "no GPU metrics: " + gpus.status().message();
+  }
   std::lock_guard<std::mutex> lock(s->mu_);
   for (const RepositoryModel& m : repo) {
     const bool wanted =

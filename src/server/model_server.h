@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/gpu_monitor.h"
 #include "server/served_model.h"
 
 namespace kiln::server {
@@ -23,6 +24,9 @@ struct ServerOptions {
   std::string model_control = "none";
   std::vector<std::string> load_models;  // explicit: the models to load at start
   ServeOptions serve;
+  // The GPU metrics (nv_gpu_*) read the GPUs this process can use through this NVML library;
+  // "" for none. Without the library (no NVIDIA driver) the server runs without them.
+  std::string nvml_library = "libnvidia-ml.so.1";
 };
 
 // One model version's standing, as the repository index reports it.
@@ -86,6 +90,9 @@ class ModelServer {
   InferStats stats(const std::string& name, int64_t version) const;
   LatencyWindow latencies(const std::string& name, int64_t version) const;
   const ServerOptions& options() const { return options_; }
+  // The GPUs whose readings /metrics reports (none without NVML), and why there are none.
+  const std::vector<std::unique_ptr<GpuMonitor>>& gpus() const { return gpus_; }
+  const std::string& gpus_note() const { return gpus_note_; }
 
  private:
   explicit ModelServer(ServerOptions options) : options_(std::move(options)) {}
@@ -99,6 +106,8 @@ class ModelServer {
   std::map<std::pair<std::string, int64_t>, InferStats> stats_;
   std::map<std::pair<std::string, int64_t>, LatencyWindow> latencies_;
   bool draining_ = false;
+  std::vector<std::unique_ptr<GpuMonitor>> gpus_;  // set at start, read-only after
+  std::string gpus_note_;
 };
 
 }  // namespace kiln::server

@@ -45,6 +45,8 @@ int serve(const ServeCommand& c) {
     return 1;
   }
   print_models(**server);
+  if (!(*server)->gpus_note().empty())
+    std::fprintf(stderr, "kiln serve: %s\n", (*server)->gpus_note().c_str());
   HttpOptions h;
   h.host = c.http_host;
   h.port = c.http_port;

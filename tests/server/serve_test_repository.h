@@ -49,12 +49,13 @@ inline fs::path write_repository(const std::string& tag) {
 }
 
 // A ModelServer over write_repository(tag)'s folder `root`, its four models loaded (explicit
-// model control).
+// model control), its GPU metrics read from the fake NVML (tests/fakes/fake_nvml.cc).
 inline Result<std::unique_ptr<ModelServer>> start_server(const fs::path& root) {
   ServerOptions o;
   o.repository = root.string();
   o.model_control = "explicit";
   o.load_models = {"fashion", "broken", "deep", "patient"};
+  o.nvml_library = KILN_FAKE_NVML;
   return ModelServer::start(o);
 }
 

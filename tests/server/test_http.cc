@@ -386,6 +386,37 @@ TEST_F(Http, ClassifiesAnImage) {
 }
 
 // Prometheus text with Triton's names, after a few requests and one bad one.
+// Triton's GPU gauges, per GPU UUID, from NVML (the fake one: two GPUs, the second without
+// power readings, whose line is left out rather than written as 0).
+TEST_F(Http, GpuMetricsFromNvml) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "the server reads this machine's own GPUs";
+  ASSERT_EQ(server_->gpus().size(), 2u) << server_->gpus_note();
+  const std::string m = client_->Get("/metrics")->body;
+  const std::string a = "{gpu_uuid=\"GPU-00000000-1111-2222-3333-444444444444\"}";
+  const std::string b = "{gpu_uuid=\"GPU-55555555-6666-7777-8888-999999999999\"}";
+  EXPECT_NE(m.find("# TYPE nv_gpu_utilization gauge\nnv_gpu_utilization" + a + " 0.42"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nv_gpu_memory_total_bytes" + a + " 85899345920\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("nv_gpu_memory_used_bytes" + a + " 3221225472\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("nv_gpu_memory_used_bytes" + b + " 536870912\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("nv_gpu_power_usage" + a + " 312.5\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("nv_gpu_power_usage" + b), std::string::npos) << m;
+}
+
+// The live page: HTML from the server itself, reading only the server's own endpoints.
+TEST_F(Http, LivePageAtRoot) {
+  auto r = client_->Get("/");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(r->body.find("<title>kiln serve</title>"), std::string::npos);
+  for (const char* endpoint : {"\"/metrics\"", "\"/v2/repository/index\"", "/classify"})
+    EXPECT_NE(r->body.find(endpoint), std::string::npos) << endpoint;
+  EXPECT_EQ(r->body.find("http://"), std::string::npos) << "the page loads nothing from outside";
+  EXPECT_EQ(r->body.find("https://"), std::string::npos) << "the page loads nothing from outside";
+}
+
 TEST_F(Http, MetricsInTritonsNames) {
   for (int i = 0; i < 3; ++i)
     ASSERT_EQ(client_->Post("/v2/models/fashion/infer", infer_body(i, 2).dump(), "application/json")

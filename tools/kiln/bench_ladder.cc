@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
-#include "gpu_monitor.h"
+#include "kiln/gpu_monitor.h"
 #include "ladder_report.h"
 
 namespace kiln::cli {
@@ -273,7 +273,7 @@ int bench_ladder(const std::string& model, const GlobalOptions& g, const LadderO
   std::unique_ptr<GpuMonitor> monitor;
   double baseline_mib = 0;
   if (cuda) {
-    auto m = open_gpu_monitor(g.engine.device_index);
+    auto m = GpuMonitor::open_cuda(g.engine.device_index);
     if (m.is_ok()) {
       monitor = std::move(m).value();
       monitor->start();

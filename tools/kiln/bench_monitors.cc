@@ -14,7 +14,7 @@ BenchMonitors::BenchMonitors(bool on, const std::string& csv, const std::vector<
   for (int gpu : gpus)
     if (std::find(gpus_.begin(), gpus_.end(), gpu) == gpus_.end()) gpus_.push_back(gpu);
   for (int gpu : gpus_) {
-    auto m = open_gpu_monitor(gpu);
+    auto m = GpuMonitor::open_cuda(gpu);
     if (!m.is_ok()) {
       std::fprintf(stderr, "kiln: note: --monitor: %s; going on without it\n",
                    m.status().message().c_str());

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_monitor.h"
+#include "kiln/gpu_monitor.h"
 #include "kiln/status.h"
 
 namespace kiln::cli {

@@ -16,7 +16,7 @@
 #include <set>
 
 #include "cli_common.h"
-#include "gpu_monitor.h"
+#include "kiln/gpu_monitor.h"
 #include "kiln/pipeline.h"
 
 namespace kiln::cli {

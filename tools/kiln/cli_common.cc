@@ -12,7 +12,6 @@
 #include <sstream>
 #include <thread>
 
-#include "gpu_monitor.h"
 #include "kiln/calibration.h"
 
 namespace kiln::cli {
@@ -228,13 +227,6 @@ double now_seconds() {
 double percentile(const std::vector<double>& sorted, double p) {
   size_t rank = static_cast<size_t>(std::ceil(p / 100 * sorted.size()));
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
-}
-
-Result<std::unique_ptr<GpuMonitor>> open_gpu_monitor(int gpu, int period_ms) {
-  auto bus_id = cuda_pci_bus_id(gpu);
-  // Where CUDA cannot name the GPU (no CUDA in this build, or none it sees), NVML's own index.
-  return bus_id.is_ok() ? GpuMonitor::open_pci(*bus_id, gpu, period_ms)
-                        : GpuMonitor::open(gpu, period_ms);
 }
 
 Result<std::vector<int>> parse_gpu_list(const std::string& text, int visible) {

@@ -17,6 +17,7 @@
 #include "kiln/calibration.h"
 #include "kiln/engine.h"
 #include "kiln/fp16_range.h"
+#include "kiln/gpu_monitor.h"
 #include "kiln/pipeline.h"
 
 namespace kiln::cli {
@@ -102,11 +103,6 @@ Result<std::shared_ptr<Engine>> load_engine(const std::string& path, const Globa
 
 // "0.5" or "0.485,0.456,0.406" → floats; an error names `what`.
 Result<std::vector<float>> parse_floats(const std::string& text, const std::string& what);
-class GpuMonitor;  // gpu_monitor.h
-// An NVML monitor of CUDA GPU `gpu`, found by its PCI bus id (NVML numbers GPUs its own way,
-// and CUDA_VISIBLE_DEVICES renumbers CUDA's); by NVML index where CUDA sees no such GPU. An
-// error says why there is none.
-Result<std::unique_ptr<GpuMonitor>> open_gpu_monitor(int gpu, int period_ms = 100);
 // --gpus: "all" (every one of the `visible` GPUs) or indices "0,1,..." (repeats kept), each
 // below `visible`; errors name the entry and what the machine has.
 Result<std::vector<int>> parse_gpu_list(const std::string& text, int visible);

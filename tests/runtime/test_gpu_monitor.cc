@@ -1,6 +1,7 @@
-// tools/kiln/gpu_monitor: NVML opened at run time for `kiln bench --monitor`. Without
-// libnvidia-ml.so.1 only the error paths, series() and the CSV writer can be tested; the
-// sampling test runs where the library and a GPU are present and is skipped elsewhere.
+// kiln/gpu_monitor.h: NVML opened at run time (`kiln bench --monitor`, kiln serve's GPU metrics).
+// The error paths, series() and the CSV writer need no library; the readings are tested against
+// tests/fakes/fake_nvml.cc (two GPUs of fixed readings, the second without power readings);
+// the real driver's sampling test runs where the library and a GPU are present.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -14,9 +15,10 @@
 #include <sstream>
 #include <thread>
 
+#include "kiln/engine.h"
 #include "kiln/gpu_monitor.h"
 
-namespace kiln::cli {
+namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
@@ -113,6 +115,52 @@ TEST(GpuMonitor, CsvToAnUnwritablePathNamesIt) {
   EXPECT_NE(st.message().find("/nonexistent-dir/x.csv"), std::string::npos) << st.message();
 }
 
+// Through the fake NVML: the readings, the name and UUID, a field the GPU cannot read left NaN,
+// and every GPU opened where CUDA sees none.
+TEST(GpuMonitor, ReadsTheFakeNvml) {
+  auto a = GpuMonitor::open(0, 100, KILN_FAKE_NVML);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  EXPECT_EQ((*a)->name(), "Fake GPU A");
+  EXPECT_EQ((*a)->uuid(), "GPU-00000000-1111-2222-3333-444444444444");
+  GpuSample s = (*a)->read();
+  EXPECT_DOUBLE_EQ(s.mem_total_mib, 80 * 1024.0);
+  EXPECT_DOUBLE_EQ(s.mem_used_mib, 3 * 1024.0);
+  EXPECT_DOUBLE_EQ(s.util_pct, 42);
+  EXPECT_DOUBLE_EQ(s.sm_mhz, 1755);
+  EXPECT_DOUBLE_EQ(s.power_w, 312.5);
+  auto b = GpuMonitor::open_pci("00000000:2C:00.0", 7, 100, KILN_FAKE_NVML);
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ((*b)->name(), "Fake GPU B");
+  EXPECT_EQ((*b)->index(), 7);
+  s = (*b)->read();
+  EXPECT_DOUBLE_EQ(s.mem_used_mib, 512);
+  EXPECT_TRUE(std::isnan(s.power_w));  // this GPU cannot read its power
+  auto none = GpuMonitor::open(2, 100, KILN_FAKE_NVML);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("no GPU 2"), std::string::npos) << none.status().message();
+  if (cuda_device_count() > 0) GTEST_SKIP() << "open_all follows CUDA's GPUs on this machine";
+  auto all = GpuMonitor::open_all(100, KILN_FAKE_NVML);
+  ASSERT_TRUE(all.is_ok()) << all.status().to_string();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[1]->uuid(), "GPU-55555555-6666-7777-8888-999999999999");
+  auto missing = GpuMonitor::open_all(100, "libkiln-no-such-nvml.so");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("libkiln-no-such-nvml.so"), std::string::npos);
+}
+
+TEST(GpuMonitor, SamplesTheFakeNvmlOnItsThread) {
+  auto m = GpuMonitor::open(0, 5, KILN_FAKE_NVML);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  (*m)->start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  (*m)->stop();
+  std::vector<GpuSample> s = (*m)->samples();
+  ASSERT_GE(s.size(), 3u);
+  for (const GpuSample& x : s) EXPECT_DOUBLE_EQ(x.util_pct, 42);
+  EXPECT_NE((*m)->summary().find("utilization %: min/median/max 42.0/42.0/42.0"), std::string::npos)
+      << (*m)->summary();
+}
+
 TEST(GpuMonitor, SamplesGpu0) {
   // Probe the library first: its absence is a skip, but with it present open() must work.
   void* probe = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -151,4 +199,4 @@ TEST(GpuMonitor, SamplesGpu0) {
 }
 
 }  // namespace
-}  // namespace kiln::cli
+}  // namespace kiln

@@ -1,9 +1,10 @@
-// GPU state sampled while `kiln bench --monitor` runs: memory used, utilization, SM clock and
-// power of one GPU, read through NVML every period on a thread of its own.
+// GPU state read through NVML: memory, utilization, SM clock and power of one GPU, sampled every
+// period on a thread of its own (`kiln bench --monitor`) or read when asked (kiln serve's
+// nv_gpu_* metrics).
 //
 // NVML (libnvidia-ml, shipped with the driver) is opened at run time with dlopen rather than
 // linked, so the kiln binary still starts on machines without an NVIDIA driver; there open()
-// returns an error and bench runs without a monitor.
+// returns an error and the caller goes on without a monitor.
 #pragma once
 
 #include <condition_variable>
@@ -15,7 +16,7 @@
 
 #include "kiln/status.h"
 
-namespace kiln::cli {
+namespace kiln {
 
 // One reading. A query that failed leaves its field NaN; the others are still recorded.
 struct GpuSample {
@@ -24,6 +25,7 @@ struct GpuSample {
   double util_pct = 0;  // percent of the last sample period a kernel was running
   double sm_mhz = 0;
   double power_w = 0;
+  double mem_total_mib = 0;
 };
 
 struct GpuSeries {
@@ -52,6 +54,14 @@ class GpuMonitor {
   static Result<std::unique_ptr<GpuMonitor>> open_pci(
       const std::string& pci_bus_id, int label, int period_ms = 100,
       const std::string& library = "libnvidia-ml.so.1");
+  // CUDA's GPU `cuda_index`, found by its PCI bus id; where CUDA cannot name it (a build
+  // without CUDA, or a GPU CUDA does not see), NVML's GPU of that index.
+  static Result<std::unique_ptr<GpuMonitor>> open_cuda(
+      int cuda_index, int period_ms = 100, const std::string& library = "libnvidia-ml.so.1");
+  // Every GPU this process can use: those CUDA sees, or where it sees none, every GPU NVML
+  // has. An error where NVML cannot be opened; an empty list where it has no GPU.
+  static Result<std::vector<std::unique_ptr<GpuMonitor>>> open_all(
+      int period_ms = 100, const std::string& library = "libnvidia-ml.so.1");
   ~GpuMonitor();  // stops the thread, shuts NVML down, closes the library
   GpuMonitor(const GpuMonitor&) = delete;
   GpuMonitor& operator=(const GpuMonitor&) = delete;
@@ -61,11 +71,15 @@ class GpuMonitor {
   void start();
   void stop();  // joins the thread; idempotent. start() and stop() are called from one thread.
   std::vector<GpuSample> samples() const;
+  // One reading now (t_s 0), without the sampling thread; safe from any thread.
+  GpuSample read() const;
   // One line a field: "memory used MiB: min/median/max 812.0/830.5/901.0", "n/a" when every
   // sample of that field failed.
   std::string summary() const;
   Status write_csv(const std::string& path) const;
   const std::string& name() const { return name_; }  // "NVIDIA H200"; "" when NVML has none
+  const std::string& uuid() const { return uuid_; }  // "GPU-8c1e…"; "" when NVML has none
+  int index() const { return index_; }               // the number it was opened as
 
  private:
   struct Nvml;  // the library handle and the entry points used (gpu_monitor.cc)
@@ -78,7 +92,7 @@ class GpuMonitor {
 
   std::unique_ptr<Nvml> nvml_;
   int index_, period_ms_;
-  std::string name_;
+  std::string name_, uuid_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_requested_ = false;     // guarded by mu_
@@ -86,4 +100,4 @@ class GpuMonitor {
   std::thread thread_;
 };
 
-}  // namespace kiln::cli
+}  // namespace kiln

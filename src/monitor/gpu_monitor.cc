@@ -3,7 +3,7 @@
 // This machine has no nvml.h, so the few NVML declarations used are written out below, as
 // documented in the NVML API reference; all of them are stable C entry points of the driver's
 // libnvidia-ml.so.1.
-#include "gpu_monitor.h"
+#include "kiln/gpu_monitor.h"
 
 #include <dlfcn.h>
 
@@ -16,7 +16,9 @@
 #include <limits>
 #include <utility>
 
-namespace kiln::cli {
+#include "kiln/engine.h"  // cuda_pci_bus_id, cuda_device_count
+
+namespace kiln {
 namespace {
 
 using nvmlReturn_t = int;  // an enum in nvml.h; NVML_SUCCESS is 0
@@ -40,7 +42,8 @@ using UtilizationFn = nvmlReturn_t(nvmlDevice_t, nvmlUtilization_t*);
 using ClockInfoFn = nvmlReturn_t(nvmlDevice_t, int type, unsigned* mhz);
 using PowerUsageFn = nvmlReturn_t(nvmlDevice_t, unsigned* milliwatts);
 using ErrorStringFn = const char*(nvmlReturn_t);
-using NameFn = nvmlReturn_t(nvmlDevice_t, char* name, unsigned length);
+using NameFn = nvmlReturn_t(nvmlDevice_t, char* name, unsigned length);  // and nvmlDeviceGetUUID
+using CountFn = nvmlReturn_t(unsigned* count);
 
 // Looks `name` up; the first one missing is kept in `missing` so the error can name it.
 template <class Fn>
@@ -69,6 +72,7 @@ struct GpuMonitor::Nvml {
   PowerUsageFn* power_usage = nullptr;
   ErrorStringFn* error_string = nullptr;
   NameFn* name = nullptr;  // optional: name() is "" without it
+  NameFn* uuid = nullptr;  // optional: uuid() is "" without it
 
   ~Nvml() {
     if (initialized) shutdown();
@@ -114,6 +118,46 @@ Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_pci(const std::string& pci_
   return open_device(label, pci_bus_id, period_ms, library);
 }
 
+Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_cuda(int cuda_index, int period_ms,
+                                                          const std::string& library) {
+  auto bus_id = cuda_pci_bus_id(cuda_index);
+  return bus_id.is_ok() ? open_pci(*bus_id, cuda_index, period_ms, library)
+                        : open(cuda_index, period_ms, library);
+}
+
+Result<std::vector<std::unique_ptr<GpuMonitor>>> GpuMonitor::open_all(int period_ms,
+                                                                      const std::string& library) {
+  int count = cuda_device_count();
+  if (count == 0) {  // NVML's own count: open NVML once to read it
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* e = dlerror();
+      return unsupported("cannot load " + library +
+                         " (NVML, needed to monitor the GPU): " + (e ? e : "unknown error"));
+    }
+    auto* init = reinterpret_cast<VoidFn*>(dlsym(handle, "nvmlInit_v2"));
+    auto* shutdown = reinterpret_cast<VoidFn*>(dlsym(handle, "nvmlShutdown"));
+    auto* get_count = reinterpret_cast<CountFn*>(dlsym(handle, "nvmlDeviceGetCount_v2"));
+    unsigned n = 0;
+    nvmlReturn_t rc = -1;
+    if (init && shutdown && get_count && (rc = init()) == kNvmlSuccess) {
+      rc = get_count(&n);
+      shutdown();
+    }
+    dlclose(handle);
+    if (rc != kNvmlSuccess)
+      return unsupported(library + ": cannot count its GPUs (NVML error " + std::to_string(rc) +
+                         ")");
+    count = static_cast<int>(n);
+  }
+  std::vector<std::unique_ptr<GpuMonitor>> monitors;
+  for (int i = 0; i < count; ++i) {
+    KILN_ASSIGN_OR_RETURN(auto m, open_cuda(i, period_ms, library));
+    monitors.push_back(std::move(m));
+  }
+  return monitors;
+}
+
 Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_device(int index,
                                                             const std::string& pci_bus_id,
                                                             int period_ms,
@@ -142,6 +186,7 @@ Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_device(int index,
     bind(n->handle, "nvmlDeviceGetHandleByPciBusId_v2", n->handle_by_pci, missing);
   if (missing) return unsupported(library + " has no " + missing + " (driver too old?)");
   n->name = reinterpret_cast<NameFn*>(dlsym(n->handle, "nvmlDeviceGetName"));
+  n->uuid = reinterpret_cast<NameFn*>(dlsym(n->handle, "nvmlDeviceGetUUID"));
   if (nvmlReturn_t rc = n->init(); rc != kNvmlSuccess)
     return unsupported(library + ": nvmlInit_v2 failed: " + n->error(rc));
   n->initialized = true;
@@ -162,6 +207,9 @@ Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_device(int index,
   char name[96] = {};
   if (m->nvml_->name && m->nvml_->name(m->nvml_->device, name, sizeof name - 1) == kNvmlSuccess)
     m->name_ = name;
+  char uuid[96] = {};
+  if (m->nvml_->uuid && m->nvml_->uuid(m->nvml_->device, uuid, sizeof uuid - 1) == kNvmlSuccess)
+    m->uuid_ = uuid;
   return m;
 }
 
@@ -194,9 +242,12 @@ GpuSample GpuMonitor::sample(double t_s) const {
   // Each query on its own: one unsupported on this GPU (power on some boards) leaves NaN in its
   // field and the others still count.
   const Nvml& n = *nvml_;
-  GpuSample s{t_s, kNan, kNan, kNan, kNan};
+  GpuSample s{t_s, kNan, kNan, kNan, kNan, kNan};
   nvmlMemory_t mem{};
-  if (n.memory_info(n.device, &mem) == kNvmlSuccess) s.mem_used_mib = mem.used / 1048576.0;
+  if (n.memory_info(n.device, &mem) == kNvmlSuccess) {
+    s.mem_used_mib = mem.used / 1048576.0;
+    s.mem_total_mib = mem.total / 1048576.0;
+  }
   nvmlUtilization_t util{};
   if (n.utilization(n.device, &util) == kNvmlSuccess) s.util_pct = util.gpu;
   unsigned mhz = 0, mw = 0;
@@ -220,6 +271,8 @@ void GpuMonitor::run() {
     cv_.wait_for(lock, std::chrono::milliseconds(period_ms_), [this] { return stop_requested_; });
   }
 }
+
+GpuSample GpuMonitor::read() const { return sample(0); }
 
 std::vector<GpuSample> GpuMonitor::samples() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -256,4 +309,4 @@ Status GpuMonitor::write_csv(const std::string& path) const {
   return write_samples_csv(path, samples());
 }
 
-}  // namespace kiln::cli
+}  // namespace kiln

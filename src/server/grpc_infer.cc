@@ -74,6 +74,24 @@ Result<Tensor> input_tensor(const Input& in, const std::string* raw) {
   return t;
 }
 
+// A BYTES input: length-prefixed elements in raw_input_contents, or bytes_contents.
+Result<BytesInput> bytes_input(const Input& in, const std::string* raw) {
+  const std::string where = "input '" + in.name() + "'";
+  BytesInput b;
+  b.shape.assign(in.shape().begin(), in.shape().end());
+  KILN_ASSIGN_OR_RETURN(const int64_t count, element_count(b.shape, where));
+  if (raw) {
+    KILN_ASSIGN_OR_RETURN(b.elements, split_bytes_elements(*raw, count, where));
+    return b;
+  }
+  const auto& list = in.contents().bytes_contents();
+  if (list.size() != count)
+    return bad(in.name(), std::to_string(list.size()) + " bytes_contents for shape " +
+                              shape_str(b.shape) + " (" + std::to_string(count) + ")");
+  b.elements.assign(list.begin(), list.end());
+  return b;
+}
+
 // A parameter's unsigned value (int64_param, uint64_param), or an error naming it.
 Result<uint64_t> unsigned_param(const inference::InferParameter& p, const std::string& name) {
   if (p.has_uint64_param()) return p.uint64_param();
@@ -102,9 +120,16 @@ Result<V2Request> from_grpc(const inference::ModelInferRequest& request) {
                             " inputs: give every input's raw contents, or none");
   for (int i = 0; i < request.inputs_size(); ++i) {
     const Input& in = request.inputs(i);
+    if (in.datatype() == "BYTES") {
+      KILN_ASSIGN_OR_RETURN(BytesInput b,
+                            bytes_input(in, raw ? &request.raw_input_contents(i) : nullptr));
+      if (r.inputs.count(in.name()) || !r.bytes_inputs.emplace(in.name(), std::move(b)).second)
+        return invalid_argument("input '" + in.name() + "' is given twice");
+      continue;
+    }
     KILN_ASSIGN_OR_RETURN(Tensor t,
                           input_tensor(in, raw ? &request.raw_input_contents(i) : nullptr));
-    if (!r.inputs.emplace(in.name(), std::move(t)).second)
+    if (r.bytes_inputs.count(in.name()) || !r.inputs.emplace(in.name(), std::move(t)).second)
       return invalid_argument("input '" + in.name() + "' is given twice");
   }
   for (const auto& o : request.outputs()) r.outputs.push_back(o.name());

@@ -112,7 +112,9 @@ void HttpFrontend::Impl::classify(const httplib::Request& req, httplib::Response
     k = static_cast<int>(parsed);
   }
   ServedModel& m = **model;
-  auto inputs = image_input(m.config(), m.engine().metadata(), req.body);
+  auto layout = m.classify_layout();
+  if (!layout.is_ok()) return reply_error(res, layout.status());
+  auto inputs = image_input(*layout, req.body);
   if (!inputs.is_ok()) return reply_error(res, inputs.status());
   V2Request request;
   request.inputs = std::move(*inputs);

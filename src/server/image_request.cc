@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "kiln/images.h"
-#include "server/model_config.h"
 
 namespace kiln::server {
 
@@ -21,38 +20,70 @@ std::vector<float> floats_of(const std::string& text) {
 
 }  // namespace
 
-Result<Outputs> image_input(const inference::ModelConfig& c,
-                            const std::map<std::string, std::string>& metadata,
-                            std::string_view bytes) {
-  if (c.input_size() != 1 || c.input(0).data_type() != inference::TYPE_FP32 ||
-      c.input(0).dims_size() != 3 || (c.input(0).dims(0) != 1 && c.input(0).dims(0) != 3) ||
-      c.input(0).dims(1) <= 0 || c.input(0).dims(2) <= 0)
-    return invalid_argument("model '" + c.name() +
-                            "' does not take one float32 [C,H,W] image "
-                            "(C 1 or 3, H and W fixed), which the image endpoint makes");
-  const int ch = static_cast<int>(c.input(0).dims(0));
-  const int h = static_cast<int>(c.input(0).dims(1)), w = static_cast<int>(c.input(0).dims(2));
-  std::vector<float> mean =
-      ch == 3 ? std::vector<float>{0.485f, 0.456f, 0.406f} : std::vector<float>{0.f};
-  std::vector<float> sd =
-      ch == 3 ? std::vector<float>{0.229f, 0.224f, 0.225f} : std::vector<float>{1.f};
+Result<ImageLayout> image_layout(const std::string& model, const TensorInfo& input,
+                                 const std::map<std::string, std::string>& metadata) {
+  const std::vector<int64_t>& d = input.dims;
+  ImageLayout l;
+  l.input = input.name;
+  const auto fixed = [](int64_t v) { return v > 0 && v <= 16384; };
+  if (input.dtype == DataType::kUInt8 && d.size() == 4 && (d[3] == 1 || d[3] == 3) && fixed(d[1]) &&
+      fixed(d[2])) {
+    l.uint8_nhwc = true;
+    l.height = static_cast<int>(d[1]), l.width = static_cast<int>(d[2]);
+    l.channels = static_cast<int>(d[3]);
+    return l;
+  }
+  if (input.dtype != DataType::kFloat32 || d.size() != 4 || (d[1] != 1 && d[1] != 3) ||
+      !fixed(d[2]) || !fixed(d[3]))
+    return invalid_argument("model '" + model + "' input '" + input.name + "' is " +
+                            dtype_name(input.dtype) + " " + shape_str(d) +
+                            ": images go to float32 [N,C,H,W] or uint8 [N,H,W,C] inputs (C 1 or "
+                            "3, H and W fixed)");
+  l.channels = static_cast<int>(d[1]);
+  l.height = static_cast<int>(d[2]), l.width = static_cast<int>(d[3]);
+  l.mean = l.channels == 3 ? std::vector<float>{0.485f, 0.456f, 0.406f} : std::vector<float>{0.f};
+  l.sd = l.channels == 3 ? std::vector<float>{0.229f, 0.224f, 0.225f} : std::vector<float>{1.f};
   try {
-    if (metadata.count("kiln.mean")) mean = floats_of(metadata.at("kiln.mean"));
-    if (metadata.count("kiln.std")) sd = floats_of(metadata.at("kiln.std"));
+    if (metadata.count("kiln.mean")) l.mean = floats_of(metadata.at("kiln.mean"));
+    if (metadata.count("kiln.std")) l.sd = floats_of(metadata.at("kiln.std"));
   } catch (const std::exception&) {
-    return invalid_argument("model '" + c.name() + "': kiln.mean or kiln.std is not numbers");
+    return invalid_argument("model '" + model + "': kiln.mean or kiln.std is not numbers");
   }
-  KILN_ASSIGN_OR_RETURN(Image image, decode_image(bytes, "the image", w, h));
+  if (l.mean.empty() || l.sd.empty())
+    return invalid_argument("model '" + model + "': kiln.mean or kiln.std is empty");
+  return l;
+}
+
+Result<Tensor> decode_images(const ImageLayout& l, const std::vector<std::string_view>& images,
+                             const std::string& where) {
+  const int ch = l.channels, h = l.height, w = l.width;
+  const auto n = static_cast<int64_t>(images.size());
+  Tensor x = l.uint8_nhwc ? Tensor(DataType::kUInt8, {n, h, w, ch})
+                          : Tensor(DataType::kFloat32, {n, ch, h, w});
   std::vector<uint8_t> hwc(static_cast<size_t>(h) * w * ch);
-  resize_into(image, ResizeMode::kStretch, h, w, ch, 0, hwc.data(), int64_t{w} * ch);
-  Tensor x(DataType::kFloat32, {1, ch, h, w});
-  float* px = x.data<float>();
-  for (int k = 0; k < ch; ++k) {
-    const float m = mean[std::min<size_t>(k, mean.size() - 1)];
-    const float s = sd[std::min<size_t>(k, sd.size() - 1)];
-    for (int i = 0; i < h * w; ++i) px[k * h * w + i] = (hwc[i * ch + k] / 255.f - m) / s;
+  for (int64_t r = 0; r < n; ++r) {
+    const std::string what =
+        n == 1 ? where : where + " image " + std::to_string(r) + " of " + std::to_string(n);
+    KILN_ASSIGN_OR_RETURN(Image image, decode_image(images[static_cast<size_t>(r)], what, w, h));
+    if (l.uint8_nhwc) {
+      resize_into(image, ResizeMode::kStretch, h, w, ch, 0, x.data<uint8_t>() + r * h * w * ch,
+                  int64_t{w} * ch);
+      continue;
+    }
+    resize_into(image, ResizeMode::kStretch, h, w, ch, 0, hwc.data(), int64_t{w} * ch);
+    float* px = x.data<float>() + r * ch * h * w;
+    for (int k = 0; k < ch; ++k) {
+      const float m = l.mean[std::min<size_t>(k, l.mean.size() - 1)];
+      const float s = l.sd[std::min<size_t>(k, l.sd.size() - 1)];
+      for (int i = 0; i < h * w; ++i) px[k * h * w + i] = (hwc[i * ch + k] / 255.f - m) / s;
+    }
   }
-  return Outputs{{c.input(0).name(), std::move(x)}};
+  return x;
+}
+
+Result<Outputs> image_input(const ImageLayout& layout, std::string_view bytes) {
+  KILN_ASSIGN_OR_RETURN(Tensor x, decode_images(layout, {bytes}, "the image"));
+  return Outputs{{layout.input, std::move(x)}};
 }
 
 std::vector<ClassScore> top_classes(const Tensor& output, int k,

@@ -1,7 +1,8 @@
-// The image endpoint's pieces: an encoded image (JPEG or PNG) made into a classifier's input as
-// `kiln run` makes it (decoded, resized whole to the input's height and width, RGB or luminance
-// for 1 channel, (pixel / 255 − mean) / std with the model's kiln.mean / kiln.std, else
-// ImageNet's for 3 channels), and the top k classes of its first output.
+// Encoded images (JPEG or PNG) made into a model's input, for the image endpoint and for BYTES
+// inputs, as `kiln run` makes them: decoded, resized whole to the input's height and width, RGB
+// or luminance for 1 channel; for float32 inputs (pixel / 255 − mean) / std with the model's
+// kiln.mean / kiln.std, else ImageNet's for 3 channels; for uint8 NHWC inputs the pixels. And
+// the top k classes of a classifier's first output.
 #pragma once
 
 #include <map>
@@ -9,16 +10,30 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/engine.h"
 #include "kiln/pipeline.h"
-#include "server/proto/model_config.pb.h"
 
 namespace kiln::server {
 
-// The one input of an image model as a batch of one: float32 [1, C, H, W]. Errors: a model
-// whose input is not one float32 [C, H, W] image (C 1 or 3), a corrupt or unknown image (named).
-Result<Outputs> image_input(const inference::ModelConfig& c,
-                            const std::map<std::string, std::string>& metadata,
-                            std::string_view bytes);
+// How a model takes images (its engine input, batch first): float32 [N, C, H, W] with C 1 or
+// 3, as `kiln run` makes it, or uint8 [N, H, W, C] pixels (input_format uint8-nhwc).
+struct ImageLayout {
+  std::string input;  // the input's name
+  bool uint8_nhwc = false;
+  int channels = 0, height = 0, width = 0;
+  std::vector<float> mean, sd;  // float32 inputs: kiln.mean / kiln.std, else ImageNet's for 3
+};
+// An error naming the model where its input is neither form (or its sizes are not fixed).
+Result<ImageLayout> image_layout(const std::string& model, const TensorInfo& input,
+                                 const std::map<std::string, std::string>& metadata);
+
+// Encoded images (JPEG or PNG) decoded, resized whole and laid out as `layout` says, one row
+// each. A corrupt or unknown image is an error naming `where` and the image's index.
+Result<Tensor> decode_images(const ImageLayout& layout, const std::vector<std::string_view>& images,
+                             const std::string& where);
+
+// The image endpoint's input: `bytes` as a batch of one, under the input's name.
+Result<Outputs> image_input(const ImageLayout& layout, std::string_view bytes);
 
 struct ClassScore {
   int64_t index = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 
+#include "server/image_request.h"
 #include "server/model_config.h"
 
 namespace kiln::server {
@@ -26,6 +27,13 @@ Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs) {
       return invalid_argument("input '" + in.name() + "' is missing");
     }
     const Tensor& t = it->second;
+    if (in.data_type() == inference::TYPE_STRING) {  // decoded images: rows are what is left
+      if (batched && (t.dim(0) < 1 || t.dim(0) > c.max_batch_size()))
+        return invalid_argument("input '" + in.name() + "': " + std::to_string(t.dim(0)) +
+                                " images, where the model takes 1 to max_batch_size " +
+                                std::to_string(c.max_batch_size()));
+      continue;
+    }
     const DataType want = data_type_of(in.data_type());
     if (t.dtype() != want)
       return invalid_argument("input '" + in.name() + "': datatype " + dtype_name(t.dtype()) +
@@ -90,6 +98,39 @@ Status check_outputs(const inference::ModelConfig& c, const std::vector<std::str
 
 }  // namespace
 
+Result<Outputs> request_inputs(const ServedModel& m, const V2Request& r) {
+  Outputs inputs = r.inputs;
+  for (const auto& [name, t] : r.inputs)
+    if (m.image_inputs().count(name))
+      return invalid_argument("input '" + name + "' takes BYTES (encoded images), not " +
+                              v2_datatype_name(t.dtype()));
+  const bool batched = m.config().max_batch_size() > 0;
+  for (const auto& [name, b] : r.bytes_inputs) {
+    auto it = m.image_inputs().find(name);
+    if (it == m.image_inputs().end()) {
+      const bool known = std::any_of(m.config().input().begin(), m.config().input().end(),
+                                     [&](const auto& in) { return in.name() == name; });
+      return invalid_argument(
+          "input '" + name + "' is BYTES, where " +
+          (known ? "the model takes tensors (declare it TYPE_STRING in config.pbtxt for encoded "
+                   "images)"
+                 : "the model has no input of that name"));
+    }
+    // One image a row: [N] or [N, 1] where the model batches, [1] or [] where it does not.
+    bool fits = std::all_of(b.shape.begin() + (b.shape.empty() ? 0 : 1), b.shape.end(),
+                            [](int64_t d) { return d == 1; });
+    if (!batched) fits = fits && b.elements.size() == 1;
+    if (!fits || b.elements.empty())
+      return invalid_argument("input '" + name + "': shape " + shape_str(b.shape) +
+                              " where the model takes " + (batched ? "[N] or [N,1]" : "[1]") +
+                              " encoded images");
+    std::vector<std::string_view> images(b.elements.begin(), b.elements.end());
+    KILN_ASSIGN_OR_RETURN(Tensor x, decode_images(it->second, images, "input '" + name + "'"));
+    inputs.emplace(name, std::move(x));
+  }
+  return inputs;
+}
+
 void record_unreadable(ModelServer& server, const ServedModel& model) {
   InferStats failed;
   failed.fail_count = 1;
@@ -101,17 +142,18 @@ uint64_t submit_request(ModelServer& server, std::shared_ptr<ServedModel> model,
                         const V2Request& request, std::chrono::steady_clock::time_point start,
                         InferDone done) {
   const inference::ModelConfig& c = model->config();
-  Status checked = check_inputs(c, request.inputs);
+  Result<Outputs> inputs = request_inputs(*model, request);
+  Status checked = inputs.is_ok() ? check_inputs(c, *inputs) : inputs.status();
   if (checked.is_ok()) checked = check_outputs(c, request.outputs);
   if (!checked.is_ok()) {
     record(server, *model, false, checked, start, nullptr, 0);
     done(checked);
     return 0;
   }
-  const uint64_t rows = c.max_batch_size() > 0 && !request.inputs.empty()
-                            ? static_cast<uint64_t>(request.inputs.begin()->second.dim(0))
+  const uint64_t rows = c.max_batch_size() > 0 && !inputs->empty()
+                            ? static_cast<uint64_t>(inputs->begin()->second.dim(0))
                             : 1;
-  BatchRequest b{request.inputs, request.priority, request.timeout_us, nullptr};
+  BatchRequest b{std::move(*inputs), request.priority, request.timeout_us, nullptr};
   b.on_result = [&server, model, wanted = request.outputs, start, rows, done](
                     Result<Outputs> out, const RequestTiming& timing) {
     if (!out.is_ok()) {

@@ -1,4 +1,5 @@
-// One inference request through a served model, whatever the protocol: its inputs checked
+// One inference request through a served model, whatever the protocol: its encoded images
+// decoded, its inputs checked
 // against the model's config (names, datatypes, dims; rows within max_batch_size), queued on
 // the model's batcher, its outputs filtered to the ones asked for, its statistics recorded.
 #pragma once
@@ -15,6 +16,12 @@ namespace kiln::server {
 // Inputs that do not fit the config: an error (kInvalidArgument) naming the input and what the
 // config says.
 Status check_inputs(const inference::ModelConfig& c, const Outputs& inputs);
+
+// The request's inputs with its BYTES inputs (encoded images, one a row) decoded into the
+// model's inputs the config declares TYPE_STRING. Errors (kInvalidArgument) name the input: BYTES
+// where the model takes tensors or the reverse, a shape that is not one image a row, a corrupt
+// image (with its index).
+Result<Outputs> request_inputs(const ServedModel& m, const V2Request& r);
 
 // Counts a request that could not be read (malformed, before it reached the model) as a
 // failure of `model` (reason OTHER).

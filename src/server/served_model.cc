@@ -68,7 +68,8 @@ Result<EngineOptions> engine_options(const inference::ModelConfig& c, const Serv
   return o;
 }
 
-ShapeProfiles batch_profiles(const inference::ModelConfig& c) {
+ShapeProfiles batch_profiles(const inference::ModelConfig& c,
+                             const std::map<std::string, std::vector<int64_t>>& image_dims) {
   std::vector<int64_t> sizes = batch_sizes(batcher_options(c));
   const bool batched = c.max_batch_size() > 0;
   if (!batched) sizes = {0};
@@ -78,7 +79,11 @@ ShapeProfiles batch_profiles(const inference::ModelConfig& c) {
     for (const auto& in : c.input()) {
       std::vector<int64_t> shape;
       if (batched) shape.push_back(size);
-      for (int64_t d : in.dims()) {
+      auto image = image_dims.find(in.name());
+      const std::vector<int64_t> dims =
+          image != image_dims.end() ? image->second
+                                    : std::vector<int64_t>(in.dims().begin(), in.dims().end());
+      for (int64_t d : dims) {
         if (d < 0) return {};
         shape.push_back(d);
       }
@@ -102,13 +107,26 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   auto options = engine_options(m->config_, serve);
   if (!options.is_ok()) return options.status().with_context(what);
   // The model's own inputs and outputs complete the config (an import, no plan).
+  std::map<std::string, std::vector<int64_t>> image_dims;
   {
     auto probe = Engine::load(version.model_file, *options);
     if (!probe.is_ok()) return probe.status().with_context(what);
     Status completed = complete_model_config(m->config_, model.name, **probe);
     if (!completed.is_ok()) return completed.with_context(what);
+    // Inputs declared TYPE_STRING take encoded images, decoded into the engine's input.
+    for (const auto& in : m->config_.input()) {
+      if (in.data_type() != inference::TYPE_STRING) continue;
+      for (const TensorInfo& t : (*probe)->inputs()) {
+        if (t.name != in.name()) continue;
+        auto layout = image_layout(model.name, t, (*probe)->metadata());
+        if (!layout.is_ok()) return layout.status().with_context(what);
+        m->image_inputs_[t.name] = *layout;
+        image_dims[t.name].assign(t.dims.begin() + (m->config_.max_batch_size() > 0 ? 1 : 0),
+                                  t.dims.end());
+      }
+    }
   }
-  options->shape_profiles = batch_profiles(m->config_);
+  options->shape_profiles = batch_profiles(m->config_, image_dims);
   if (options->shape_profiles.empty())
     m->warnings_.push_back(
         "an input of any size (-1 in its dims): its plans are built for the "
@@ -117,6 +135,16 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   if (!engine.is_ok()) return engine.status().with_context(what);
   m->engine_ = *engine;
   KILN_ASSIGN_OR_RETURN(m->labels_, read_labels(model.dir, m->config_, *m->engine_));
+  const std::vector<TensorInfo>& inputs = m->engine_->inputs();
+  auto layout = inputs.size() == 1
+                    ? image_layout(model.name, inputs[0], m->engine_->metadata())
+                    : Result<ImageLayout>(invalid_argument(
+                          "model '" + model.name + "' has " + std::to_string(inputs.size()) +
+                          " inputs; the image endpoint feeds models of one"));
+  if (layout.is_ok())
+    m->classify_layout_ = *layout;
+  else
+    m->classify_status_ = layout.status();
   BatcherOptions b = batcher_options(m->config_);
   PipelineOptions p;
   p.contexts = b.instances;
@@ -191,6 +219,11 @@ Status ServedModel::warm_up(const inference::ModelWarmup& sample, const std::str
 
 ServedModel::~ServedModel() {
   if (batcher_) batcher_->drain();
+}
+
+Result<ImageLayout> ServedModel::classify_layout() const {
+  if (!classify_status_.is_ok()) return classify_status_;
+  return classify_layout_;
 }
 
 }  // namespace kiln::server

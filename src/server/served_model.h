@@ -3,6 +3,7 @@
 // Pipeline of one Context per instance, and the dynamic batcher in front of it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "kiln/engine.h"
 #include "kiln/pipeline.h"
 #include "server/dynamic_batcher.h"
+#include "server/image_request.h"
 #include "server/model_repository.h"
 
 namespace kiln::server {
@@ -27,7 +29,10 @@ Result<EngineOptions> engine_options(const inference::ModelConfig& c, const Serv
 // The shape profiles of the batch sizes a batcher of `c` pads to (one profile per size), or of
 // the configured dims where the model does not batch. Empty where a dimension is -1: those
 // plans are built for the shapes requests bring.
-ShapeProfiles batch_profiles(const inference::ModelConfig& c);
+// `image_dims`: the engine's dims (without the batch) of the inputs the config declares
+// TYPE_STRING (encoded images, decoded before the batch is made).
+ShapeProfiles batch_profiles(const inference::ModelConfig& c,
+                             const std::map<std::string, std::vector<int64_t>>& image_dims = {});
 
 class ServedModel {
  public:
@@ -48,6 +53,10 @@ class ServedModel {
   // The class names of the first output: its label_filename (one a line, in the model's
   // folder), else the model's kiln.labels metadata (comma separated); empty where neither.
   const std::vector<std::string>& labels() const { return labels_; }
+  // The inputs the config declares TYPE_STRING: encoded images, and how the engine takes them.
+  const std::map<std::string, ImageLayout>& image_inputs() const { return image_inputs_; }
+  // How the image endpoint feeds the model (its one input), or why it cannot.
+  Result<ImageLayout> classify_layout() const;
 
  private:
   ServedModel() = default;
@@ -61,6 +70,9 @@ class ServedModel {
   inference::ModelConfig config_;
   std::vector<std::string> warnings_;
   std::vector<std::string> labels_;
+  std::map<std::string, ImageLayout> image_inputs_;
+  Status classify_status_;
+  ImageLayout classify_layout_;
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<DynamicBatcher> batcher_;

@@ -106,6 +106,49 @@ Result<Tensor> input_tensor(const json& input, const std::string& body, size_t* 
   return t;
 }
 
+// A BYTES input: its elements from the binary part at *offset (length-prefixed), or from its
+// JSON data (strings).
+Result<BytesInput> bytes_input(const json& input, const std::string& body, size_t* offset,
+                               size_t end, const std::string& where) {
+  BytesInput b;
+  KILN_ASSIGN_OR_RETURN(b.shape, shape_of(input, where));
+  KILN_ASSIGN_OR_RETURN(const int64_t count, element_count(b.shape, where));
+  const json* params = input.contains("parameters") ? &input["parameters"] : nullptr;
+  if (params && params->contains("binary_data_size")) {
+    const json& size = (*params)["binary_data_size"];
+    if (!size.is_number_unsigned()) return bad(where, "'binary_data_size' is not a byte count");
+    const size_t n = size.get<size_t>();
+    if (n > end - *offset)
+      return bad(where,
+                 "the binary data ends " + std::to_string(n - (end - *offset)) + " bytes short");
+    KILN_ASSIGN_OR_RETURN(
+        b.elements, split_bytes_elements(std::string_view(body).substr(*offset, n), count, where));
+    *offset += n;
+    return b;
+  }
+  if (!input.contains("data")) return bad(where, "neither 'data' nor 'binary_data_size'");
+  std::vector<const json*> stack = {&input["data"]};
+  std::vector<const json*> strings;
+  while (!stack.empty()) {  // depth first, in order: row-major
+    const json* d = stack.back();
+    stack.pop_back();
+    if (d->is_array()) {
+      for (auto it = d->rbegin(); it != d->rend(); ++it) stack.push_back(&*it);
+    } else if (d->is_string()) {
+      if (static_cast<int64_t>(strings.size()) == count)
+        return bad(where, "more strings of data than the shape's " + std::to_string(count));
+      strings.push_back(d);
+    } else {
+      return bad(where, std::string("BYTES data holds a ") + d->type_name() + ", not a string");
+    }
+  }
+  if (static_cast<int64_t>(strings.size()) != count)
+    return bad(where, std::to_string(strings.size()) + " strings of data for shape " +
+                          shape_str(b.shape) + " (" + std::to_string(count) + ")");
+  for (const json* s : strings) b.elements.push_back(s->get<std::string>());
+  return b;
+}
+
 Status read_parameters(const json& p, V2Request& r) {
   if (!p.is_object()) return invalid_argument("'parameters' is not an object");
   if (p.contains("binary_data_output"))
@@ -168,8 +211,17 @@ Result<V2Request> parse_v2_request(const std::string& body, int64_t header_lengt
   size_t offset = json_end;
   for (const json& input : j["inputs"]) {
     std::string name;
+    if (input.is_object() && input.value("datatype", json()) == "BYTES" && input.contains("name") &&
+        input["name"].is_string()) {
+      name = input["name"].get<std::string>();
+      KILN_ASSIGN_OR_RETURN(BytesInput b,
+                            bytes_input(input, body, &offset, body.size(), "input '" + name + "'"));
+      if (r.inputs.count(name) || !r.bytes_inputs.emplace(name, std::move(b)).second)
+        return invalid_argument("input '" + name + "' is given twice");
+      continue;
+    }
     KILN_ASSIGN_OR_RETURN(Tensor t, input_tensor(input, body, &offset, body.size(), &name));
-    if (!r.inputs.emplace(name, std::move(t)).second)
+    if (r.bytes_inputs.count(name) || !r.inputs.emplace(name, std::move(t)).second)
       return invalid_argument("input '" + name + "' is given twice");
   }
   if (offset != body.size())

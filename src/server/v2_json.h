@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln/pipeline.h"
+#include "server/bytes_input.h"
 
 namespace kiln::server {
 
@@ -25,9 +26,10 @@ Result<int64_t> element_count(const Shape& shape, const std::string& where);
 struct V2Request {
   std::string id;
   Outputs inputs;
-  std::vector<std::string> outputs;    // requested by name (empty: every output)
-  std::map<std::string, bool> binary;  // output → returned as binary data
-  bool binary_default = false;         // "binary_data_output" in the request's parameters
+  std::map<std::string, BytesInput> bytes_inputs;  // BYTES inputs (encoded images)
+  std::vector<std::string> outputs;                // requested by name (empty: every output)
+  std::map<std::string, bool> binary;              // output → returned as binary data
+  bool binary_default = false;  // "binary_data_output" in the request's parameters
   uint32_t priority = 0;
   uint64_t timeout_us = 0;
 };

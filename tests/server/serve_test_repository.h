@@ -4,6 +4,7 @@
 //   deep     the deeper net behind a queue of 4 (for overload), one thread;
 //   patient  the Fashion-MNIST net waiting up to 5 s to fill a batch of 8 (a request sent alone
 //            stays queued: for cancellation);
+//   images   the Fashion-MNIST net taking encoded images (its input declared TYPE_STRING);
 //   broken   a config that asks for sequence batching (UNAVAILABLE, with the reason).
 #pragma once
 
@@ -42,19 +43,23 @@ inline fs::path write_repository(const std::string& tag) {
   add("patient", "fashion_mnist.onnx",
       "max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 5000000 }\n"
       "instance_group [ { count: 1 kind: KIND_CPU } ]\n");
+  add("images", "fashion_mnist.onnx",
+      "max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 1000 }\n"
+      "input [ { name: \"input\" data_type: TYPE_STRING dims: [ 1 ] } ]\n"
+      "instance_group [ { count: 1 kind: KIND_CPU } ]\n");
   fs::create_directories(root / "broken" / "1");
   std::ofstream(root / "broken" / "config.pbtxt") << "sequence_batching { }";
   std::ofstream(root / "broken" / "1" / "model.onnx") << "x";
   return root;
 }
 
-// A ModelServer over write_repository(tag)'s folder `root`, its four models loaded (explicit
+// A ModelServer over write_repository(tag)'s folder `root`, its five models loaded (explicit
 // model control), its GPU metrics read from the fake NVML (tests/fakes/fake_nvml.cc).
 inline Result<std::unique_ptr<ModelServer>> start_server(const fs::path& root) {
   ServerOptions o;
   o.repository = root.string();
   o.model_control = "explicit";
-  o.load_models = {"fashion", "broken", "deep", "patient"};
+  o.load_models = {"fashion", "broken", "deep", "patient", "images"};
   o.nvml_library = KILN_FAKE_NVML;
   return ModelServer::start(o);
 }

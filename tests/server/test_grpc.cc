@@ -174,7 +174,7 @@ TEST_F(Grpc, HealthMetadataConfigIndex) {
     grpc::ClientContext c;
     inference::RepositoryIndexResponse r;
     ASSERT_TRUE(stub_->RepositoryIndex(&c, {}, &r).ok());
-    ASSERT_EQ(r.models_size(), 4);
+    ASSERT_EQ(r.models_size(), 5);
     EXPECT_EQ(r.models(0).name(), "broken");
     EXPECT_EQ(r.models(0).state(), "UNAVAILABLE");
     EXPECT_NE(r.models(0).reason().find("sequence_batching"), std::string::npos);

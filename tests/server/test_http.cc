@@ -14,6 +14,7 @@
 #include "kiln/images.h"
 #include "models/idx_reader.h"
 #include "serve_test_repository.h"
+#include "server/bytes_input.h"
 #include "server/http_frontend.h"
 #include "server/image_request.h"
 #include "server/metrics.h"
@@ -193,7 +194,7 @@ TEST_F(Http, ConcurrentRequestsBatchAndAnswerRight) {
   for (auto& t : clients) t.join();
   EXPECT_EQ(wrong.load(), 0);
   auto stats = json::parse(client_->Get("/v2/models/stats")->body)["model_stats"];
-  ASSERT_EQ(stats.size(), 3u);  // deep, fashion, patient
+  ASSERT_EQ(stats.size(), 4u);  // deep, fashion, images, patient
   EXPECT_EQ(stats[1]["name"], "fashion");
   EXPECT_EQ(stats[1]["inference_count"], 40);
   EXPECT_LT(stats[1]["execution_count"].get<int>(), 40);
@@ -361,7 +362,9 @@ TEST_F(Http, ClassifiesAnImage) {
   // What the offline engine says of the same decoded image.
   auto model = server_->find("fashion");
   ASSERT_TRUE(model.is_ok());
-  auto in = image_input((*model)->config(), (*model)->engine().metadata(), *jpeg);
+  auto layout = (*model)->classify_layout();
+  ASSERT_TRUE(layout.is_ok()) << layout.status().to_string();
+  auto in = image_input(*layout, *jpeg);
   ASSERT_TRUE(in.is_ok()) << in.status().to_string();
   auto out = offline_->create_context()->run(*in);
   ASSERT_TRUE(out.is_ok());
@@ -386,6 +389,95 @@ TEST_F(Http, ClassifiesAnImage) {
 }
 
 // Prometheus text with Triton's names, after a few requests and one bad one.
+// The first `n` Fashion-MNIST test images as JPEGs.
+std::vector<std::string> test_jpegs(int n) {
+  std::vector<uint8_t> images, labels;
+  std::vector<int64_t> dims;
+  std::string error;
+  EXPECT_TRUE(test::read_idx_gz(std::string(KILN_FASHION_MNIST_DIR) + "/t10k-images-idx3-ubyte.gz",
+                                images, dims, error))
+      << error;
+  std::vector<std::string> jpegs;
+  for (int i = 0; i < n && images.size() >= 784u * (i + 1); ++i) {
+    Image grey;
+    grey.width = grey.height = 28;
+    grey.channels = 1;
+    grey.pixels.assign(images.begin() + 784 * i, images.begin() + 784 * (i + 1));
+    auto jpeg = encode_jpeg(grey, 95);
+    EXPECT_TRUE(jpeg.is_ok());
+    if (jpeg.is_ok()) jpegs.push_back(*jpeg);
+  }
+  return jpegs;
+}
+
+// A BYTES input of encoded images, one a row (the model's input declared TYPE_STRING): decoded
+// by the server into the model's input, each row's answer the offline engine's for the same
+// decoded image; errors name the input, and the image by its index.
+TEST_F(Http, EncodedImagesAsBytesInputs) {
+  const std::vector<std::string> jpegs = test_jpegs(3);
+  ASSERT_EQ(jpegs.size(), 3u);
+  auto binary_request = [](const std::string& model, const std::vector<std::string_view>& images,
+                           const std::string& shape) {
+    const std::string data = join_bytes_elements(images);
+    const std::string header =
+        json::parse(R"({"inputs": [{"name": "input", "datatype": "BYTES", "shape": )" + shape +
+                    R"(, "parameters": {"binary_data_size": )" + std::to_string(data.size()) +
+                    "}}]}")
+            .dump();
+    return std::make_pair(header + data, header.size());
+  };
+  auto post = [&](const std::pair<std::string, size_t>& body, const std::string& model) {
+    httplib::Headers h = {{"Inference-Header-Content-Length", std::to_string(body.second)}};
+    return client_->Post("/v2/models/" + model + "/infer", h, body.first,
+                         "application/octet-stream");
+  };
+  auto r = post(binary_request("images", {jpegs[0], jpegs[1], jpegs[2]}, "[3, 1]"), "images");
+  ASSERT_EQ(r->status, 200) << r->body;
+  json out = json::parse(r->body)["outputs"][0];
+  ASSERT_EQ(out["shape"], json::array({3, 10}));
+  auto model = server_->find("images");
+  ASSERT_TRUE(model.is_ok());
+  ASSERT_EQ((*model)->image_inputs().count("input"), 1u);
+  auto x = decode_images((*model)->image_inputs().at("input"), {jpegs[0], jpegs[1], jpegs[2]}, "");
+  ASSERT_TRUE(x.is_ok()) << x.status().to_string();
+  auto want = offline_->create_context()->run({{"input", *x}});
+  ASSERT_TRUE(want.is_ok());
+  const Tensor& logits = want->at("logits");
+  for (int64_t i = 0; i < 30; ++i)
+    EXPECT_NEAR(out["data"][i].get<double>(), logits.at_double(i), 1e-4) << i;
+  // The metadata says BYTES; one image as [1]; a corrupt second image; BYTES where the model
+  // takes tensors; tensors where it takes images; more images than max_batch_size.
+  auto meta = json::parse(client_->Get("/v2/models/images")->body);
+  EXPECT_EQ(meta["inputs"][0]["datatype"], "BYTES") << meta.dump();
+  EXPECT_EQ(post(binary_request("images", {jpegs[1]}, "[1]"), "images")->status, 200);
+  const std::string cut = jpegs[1].substr(0, 50);
+  r = post(binary_request("images", {jpegs[0], cut, jpegs[2]}, "[3, 1]"), "images");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(error_of(r).find("input 'input' image 1 of 3"), std::string::npos) << error_of(r);
+  r = post(binary_request("fashion", {jpegs[0]}, "[1, 1]"), "fashion");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(error_of(r).find("TYPE_STRING"), std::string::npos) << error_of(r);
+  r = client_->Post("/v2/models/images/infer", infer_body(1, 1).dump(), "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(error_of(r).find("takes BYTES"), std::string::npos) << error_of(r);
+  std::vector<std::string_view> nine(9, jpegs[0]);
+  r = post(binary_request("images", nine, "[9, 1]"), "images");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(error_of(r).find("max_batch_size"), std::string::npos) << error_of(r);
+  // Length prefixes that do not add up, and JSON strings that are not images.
+  auto bad = binary_request("images", {jpegs[0]}, "[2, 1]");
+  r = post(bad, "images");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(error_of(r).find("1 BYTES elements where the shape holds 2"), std::string::npos)
+      << error_of(r);
+  r = client_->Post(
+      "/v2/models/images/infer",
+      R"({"inputs": [{"name": "input", "datatype": "BYTES", "shape": [1], "data": ["not an image"]}]})",
+      "application/json");
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(error_of(r).find("input 'input'"), std::string::npos) << error_of(r);
+}
+
 // Triton's GPU gauges, per GPU UUID, from NVML (the fake one: two GPUs, the second without
 // power readings, whose line is left out rather than written as 0).
 TEST_F(Http, GpuMetricsFromNvml) {
@@ -453,7 +545,7 @@ TEST_F(Http, RepositoryIndexLoadUnload) {
   auto index = client_->Post("/v2/repository/index", "{}", "application/json");
   ASSERT_EQ(index->status, 200);
   json list = json::parse(index->body);
-  ASSERT_EQ(list.size(), 4u);
+  ASSERT_EQ(list.size(), 5u);
   EXPECT_EQ(list[0]["name"], "broken");
   EXPECT_EQ(list[0]["state"], "UNAVAILABLE");
   EXPECT_NE(list[0]["reason"].get<std::string>().find("sequence_batching"), std::string::npos);
@@ -461,7 +553,7 @@ TEST_F(Http, RepositoryIndexLoadUnload) {
   EXPECT_EQ(list[2]["state"], "READY");
   auto ready_only = json::parse(
       client_->Post("/v2/repository/index", "{\"ready\": true}", "application/json")->body);
-  EXPECT_EQ(ready_only.size(), 3u);  // deep, fashion and patient
+  EXPECT_EQ(ready_only.size(), 4u);  // deep, fashion, images and patient
 
   EXPECT_EQ(client_->Post("/v2/repository/models/fashion/unload", "", "application/json")->status,
             200);

@@ -5,17 +5,19 @@ ceiling, capacity, latency at 70% and 2x capacity, and resident memory under ove
   bench/serve_gpu.py --kiln build/kiln --onnx resnet50.onnx --out DIR
                      [--client-cpus 0-5] [--server-cpus 6-15] [--duration 8] [--concurrency 256]
                      [--max-batch 256] [--instances 4] [--queue-delay-us 2000] [--max-queue 512]
-                     [--overload-seconds 60] [--timing-cache FILE] [--dry-run]
+                     [--overload-seconds 60] [--timing-cache FILE] [--jpegs DIR] [--dry-run]
 
 The model is served fp16 with CUDA graphs and raw uint8 NHWC inputs (input_format
-uint8-nhwc: the client sends 224x224x3 bytes a request); a no-op model of the same input and
+uint8-nhwc: the client sends 224x224x3 bytes a request), and again as resnet50_jpeg taking
+JPEG files (--jpegs DIR, BYTES inputs decoded by the server); a no-op model of the same input and
 output (the first 1000 input values as floats, exported with PyTorch) measures what the
 transport and batcher cost alone. Every load comes from `kiln perf`, pinned to --client-cpus
 while the server runs on --server-cpus. Steps, each logged in DIR/serve.log:
   1. offline: `kiln bench` at --max-batch through a Pipeline of --instances contexts with
      copies from pinned memory (uint8 NHWC): the ceiling served throughput is measured against;
   2. the server loads both models (every batch size's plan built at load);
-  3. no-op over gRPC, then ResNet-50 over gRPC and HTTP binary, at --concurrency b1 clients;
+  3. no-op over gRPC, then ResNet-50 over gRPC and HTTP binary, at --concurrency b1 clients
+     (and JPEG bodies over gRPC);
   4. lightly loaded (concurrency 1): p50_light;
   5. capacity: Poisson request rates from 40% to 100% of the served throughput; capacity is the
      highest rate whose p99 <= 2 x p50_light with nothing refused;
@@ -87,7 +89,8 @@ def config(a):
 
 
 def make_repository(a, repo):
-    for name, onnx in (("resnet50", a.onnx), ("noop", os.path.join(repo, "noop.onnx"))):
+    for name, onnx in (("resnet50", a.onnx), ("noop", os.path.join(repo, "noop.onnx")),
+                       ("resnet50_jpeg", a.onnx)):
         os.makedirs(os.path.join(repo, name, "1"), exist_ok=True)
         if name == "noop" and not os.path.exists(onnx) and not a.dry_run:
             write_noop(onnx)
@@ -96,6 +99,8 @@ def make_repository(a, repo):
             os.symlink(os.path.abspath(onnx), dst)
         with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
             f.write(config(a))
+            if name.endswith("_jpeg"):  # encoded images, decoded by the server
+                f.write('input [ { name: "input" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
 
 
 def get(url, timeout=2):
@@ -154,6 +159,7 @@ def main():
     p.add_argument("--max-threads", type=int, default=1024)
     p.add_argument("--overload-seconds", type=float, default=60)
     p.add_argument("--timing-cache", default="")
+    p.add_argument("--jpegs", default="", help="a folder of JPEGs for the encoded-image model")
     p.add_argument("--load-timeout", type=float, default=400)
     p.add_argument("--dry-run", action="store_true")
     a = p.parse_args()
@@ -207,6 +213,8 @@ def main():
         res["r50_grpc"] = perf("resnet50", "grpc", c, tag="c")
         res["r50_http"] = perf("resnet50", "http", c, tag="c")
         res["r50_grpc_light"] = perf("resnet50", "grpc", ["--concurrency-range", "1"], tag="light")
+        if a.jpegs:
+            res["r50_jpeg_grpc"] = perf("resnet50_jpeg", "grpc", c, ["--images", a.jpegs], tag="c")
         served = res["r50_grpc"][0]["infer_per_s"] if res["r50_grpc"] else 0
         p50_light = res["r50_grpc_light"][0]["p50_us"] if res["r50_grpc_light"] else 0
         if res["offline_img_s"]:

@@ -282,10 +282,12 @@ fi
 # ceiling; capacity, 70% and 2x capacity with RSS (bench/serve_gpu.py). The client runs on
 # SERVE_CLIENT_CPUS, the server on SERVE_SERVER_CPUS.
 if [[ $what == *" serve "* ]]; then
+  jp=/tmp/kiln-jpegs
+  [ -d "$jp" ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count 64 > "$OUT/jpegs.log" 2>&1
   timeout "${SERVE_TIMEOUT:-560}" python3 "$repo/bench/serve_gpu.py" --kiln "$(command -v kiln)" \
     --onnx "$models/resnet50.onnx" --out "$OUT/serve" --timing-cache /tmp/kiln-timing.cache \
     --client-cpus "${SERVE_CLIENT_CPUS:-0-5}" --server-cpus "${SERVE_SERVER_CPUS:-6-15}" \
-    --duration "${SERVE_DURATION:-8}" --overload-seconds "${SERVE_OVERLOAD_S:-60}" \
+    --duration "${SERVE_DURATION:-8}" --overload-seconds "${SERVE_OVERLOAD_S:-60}" --jpegs "$jp" \
     > "$OUT/serve.log" 2>&1
   echo "serve exit $?"
   tail -n 40 "$OUT/serve.log"

@@ -10,6 +10,7 @@
 
 #include "kiln/status.h"
 #include "kiln/tensor.h"
+#include "kiln_grpc_client.h"
 
 namespace kiln::server {
 
@@ -22,7 +23,6 @@ struct BytesInput {
 // the data, fewer or more elements than the shape holds, bytes left over.
 Result<std::vector<std::string>> split_bytes_elements(std::string_view raw, int64_t count,
                                                       const std::string& where);
-// The binary form of `elements`: each one's length (4 bytes, little-endian), then its bytes.
-std::string join_bytes_elements(const std::vector<std::string_view>& elements);
+// join_bytes_elements (the reverse) is public: kiln_grpc_client.h.
 
 }  // namespace kiln::server

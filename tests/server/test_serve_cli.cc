@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "kiln/images.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -221,6 +223,58 @@ TEST_F(ServeCli, PerfOverGrpc) {
   EXPECT_EQ(levels[0]["failed"], 0);
   EXPECT_GT(levels[0]["server_compute_us"].get<double>(), 0);
   EXPECT_GE(levels[0]["avg_batch"].get<double>(), 2.0);  // requests of 2 rows
+}
+
+// kiln perf --images: JPEG files sent as BYTES to a model taking encoded images, over gRPC and
+// HTTP binary, every request answered; without --images, and in JSON, it says why not.
+TEST_F(ServeCli, PerfSendsJpegFiles) {
+  fs::create_directories(root_ / "repo" / "images" / "1");
+  fs::copy_file(root_ / "repo" / "fashion" / "1" / "model.onnx",
+                root_ / "repo" / "images" / "1" / "model.onnx");
+  std::ofstream(root_ / "repo" / "images" / "config.pbtxt")
+      << "max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 500 }\n"
+         "input [ { name: \"input\" data_type: TYPE_STRING dims: [ 1 ] } ]\n";
+  fs::create_directories(root_ / "jpegs");
+  for (int i = 0; i < 3; ++i) {
+    auto jpeg = kiln::encode_jpeg(kiln::photo_like_image(40 + 10 * i, 30 + 7 * i, i), 90);
+    ASSERT_TRUE(jpeg.is_ok());
+    std::ofstream(root_ / "jpegs" / ("p" + std::to_string(i) + ".jpg"), std::ios::binary) << *jpeg;
+  }
+  const fs::path log = root_ / "serve.log";
+  const pid_t pid =
+      spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
+             "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1"},
+            log);
+  const int http = wait_for_port(log, 60s);
+  const int grpc = wait_for_port(log, 60s, "gRPC");
+  ASSERT_GT(http, 0) << read(log);
+  ASSERT_GT(grpc, 0) << read(log);
+  const std::string perf = std::string(KILN_CLI_PATH) +
+                           " perf -m images --metrics-url 127.0.0.1:" + std::to_string(http) +
+                           " --concurrency-range 2 --duration 0.5 ";
+  const std::string images = " --images " + (root_ / "jpegs").string();
+  for (const std::string& how : {"-i grpc -u 127.0.0.1:" + std::to_string(grpc) + " --batch 3",
+                                 "--binary -u 127.0.0.1:" + std::to_string(http)}) {
+    const fs::path out = root_ / "perf.json";
+    const std::string cmd = perf + how + images + " --json " + out.string() + " > " +
+                            (root_ / "perf.txt").string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << how << ": " << read(root_ / "perf.txt");
+    const json levels = json::parse(read(out));
+    ASSERT_EQ(levels.size(), 1u);
+    EXPECT_GT(levels[0]["ok"].get<int>(), 0) << how;
+    EXPECT_EQ(levels[0]["failed"], 0) << how;
+  }
+  const std::string none = perf + "-u 127.0.0.1:" + std::to_string(http) + " --binary > " +
+                           (root_ / "none.txt").string() + " 2>&1";
+  EXPECT_NE(std::system(none.c_str()), 0);
+  EXPECT_NE(read(root_ / "none.txt").find("--images"), std::string::npos)
+      << read(root_ / "none.txt");
+  const std::string in_json = perf + "-u 127.0.0.1:" + std::to_string(http) + images + " > " +
+                              (root_ / "json.txt").string() + " 2>&1";
+  EXPECT_NE(std::system(in_json.c_str()), 0);
+  EXPECT_NE(read(root_ / "json.txt").find("binary"), std::string::npos) << read(root_ / "json.txt");
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 30s), 0);
 }
 
 TEST_F(ServeCli, BadRepositoryOrFlagsSayWhy) {

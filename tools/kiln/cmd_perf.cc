@@ -1,6 +1,7 @@
 // `kiln perf -m MODEL [-i http|grpc] [-u HOST:PORT] [--metrics-url HOST:PORT]
 // [--concurrency-range A:B[:STEP] | --request-rate-range A:B[:STEP] [--request-distribution
-// constant|poisson] [--max-threads N]] [--duration S] [--binary] [--batch N] [--json FILE]
+// constant|poisson] [--max-threads N]] [--duration S] [--binary] [--batch N] [--images DIR] [--json
+// FILE]
 // [--csv FILE]`: a load generator for a KServe v2 server (kiln serve, Triton) over HTTP or gRPC,
 // in perf_analyzer's manner: for each concurrency, that many clients send requests back to back
 // for --duration seconds; for each request rate, requests start on a schedule (evenly spaced,
@@ -8,7 +9,7 @@
 // 1 ms late (every sender busy) are counted; it reports throughput, latency percentiles, and the
 // server's queue and compute time and average batch size read from its /metrics before and after.
 // Inputs are random values of the datatypes the model's metadata names (FP32, UINT8), raw over
-// gRPC, JSON or binary over HTTP.
+// gRPC, JSON or binary over HTTP; BYTES inputs (encoded images) carry the files of --images DIR.
 #include <httplib.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -37,7 +39,7 @@ using Clock = std::chrono::steady_clock;
 
 struct PerfOptions {
   std::string model, protocol = "http", url, metrics_url, range = "1", json_out, csv_out;
-  std::string rate_range, distribution = "constant";
+  std::string rate_range, distribution = "constant", images;
   int max_threads = 64;
   double duration = 5;
   int batch = 1;
@@ -75,9 +77,32 @@ std::map<std::string, double> scrape(httplib::Client& c, const std::string& mode
   return m;
 }
 
+// The encoded images (.jpg, .jpeg, .png) of `dir`, by name; an error where there are none.
+Result<std::vector<std::string>> read_images(const std::string& dir) {
+  std::vector<std::filesystem::path> paths;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    std::string ext = e.path().extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+    if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg" || ext == ".png"))
+      paths.push_back(e.path());
+  }
+  if (ec) return not_found("--images " + dir + ": " + ec.message());
+  if (paths.empty()) return not_found("--images " + dir + ": no .jpg, .jpeg or .png files");
+  std::sort(paths.begin(), paths.end());
+  std::vector<std::string> images;
+  for (const auto& p : paths) {
+    std::ifstream f(p, std::ios::binary);
+    images.emplace_back(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  return images;
+}
+
 // Random inputs for the model's inputs (metadata shapes, -1 → batch): FP32 normal values,
-// UINT8 uniform 0..255; other datatypes are refused, naming the input.
-Status fill_inputs(std::vector<server::WireTensor>& inputs, int batch) {
+// UINT8 uniform 0..255; BYTES (encoded images) from `images`, `batch` of them in turn; other
+// datatypes are refused, naming the input.
+Status fill_inputs(std::vector<server::WireTensor>& inputs, int batch,
+                   const std::vector<std::string>& images) {
   std::mt19937 gen(7);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::uniform_int_distribution<int> byte(0, 255);
@@ -94,9 +119,17 @@ Status fill_inputs(std::vector<server::WireTensor>& inputs, int batch) {
     } else if (in.datatype == "UINT8") {
       in.bytes.resize(static_cast<size_t>(n));
       for (char& c : in.bytes) c = static_cast<char>(byte(gen));
+    } else if (in.datatype == "BYTES") {
+      if (images.empty())
+        return invalid_argument("input '" + in.name +
+                                "' takes encoded images (BYTES): give them with --images DIR");
+      std::vector<std::string_view> some;
+      for (int64_t i = 0; i < n; ++i)
+        some.emplace_back(images[static_cast<size_t>(i) % images.size()]);
+      in.bytes = server::join_bytes_elements(some);
     } else {
-      return invalid_argument("kiln perf sends FP32 or UINT8 inputs; input '" + in.name + "' is " +
-                              in.datatype);
+      return invalid_argument("kiln perf sends FP32, UINT8 or BYTES (--images) inputs; input '" +
+                              in.name + "' is " + in.datatype);
     }
   }
   return Status::ok();
@@ -111,8 +144,8 @@ std::vector<server::WireTensor> http_inputs(const json& meta) {
 }
 
 // One HTTP request body for `inputs`: JSON, or binary (the JSON header's length second).
-std::pair<std::string, int64_t> make_body(const std::vector<server::WireTensor>& inputs,
-                                          bool binary) {
+Result<std::pair<std::string, int64_t>> make_body(const std::vector<server::WireTensor>& inputs,
+                                                  bool binary) {
   json list = json::array();
   std::string raw;
   for (const server::WireTensor& in : inputs) {
@@ -120,6 +153,9 @@ std::pair<std::string, int64_t> make_body(const std::vector<server::WireTensor>&
     if (binary) {
       input["parameters"] = {{"binary_data_size", in.bytes.size()}};
       raw += in.bytes;
+    } else if (in.datatype == "BYTES") {
+      return invalid_argument("input '" + in.name +
+                              "': encoded images travel as binary data (--binary, or -i grpc)");
     } else if (in.datatype == "FP32") {
       std::vector<float> v(in.bytes.size() / sizeof(float));
       std::memcpy(v.data(), in.bytes.data(), in.bytes.size());
@@ -132,7 +168,7 @@ std::pair<std::string, int64_t> make_body(const std::vector<server::WireTensor>&
   json body = {{"inputs", list}};
   if (binary) body["parameters"] = {{"binary_data_output", true}};
   const std::string header = body.dump();
-  return {header + raw, binary ? static_cast<int64_t>(header.size()) : -1};
+  return std::make_pair(header + raw, binary ? static_cast<int64_t>(header.size()) : -1);
 }
 
 // Sends one request and says whether it was answered; one per client thread.
@@ -271,8 +307,19 @@ int run(const PerfOptions& o) {
       return fail(not_found("model '" + o.model + "' at " + url + ": " + meta->body));
     inputs = http_inputs(json::parse(meta->body));
   }
-  if (Status filled = fill_inputs(inputs, o.batch); !filled.is_ok()) return fail(filled);
-  const auto body = make_body(inputs, o.binary);
+  std::vector<std::string> images;
+  if (!o.images.empty()) {
+    auto read = read_images(o.images);
+    if (!read.is_ok()) return fail(read.status());
+    images = std::move(*read);
+  }
+  if (Status filled = fill_inputs(inputs, o.batch, images); !filled.is_ok()) return fail(filled);
+  std::pair<std::string, int64_t> body;
+  if (!grpc) {
+    auto made = make_body(inputs, o.binary);
+    if (!made.is_ok()) return fail(made.status());
+    body = std::move(*made);
+  }
   MakeSend make_send = [&](int c) -> Send {
     if (grpc) return [&, c] { return grpc_client->infer(inputs, c).is_ok(); };
     auto cl = std::make_shared<httplib::Client>(host, port);
@@ -358,6 +405,9 @@ Command add_perf_command(CLI::App& root, const GlobalOptions&) {
       ->capture_default_str();
   app->add_option("--duration", o->duration, "seconds per level")->capture_default_str();
   app->add_option("--batch", o->batch, "rows per request")->capture_default_str();
+  app->add_option("--images", o->images,
+                  "a folder of .jpg/.jpeg/.png files, sent as BYTES to inputs that take encoded "
+                  "images (binary HTTP or gRPC)");
   app->add_flag("--binary", o->binary, "HTTP: binary tensor data in and out (else JSON)");
   app->add_option("--json", o->json_out, "write the levels as JSON");
   app->add_option("--csv", o->csv_out, "write the levels as CSV");

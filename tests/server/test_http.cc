@@ -340,21 +340,33 @@ TEST_F(Http, OverloadRefusesAtOnceAndLosesNothingAdmitted) {
   EXPECT_EQ(s["inference_stats"]["fail"]["count"], refused.load());
 }
 
-// The image endpoint: a JPEG of a Fashion-MNIST test image gets the offline engine's best class,
-// with its label; a corrupt image and a bad top_k are refused, naming what is wrong.
-TEST_F(Http, ClassifiesAnImage) {
+// The first `n` Fashion-MNIST test images as JPEGs.
+std::vector<std::string> test_jpegs(int n) {
   std::vector<uint8_t> images, labels;
   std::vector<int64_t> dims;
   std::string error;
-  ASSERT_TRUE(test::read_idx_gz(std::string(KILN_FASHION_MNIST_DIR) + "/t10k-images-idx3-ubyte.gz",
+  EXPECT_TRUE(test::read_idx_gz(std::string(KILN_FASHION_MNIST_DIR) + "/t10k-images-idx3-ubyte.gz",
                                 images, dims, error))
       << error;
-  Image grey;
-  grey.width = grey.height = 28;
-  grey.channels = 1;
-  grey.pixels.assign(images.begin(), images.begin() + 784);
-  auto jpeg = encode_jpeg(grey, 95);
-  ASSERT_TRUE(jpeg.is_ok()) << jpeg.status().to_string();
+  std::vector<std::string> jpegs;
+  for (int i = 0; i < n && images.size() >= 784u * (i + 1); ++i) {
+    Image grey;
+    grey.width = grey.height = 28;
+    grey.channels = 1;
+    grey.pixels.assign(images.begin() + 784 * i, images.begin() + 784 * (i + 1));
+    auto jpeg = encode_jpeg(grey, 95);
+    EXPECT_TRUE(jpeg.is_ok());
+    if (jpeg.is_ok()) jpegs.push_back(*jpeg);
+  }
+  return jpegs;
+}
+
+// The image endpoint: a JPEG of a Fashion-MNIST test image gets the offline engine's best class,
+// with its label; a corrupt image and a bad top_k are refused, naming what is wrong.
+TEST_F(Http, ClassifiesAnImage) {
+  const std::vector<std::string> jpegs = test_jpegs(1);
+  ASSERT_EQ(jpegs.size(), 1u);
+  const std::string* jpeg = &jpegs[0];
   auto r = client_->Post("/v2/models/fashion/classify?top_k=3", *jpeg, "image/jpeg");
   ASSERT_EQ(r->status, 200) << r->body;
   json j = json::parse(r->body);
@@ -389,27 +401,6 @@ TEST_F(Http, ClassifiesAnImage) {
 }
 
 // Prometheus text with Triton's names, after a few requests and one bad one.
-// The first `n` Fashion-MNIST test images as JPEGs.
-std::vector<std::string> test_jpegs(int n) {
-  std::vector<uint8_t> images, labels;
-  std::vector<int64_t> dims;
-  std::string error;
-  EXPECT_TRUE(test::read_idx_gz(std::string(KILN_FASHION_MNIST_DIR) + "/t10k-images-idx3-ubyte.gz",
-                                images, dims, error))
-      << error;
-  std::vector<std::string> jpegs;
-  for (int i = 0; i < n && images.size() >= 784u * (i + 1); ++i) {
-    Image grey;
-    grey.width = grey.height = 28;
-    grey.channels = 1;
-    grey.pixels.assign(images.begin() + 784 * i, images.begin() + 784 * (i + 1));
-    auto jpeg = encode_jpeg(grey, 95);
-    EXPECT_TRUE(jpeg.is_ok());
-    if (jpeg.is_ok()) jpegs.push_back(*jpeg);
-  }
-  return jpegs;
-}
-
 // A BYTES input of encoded images, one a row (the model's input declared TYPE_STRING): decoded
 // by the server into the model's input, each row's answer the offline engine's for the same
 // decoded image; errors name the input, and the image by its index.

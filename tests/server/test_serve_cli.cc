@@ -85,6 +85,21 @@ class ServeCli : public testing::Test {
         << "max_batch_size: 8\ndynamic_batching { max_queue_delay_microseconds: 500 }\n";
   }
   void TearDown() override { fs::remove_all(root_); }
+  // `kiln serve` of repo/ on loopback, HTTP and gRPC on ports it picks (-1 where not printed
+  // within a minute), its log in serve.log.
+  struct Served {
+    pid_t pid;
+    int http, grpc;
+  };
+  Served serve_http_and_grpc() {
+    const fs::path log = root_ / "serve.log";
+    const pid_t pid =
+        spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
+               "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1"},
+              log);
+    const int http = wait_for_port(log, 60s);
+    return {pid, http, wait_for_port(log, 60s, "gRPC")};
+  }
   fs::path root_;
 };
 
@@ -149,13 +164,10 @@ TEST_F(ServeCli, ServesThenDrainsOnSigterm) {
 // kiln perf against kiln serve: every level's requests answered, its JSON written, batches
 // formed at concurrency 4.
 TEST_F(ServeCli, PerfLoadsTheServer) {
-  const fs::path log = root_ / "serve.log";
-  const pid_t pid =
-      spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
-             "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1"},
-            log);
-  const int port = wait_for_port(log, 60s);
-  ASSERT_GT(port, 0) << read(log);
+  const Served served = serve_http_and_grpc();
+  ASSERT_GT(served.http, 0) << read(root_ / "serve.log");
+  const pid_t pid = served.pid;
+  const int port = served.http;
   const fs::path out = root_ / "perf.json";
   const std::string cmd = std::string(KILN_CLI_PATH) +
                           " perf -m fashion -u 127.0.0.1:" + std::to_string(port) +
@@ -179,15 +191,11 @@ TEST_F(ServeCli, PerfLoadsTheServer) {
 
 // kiln perf over gRPC: raw contents, the server's split read from its HTTP /metrics.
 TEST_F(ServeCli, PerfOverGrpc) {
-  const fs::path log = root_ / "serve.log";
-  const pid_t pid =
-      spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
-             "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1"},
-            log);
-  const int http = wait_for_port(log, 60s);
-  const int grpc = wait_for_port(log, 60s, "gRPC");
-  ASSERT_GT(http, 0) << read(log);
-  ASSERT_GT(grpc, 0) << read(log);
+  const Served served = serve_http_and_grpc();
+  ASSERT_GT(served.http, 0) << read(root_ / "serve.log");
+  ASSERT_GT(served.grpc, 0) << read(root_ / "serve.log");
+  const pid_t pid = served.pid;
+  const int http = served.http, grpc = served.grpc;
   const fs::path out = root_ / "perf.json";
   const std::string cmd = std::string(KILN_CLI_PATH) +
                           " perf -m fashion -i grpc -u 127.0.0.1:" + std::to_string(grpc) +
@@ -240,15 +248,11 @@ TEST_F(ServeCli, PerfSendsJpegFiles) {
     ASSERT_TRUE(jpeg.is_ok());
     std::ofstream(root_ / "jpegs" / ("p" + std::to_string(i) + ".jpg"), std::ios::binary) << *jpeg;
   }
-  const fs::path log = root_ / "serve.log";
-  const pid_t pid =
-      spawn({"--model-repository", (root_ / "repo").string(), "--http-host", "127.0.0.1",
-             "--http-port", "0", "--grpc-port", "0", "--metrics-port", "-1"},
-            log);
-  const int http = wait_for_port(log, 60s);
-  const int grpc = wait_for_port(log, 60s, "gRPC");
-  ASSERT_GT(http, 0) << read(log);
-  ASSERT_GT(grpc, 0) << read(log);
+  const Served served = serve_http_and_grpc();
+  ASSERT_GT(served.http, 0) << read(root_ / "serve.log");
+  ASSERT_GT(served.grpc, 0) << read(root_ / "serve.log");
+  const pid_t pid = served.pid;
+  const int http = served.http, grpc = served.grpc;
   const std::string perf = std::string(KILN_CLI_PATH) +
                            " perf -m images --metrics-url 127.0.0.1:" + std::to_string(http) +
                            " --concurrency-range 2 --duration 0.5 ";

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -133,5 +134,37 @@ Image photo_like_image(int width, int height, uint32_t seed);
 // `row_stride` bytes, per `mode` (pixels outside the image get `fill`); returns the placement.
 ImagePlacement resize_into(const Image& image, ResizeMode mode, int height, int width, int channels,
                            uint8_t fill, uint8_t* out, int64_t row_stride);
+
+// A classifier's float input made from an image, as `kiln run` and `kiln serve` make it: the
+// image resized whole (resize_into, kStretch) to height × width, RGB or luminance (1 channel),
+// then (pixel / 255 − mean) / std per channel.
+struct ImageNormalization {
+  std::vector<float> mean, std;  // one value per channel
+};
+// The per-channel mean and std of an image input of `channels` channels: `mean`/`stdev` where
+// given (one value for all, or one per channel), else the model's kiln.mean and kiln.std
+// metadata (comma-separated numbers), else ImageNet's for 3 channels, else 0 and 1. Errors
+// name `input`: metadata that is not a number list, a length that does not fit, a std not
+// positive. (Also what an engine of 8-bit image input normalizes with.)
+Result<ImageNormalization> image_normalization(const std::map<std::string, std::string>& metadata,
+                                               int64_t channels,
+                                               const std::vector<float>& mean = {},
+                                               const std::vector<float>& stdev = {},
+                                               const std::string& input = "the image input");
+// Writes `image` as channels × height × width floats at `chw`, per `n` (from
+// image_normalization).
+void image_to_chw(const Image& image, int channels, int height, int width,
+                  const ImageNormalization& n, float* chw);
+
+// One class of a classifier's answer.
+struct ClassProbability {
+  int64_t index = 0;
+  double probability = 0;
+};
+// The k best classes of row 0 of `output` ([N, classes] or [N, classes, 1, 1]), best first.
+// The row is taken as probabilities where it already is one (every value in [0, 1], summing
+// to 1 within 1e-3), else softmax'd; `softmax_applied` says which.
+std::vector<ClassProbability> top_classes(const Tensor& output, int k,
+                                          bool* softmax_applied = nullptr);
 
 }  // namespace kiln

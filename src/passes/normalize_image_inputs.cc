@@ -14,19 +14,24 @@ namespace kiln {
 
 namespace {
 
-// A per-channel vector from "a,b,c" (the model's metadata), or empty.
-std::vector<float> parse_floats(const std::string& s) {
+// A per-channel vector from "a,b,c" (the model's metadata); an error naming `key` where an
+// item is not a number.
+Result<std::vector<float>> parse_floats(const std::string& s, const char* key,
+                                        const std::string& input) {
   std::vector<float> r;
   std::stringstream in(s);
   std::string item;
   while (std::getline(in, item, ',')) {
+    size_t used = 0;
     try {
-      size_t used = 0;
       r.push_back(std::stof(item, &used));
-      if (used != item.size() && item.find_first_not_of(" ", used) != std::string::npos) return {};
     } catch (const std::exception&) {
-      return {};
+      used = 0;
     }
+    if (used == 0 ||
+        (used != item.size() && item.find_first_not_of(" ", used) != std::string::npos))
+      return invalid_argument("input '" + input + "': the model's metadata " + key + "='" + s +
+                              "' is not a list of numbers");
   }
   return r;
 }
@@ -39,7 +44,9 @@ Result<std::vector<float>> channel_values(const std::map<std::string, std::strin
   std::vector<float> v = option;
   if (v.empty()) {
     auto it = metadata.find(key);
-    if (it != metadata.end()) v = parse_floats(it->second);
+    if (it != metadata.end()) {
+      KILN_ASSIGN_OR_RETURN(v, parse_floats(it->second, key, input));
+    }
   }
   if (v.empty()) v = channels == 3 ? imagenet : std::vector<float>(channels, plain);
   if (v.size() == 1 && channels > 1) v.assign(channels, v[0]);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kiln/images.h"
 #include "kiln/options.h"
 #include "kiln/report.h"
 #include "kiln/status.h"
@@ -124,17 +125,7 @@ Result<bool> eliminate_dead_nodes(Graph& g);
 // whose channel count is unknown or a mean/std of the wrong length.
 Result<bool> normalize_image_inputs(Graph& g, InputFormat format, const std::vector<float>& mean,
                                     const std::vector<float>& stdev);
-// The per-channel mean and std of an image input of `channels` channels, as
-// normalize_image_inputs takes them: `mean`/`stdev` where given (one value for all, or one per
-// channel), else the model's kiln.mean and kiln.std metadata, else ImageNet's for 3 channels,
-// else 0 and 1. An error names `input` and a length that does not fit, or a std not positive.
-struct ImageNormalization {
-  std::vector<float> mean, std;
-};
-Result<ImageNormalization> image_normalization(const std::map<std::string, std::string>& metadata,
-                                               int64_t channels, const std::vector<float>& mean,
-                                               const std::vector<float>& stdev,
-                                               const std::string& input);
+// image_normalization (kiln/images.h) gives the mean and std it normalizes with.
 
 // For int8 engines, after every other pass (quantize_int8.cc): each Conv, Gemm and MatMul of
 // constant float32 weights reads its float32 input through QuantizeLinear → DequantizeLinear

@@ -1,24 +1,8 @@
 #include "server/image_request.h"
 
-#include <algorithm>
-#include <cmath>
-#include <numeric>
-#include <sstream>
-
 #include "kiln/images.h"
 
 namespace kiln::server {
-
-namespace {
-
-std::vector<float> floats_of(const std::string& text) {
-  std::vector<float> v;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) v.push_back(std::stof(item));
-  return v;
-}
-
-}  // namespace
 
 Result<ImageLayout> image_layout(const std::string& model, const TensorInfo& input,
                                  const std::map<std::string, std::string>& metadata) {
@@ -41,16 +25,10 @@ Result<ImageLayout> image_layout(const std::string& model, const TensorInfo& inp
                             "3, H and W fixed)");
   l.channels = static_cast<int>(d[1]);
   l.height = static_cast<int>(d[2]), l.width = static_cast<int>(d[3]);
-  l.mean = l.channels == 3 ? std::vector<float>{0.485f, 0.456f, 0.406f} : std::vector<float>{0.f};
-  l.sd = l.channels == 3 ? std::vector<float>{0.229f, 0.224f, 0.225f} : std::vector<float>{1.f};
-  try {
-    if (metadata.count("kiln.mean")) l.mean = floats_of(metadata.at("kiln.mean"));
-    if (metadata.count("kiln.std")) l.sd = floats_of(metadata.at("kiln.std"));
-  } catch (const std::exception&) {
-    return invalid_argument("model '" + model + "': kiln.mean or kiln.std is not numbers");
-  }
-  if (l.mean.empty() || l.sd.empty())
-    return invalid_argument("model '" + model + "': kiln.mean or kiln.std is empty");
+  auto n = image_normalization(metadata, l.channels, {}, {}, input.name);
+  if (!n.is_ok()) return n.status().with_context("model '" + model + "'");
+  l.mean = std::move(n->mean);
+  l.sd = std::move(n->std);
   return l;
 }
 
@@ -60,7 +38,6 @@ Result<Tensor> decode_images(const ImageLayout& l, const std::vector<std::string
   const auto n = static_cast<int64_t>(images.size());
   Tensor x = l.uint8_nhwc ? Tensor(DataType::kUInt8, {n, h, w, ch})
                           : Tensor(DataType::kFloat32, {n, ch, h, w});
-  std::vector<uint8_t> hwc(static_cast<size_t>(h) * w * ch);
   for (int64_t r = 0; r < n; ++r) {
     const std::string what =
         n == 1 ? where : where + " image " + std::to_string(r) + " of " + std::to_string(n);
@@ -70,13 +47,7 @@ Result<Tensor> decode_images(const ImageLayout& l, const std::vector<std::string
                   int64_t{w} * ch);
       continue;
     }
-    resize_into(image, ResizeMode::kStretch, h, w, ch, 0, hwc.data(), int64_t{w} * ch);
-    float* px = x.data<float>() + r * ch * h * w;
-    for (int k = 0; k < ch; ++k) {
-      const float m = l.mean[std::min<size_t>(k, l.mean.size() - 1)];
-      const float s = l.sd[std::min<size_t>(k, l.sd.size() - 1)];
-      for (int i = 0; i < h * w; ++i) px[k * h * w + i] = (hwc[i * ch + k] / 255.f - m) / s;
-    }
+    image_to_chw(image, ch, h, w, {l.mean, l.sd}, x.data<float>() + r * ch * h * w);
   }
   return x;
 }
@@ -88,29 +59,10 @@ Result<Outputs> image_input(const ImageLayout& layout, std::string_view bytes) {
 
 std::vector<ClassScore> top_classes(const Tensor& output, int k,
                                     const std::vector<std::string>& labels) {
-  const int64_t n = output.rank() > 0 ? output.numel() / std::max<int64_t>(1, output.dim(0)) : 0;
-  std::vector<double> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) p[i] = output.at_double(i);
-  const double total = std::accumulate(p.begin(), p.end(), 0.0);
-  const bool probabilities =
-      std::all_of(p.begin(), p.end(), [](double v) { return v >= 0 && v <= 1; }) &&
-      std::fabs(total - 1) < 1e-3;
-  if (!probabilities && n > 0) {
-    const double top = *std::max_element(p.begin(), p.end());
-    double sum = 0;
-    for (double& v : p) sum += (v = std::exp(v - top));
-    for (double& v : p) v /= sum;
-  }
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  const size_t kk = std::min<size_t>(static_cast<size_t>(std::max(k, 0)), order.size());
-  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kk), order.end(),
-                    [&](int64_t a, int64_t b) { return p[a] > p[b]; });
   std::vector<ClassScore> best;
-  for (size_t i = 0; i < kk; ++i)
-    best.push_back({order[i],
-                    order[i] < static_cast<int64_t>(labels.size()) ? labels[order[i]] : "",
-                    p[order[i]]});
+  for (const ClassProbability& c : kiln::top_classes(output, k))
+    best.push_back({c.index, c.index < static_cast<int64_t>(labels.size()) ? labels[c.index] : "",
+                    c.probability});
   return best;
 }
 

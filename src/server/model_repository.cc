@@ -126,4 +126,29 @@ Result<std::vector<RepositoryModel>> read_model_repository(const std::string& di
   return models;
 }
 
+std::string model_fingerprint(const std::string& dir, const std::string& name) {
+  const fs::path root = fs::path(dir) / name;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return "";
+  std::vector<std::string> entries;
+  for (auto it = fs::recursive_directory_iterator(root, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() >= 3) it.disable_recursion_pending();
+    if (!it->is_regular_file(ec)) continue;
+    const fs::path& p = it->path();
+    std::ostringstream e;
+    e << fs::relative(p, root, ec).string() << ' ' << it->file_size(ec) << ' '
+      << it->last_write_time(ec).time_since_epoch().count();
+    if (p.extension() == ".pbtxt" || p.extension() == ".txt") {
+      std::ifstream f(p);
+      e << '\n' << f.rdbuf();
+    }
+    entries.push_back(e.str());
+  }
+  std::sort(entries.begin(), entries.end());
+  std::string all;
+  for (const std::string& e : entries) all += e + '\0';
+  return all.empty() ? std::string(1, '\0') : all;  // an empty folder is still there
+}
+
 }  // namespace kiln::server

@@ -36,6 +36,12 @@ struct RepositoryModel {
 // One model folder, `dir`/`name`.
 RepositoryModel read_repository_model(const std::string& dir, const std::string& name);
 
+// What model `name`'s folder holds now, as one string that changes when any of it changes:
+// every file under it (to a depth of 3), by path, size and modification time, and the text of
+// its .pbtxt and .txt files (a config rewritten within the clock's step still shows). "" where
+// the folder is gone.
+std::string model_fingerprint(const std::string& dir, const std::string& name);
+
 // Every model folder of `dir`, by name. An unreadable or missing `dir` is an error.
 Result<std::vector<RepositoryModel>> read_model_repository(const std::string& dir);
 

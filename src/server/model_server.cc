@@ -41,6 +41,7 @@ bool ModelServer::ready() const {
 // Under the lock: reads model `name` from the repository again and loads every version its
 // policy serves; on failure the model is UNAVAILABLE with the reason (returned too).
 Status ModelServer::load_locked(const std::string& name) {
+  fingerprints_[name] = model_fingerprint(options_.repository, name);
   RepositoryModel m = read_repository_model(options_.repository, name);
   std::map<int64_t, std::shared_ptr<ServedModel>> versions;
   Status status = m.status;
@@ -152,6 +153,38 @@ Status ModelServer::unload(const std::string& name) {
   // Requests already admitted finish: each version's batcher drains as its last holder lets go.
   for (auto& [v, m] : gone) m->batcher().drain();
   return Status::ok();
+}
+
+Result<std::vector<std::string>> ModelServer::poll() {
+  if (options_.model_control != "poll")
+    return invalid_argument("polling the repository needs --model-control poll");
+  KILN_ASSIGN_OR_RETURN(std::vector<RepositoryModel> repo,
+                        read_model_repository(options_.repository));
+  std::vector<std::string> done, gone;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_) return done;
+    for (const RepositoryModel& m : repo) {
+      auto known = fingerprints_.find(m.name);
+      if (known != fingerprints_.end() &&
+          known->second == model_fingerprint(options_.repository, m.name))
+        continue;
+      const bool was = known != fingerprints_.end();
+      Status s = load_locked(m.name);
+      done.push_back(s.is_ok() ? (was ? "reloaded " : "loaded ") + m.name
+                               : "failed " + m.name + ": " + s.message());
+    }
+    for (const auto& [name, fingerprint] : fingerprints_)
+      if (std::none_of(repo.begin(), repo.end(),
+                       [&](const RepositoryModel& m) { return m.name == name; }))
+        gone.push_back(name);
+    for (const std::string& name : gone) fingerprints_.erase(name);
+  }
+  for (const std::string& name : gone) {
+    (void)unload(name);  // not loaded (it had failed): only its failure is forgotten
+    done.push_back("unloaded " + name);
+  }
+  return done;
 }
 
 void ModelServer::stop_admitting() {

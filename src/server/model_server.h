@@ -19,8 +19,9 @@ namespace kiln::server {
 struct ServerOptions {
   std::string repository;
   // "none": every model at start, no change after; "explicit": none at start (unless named in
-  // load_models), then load and unload on request; "poll" is taken as "none" plus reloading on
-  // request (the repository is read again at each load).
+  // load_models), then load and unload on request; "poll": every model at start, then what
+  // changes in the repository follows at each poll() (kiln serve calls it every
+  // --repository-poll-secs), and load and unload on request as with "explicit".
   std::string model_control = "none";
   std::vector<std::string> load_models;  // explicit: the models to load at start
   ServeOptions serve;
@@ -80,6 +81,11 @@ class ModelServer {
   // model control does not allow it, kNotFound for a model the repository lacks.
   Status load(const std::string& name);
   Status unload(const std::string& name);
+  // Model control "poll": reads the repository again and loads the models that appeared,
+  // reloads those whose folder changed (model_fingerprint), and unloads those that went.
+  // Returns what it did, a line per model ("loaded a", "reloaded b", "unloaded c", "failed d:
+  // why"); an error under another model control, or where the repository cannot be read.
+  Result<std::vector<std::string>> poll();
   // Readiness turns false (a load balancer sends no more); requests still arriving are served.
   void stop_admitting();
   // Stops admitting requests and finishes the ones admitted (every model's batcher drains).
@@ -103,6 +109,7 @@ class ModelServer {
   // name → version → model; a model that failed keeps its reason in failed_.
   std::map<std::string, std::map<int64_t, std::shared_ptr<ServedModel>>> models_;
   std::map<std::string, std::string> failed_;
+  std::map<std::string, std::string> fingerprints_;  // of each model as last loaded or failed
   std::map<std::pair<std::string, int64_t>, InferStats> stats_;
   std::map<std::pair<std::string, int64_t>, LatencyWindow> latencies_;
   bool draining_ = false;

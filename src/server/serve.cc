@@ -1,7 +1,10 @@
 #include <signal.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "kiln_serve.h"
@@ -88,17 +91,43 @@ int serve(const ServeCommand& c) {
     metrics_thread = std::thread([&] { metrics->serve(); });
     std::fprintf(stderr, "kiln serve: metrics on %s:%d\n", c.http_host.c_str(), metrics->port());
   }
+  // --model-control poll: the repository read again every repository_poll_secs.
+  std::mutex poll_mu;
+  std::condition_variable poll_cv;
+  bool poll_stop = false;
+  std::thread poller;
+  if (c.model_control == "poll")
+    poller = std::thread([&] {
+      std::unique_lock<std::mutex> lock(poll_mu);
+      while (!poll_cv.wait_for(lock, std::chrono::duration<double>(c.repository_poll_secs),
+                               [&] { return poll_stop; })) {
+        lock.unlock();
+        auto changed = (*server)->poll();
+        if (!changed.is_ok())
+          std::fprintf(stderr, "kiln serve: poll: %s\n", changed.status().message().c_str());
+        else
+          for (const std::string& line : *changed)
+            std::fprintf(stderr, "kiln serve: poll: %s\n", line.c_str());
+        lock.lock();
+      }
+    });
   std::fprintf(stderr, "kiln serve: HTTP on %s:%d\n", c.http_host.c_str(), http.port());
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
     std::fprintf(stderr, "kiln serve: %s: draining\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    {
+      std::lock_guard<std::mutex> lock(poll_mu);
+      poll_stop = true;
+    }
+    poll_cv.notify_all();
     (*server)->stop_admitting();  // readiness false
     http.stop();                  // the listener closes; requests in flight run on
     if (grpc) grpc->stop();       // new calls are refused; those in flight are answered
   });
   http.serve();  // returns once the handlers in flight have answered
   waiter.join();
+  if (poller.joinable()) poller.join();
   (*server)->drain();
   if (metrics) {
     metrics->stop();

@@ -281,6 +281,30 @@ TEST_F(ServeCli, PerfSendsJpegFiles) {
   EXPECT_EQ(wait_exit(pid, 30s), 0);
 }
 
+// --model-control poll: a model copied into the repository while serving becomes ready.
+TEST_F(ServeCli, PollLoadsAModelAddedWhileServing) {
+  const fs::path log = root_ / "serve.log";
+  const pid_t pid = spawn({"--model-repository", (root_ / "repo").string(), "--http-host",
+                           "127.0.0.1", "--http-port", "0", "--grpc-port", "-1", "--metrics-port",
+                           "-1", "--model-control", "poll", "--repository-poll-secs", "0.2"},
+                          log);
+  const int port = wait_for_port(log, 60s);
+  ASSERT_GT(port, 0) << read(log);
+  httplib::Client client("127.0.0.1", port);
+  EXPECT_NE(client.Get("/v2/models/later/ready")->status, 200);
+  fs::copy(root_ / "repo" / "fashion", root_ / "later", fs::copy_options::recursive);
+  fs::rename(root_ / "later", root_ / "repo" / "later");  // the folder appears whole
+  int status = 0;
+  for (int i = 0; i < 300 && status != 200; ++i) {
+    std::this_thread::sleep_for(100ms);
+    status = client.Get("/v2/models/later/ready")->status;
+  }
+  EXPECT_EQ(status, 200) << read(log);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid, 30s), 0);
+  EXPECT_NE(read(log).find("poll: loaded later"), std::string::npos) << read(log);
+}
+
 TEST_F(ServeCli, BadRepositoryOrFlagsSayWhy) {
   const fs::path log = root_ / "bad.log";
   pid_t pid = spawn({"--model-repository", (root_ / "nowhere").string()}, log);

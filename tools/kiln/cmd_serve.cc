@@ -48,9 +48,15 @@ Command add_serve_command(CLI::App& root, const GlobalOptions& global) {
   app->add_option("--max-body-bytes", c->max_body_bytes, "the largest request body (larger: 413)")
       ->capture_default_str();
   app->add_option("--model-control", c->model_control,
-                  "none (load every model at start), poll or explicit (load and unload through "
+                  "none (load every model at start), poll (and follow the repository's changes) or "
+                  "explicit (load and unload through "
                   "v2/repository)")
       ->capture_default_str();
+  app->add_option("--repository-poll-secs", c->repository_poll_secs,
+                  "poll model control: seconds between reads of the repository (changed models "
+                  "reload, new ones load, removed ones unload)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app->add_option("--load-model", c->load_models,
                   "explicit model control: a model to load at start (repeatable)");
   return {app, [c, &global] { return run(*c, global); }};

@@ -11,6 +11,7 @@ namespace kiln::server {
 struct ServeCommand {
   std::string repository;
   std::string model_control = "none";  // none, poll or explicit
+  double repository_poll_secs = 15;    // poll: how often the repository is read again
   std::vector<std::string> load_models;
   std::string http_host = "0.0.0.0";
   int http_port = 8000;

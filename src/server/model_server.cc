@@ -23,7 +23,7 @@ Result<std::unique_ptr<ModelServer>> ModelServer::start(ServerOptions options) {
     const bool wanted =
         s->options_.model_control != "explicit" ||
         std::count(s->options_.load_models.begin(), s->options_.load_models.end(), m.name) > 0;
-    if (wanted) (void)s->load_locked(m.name);  // a failure is recorded in failed_
+    if (wanted) (void)s->install_locked(m.name, s->load_model(m.name));  // a failure is kept
   }
   for (const std::string& name : s->options_.load_models)
     if (!s->models_.count(name) && !s->failed_.count(name))
@@ -38,29 +38,33 @@ bool ModelServer::ready() const {
   return !draining_;
 }
 
-// Under the lock: reads model `name` from the repository again and loads every version its
-// policy serves; on failure the model is UNAVAILABLE with the reason (returned too).
-Status ModelServer::load_locked(const std::string& name) {
-  fingerprints_[name] = model_fingerprint(options_.repository, name);
+ModelServer::Loaded ModelServer::load_model(const std::string& name) const {
+  Loaded out;
+  out.fingerprint = model_fingerprint(options_.repository, name);
   RepositoryModel m = read_repository_model(options_.repository, name);
-  std::map<int64_t, std::shared_ptr<ServedModel>> versions;
-  Status status = m.status;
+  out.status = m.status;
   for (const ModelVersion& v : m.versions) {
-    if (!status.is_ok()) break;
+    if (!out.status.is_ok()) break;
     auto loaded = ServedModel::load(m, v, options_.serve);
     if (!loaded.is_ok()) {
-      status = loaded.status();
+      out.status = loaded.status();
       break;
     }
-    versions[v.version] = std::move(*loaded);
+    out.versions[v.version] = std::move(*loaded);
   }
-  if (!status.is_ok()) {
+  if (!out.status.is_ok()) out.versions.clear();
+  return out;
+}
+
+Status ModelServer::install_locked(const std::string& name, Loaded loaded) {
+  fingerprints_[name] = std::move(loaded.fingerprint);
+  if (!loaded.status.is_ok()) {
     models_.erase(name);
-    failed_[name] = status.message();
-    return status;
+    failed_[name] = loaded.status.message();
+    return loaded.status;
   }
   failed_.erase(name);
-  models_[name] = std::move(versions);
+  models_[name] = std::move(loaded.versions);
   return Status::ok();
 }
 
@@ -124,14 +128,16 @@ Status ModelServer::load(const std::string& name) {
     return invalid_argument(
         "explicit model load is not allowed with model control 'none' "
         "(start with --model-control explicit)");
-  std::lock_guard<std::mutex> lock(mu_);
-  if (draining_) return unavailable("the server is shutting down");
+  if (!ready()) return unavailable("the server is shutting down");
   auto repo = read_model_repository(options_.repository);
   if (!repo.is_ok()) return repo.status();
   if (std::none_of(repo->begin(), repo->end(),
                    [&](const RepositoryModel& m) { return m.name == name; }))
     return not_found("no model '" + name + "' in the repository");
-  return load_locked(name);
+  Loaded loaded = load_model(name);  // without the lock: the other models serve meanwhile
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_) return unavailable("the server is shutting down");
+  return install_locked(name, std::move(loaded));
 }
 
 Status ModelServer::unload(const std::string& name) {
@@ -160,25 +166,30 @@ Result<std::vector<std::string>> ModelServer::poll() {
     return invalid_argument("polling the repository needs --model-control poll");
   KILN_ASSIGN_OR_RETURN(std::vector<RepositoryModel> repo,
                         read_model_repository(options_.repository));
-  std::vector<std::string> done, gone;
+  std::vector<std::string> done, changed, gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return done;
     for (const RepositoryModel& m : repo) {
       auto known = fingerprints_.find(m.name);
-      if (known != fingerprints_.end() &&
-          known->second == model_fingerprint(options_.repository, m.name))
-        continue;
-      const bool was = known != fingerprints_.end();
-      Status s = load_locked(m.name);
-      done.push_back(s.is_ok() ? (was ? "reloaded " : "loaded ") + m.name
-                               : "failed " + m.name + ": " + s.message());
+      if (known == fingerprints_.end() ||
+          known->second != model_fingerprint(options_.repository, m.name))
+        changed.push_back(m.name);
     }
     for (const auto& [name, fingerprint] : fingerprints_)
       if (std::none_of(repo.begin(), repo.end(),
                        [&](const RepositoryModel& m) { return m.name == name; }))
         gone.push_back(name);
     for (const std::string& name : gone) fingerprints_.erase(name);
+  }
+  for (const std::string& name : changed) {
+    Loaded loaded = load_model(name);  // without the lock: the other models serve meanwhile
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_) return done;
+    const bool was = fingerprints_.count(name) > 0;
+    Status s = install_locked(name, std::move(loaded));
+    done.push_back(s.is_ok() ? (was ? "reloaded " : "loaded ") + name
+                             : "failed " + name + ": " + s.message());
   }
   for (const std::string& name : gone) {
     (void)unload(name);  // not loaded (it had failed): only its failure is forgotten

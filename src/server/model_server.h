@@ -102,7 +102,19 @@ class ModelServer {
 
  private:
   explicit ModelServer(ServerOptions options) : options_(std::move(options)) {}
-  Status load_locked(const std::string& name);
+  // A model read from the repository and loaded (or why not), not yet served.
+  struct Loaded {
+    std::map<int64_t, std::shared_ptr<ServedModel>> versions;
+    Status status;
+    std::string fingerprint;
+  };
+  // Reads model `name` from the repository and loads every version its policy serves. Holds no
+  // lock: loading (plans built, kernels timed) can take minutes, and requests to the other
+  // models go on meanwhile.
+  Loaded load_model(const std::string& name) const;
+  // Under the lock: serves `loaded` as model `name` (the versions it replaces drain as their
+  // last holder lets go), or marks the model UNAVAILABLE with the reason. Returns its status.
+  Status install_locked(const std::string& name, Loaded loaded);
 
   ServerOptions options_;
   mutable std::mutex mu_;

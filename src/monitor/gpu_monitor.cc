@@ -54,6 +54,15 @@ void bind(void* handle, const char* name, Fn*& fn, const char*& missing) {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
+// dlopen of the NVML library, or an error naming it.
+Result<void*> load_nvml(const std::string& library) {
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle) return handle;
+  const char* e = dlerror();
+  return unsupported("cannot load " + library +
+                     " (NVML, needed to monitor the GPU): " + (e ? e : "unknown error"));
+}
+
 }  // namespace
 
 // Owns the library: the destructor undoes exactly what open() got as far as doing, so every
@@ -129,12 +138,7 @@ Result<std::vector<std::unique_ptr<GpuMonitor>>> GpuMonitor::open_all(int period
                                                                       const std::string& library) {
   int count = cuda_device_count();
   if (count == 0) {  // NVML's own count: open NVML once to read it
-    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char* e = dlerror();
-      return unsupported("cannot load " + library +
-                         " (NVML, needed to monitor the GPU): " + (e ? e : "unknown error"));
-    }
+    KILN_ASSIGN_OR_RETURN(void* handle, load_nvml(library));
     auto* init = reinterpret_cast<VoidFn*>(dlsym(handle, "nvmlInit_v2"));
     auto* shutdown = reinterpret_cast<VoidFn*>(dlsym(handle, "nvmlShutdown"));
     auto* get_count = reinterpret_cast<CountFn*>(dlsym(handle, "nvmlDeviceGetCount_v2"));
@@ -167,12 +171,7 @@ Result<std::unique_ptr<GpuMonitor>> GpuMonitor::open_device(int index,
     return invalid_argument("GPU monitor period " + std::to_string(period_ms) +
                             " ms: must be positive");
   auto n = std::make_unique<Nvml>();
-  n->handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!n->handle) {
-    const char* e = dlerror();
-    return unsupported("cannot load " + library +
-                       " (NVML, needed to monitor the GPU): " + (e ? e : "unknown error"));
-  }
+  KILN_ASSIGN_OR_RETURN(n->handle, load_nvml(library));
   const char* missing = nullptr;
   bind(n->handle, "nvmlInit_v2", n->init, missing);
   bind(n->handle, "nvmlShutdown", n->shutdown, missing);

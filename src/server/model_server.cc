@@ -166,20 +166,19 @@ Result<std::vector<std::string>> ModelServer::poll() {
     return invalid_argument("polling the repository needs --model-control poll");
   KILN_ASSIGN_OR_RETURN(std::vector<RepositoryModel> repo,
                         read_model_repository(options_.repository));
+  std::map<std::string, std::string> now;  // read before the lock: file reads, not under it
+  for (const RepositoryModel& m : repo)
+    now[m.name] = model_fingerprint(options_.repository, m.name);
   std::vector<std::string> done, changed, gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return done;
-    for (const RepositoryModel& m : repo) {
-      auto known = fingerprints_.find(m.name);
-      if (known == fingerprints_.end() ||
-          known->second != model_fingerprint(options_.repository, m.name))
-        changed.push_back(m.name);
+    for (const auto& [name, fingerprint] : now) {
+      auto known = fingerprints_.find(name);
+      if (known == fingerprints_.end() || known->second != fingerprint) changed.push_back(name);
     }
     for (const auto& [name, fingerprint] : fingerprints_)
-      if (std::none_of(repo.begin(), repo.end(),
-                       [&](const RepositoryModel& m) { return m.name == name; }))
-        gone.push_back(name);
+      if (!now.count(name)) gone.push_back(name);
     for (const std::string& name : gone) fingerprints_.erase(name);
   }
   for (const std::string& name : changed) {

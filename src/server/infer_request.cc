@@ -124,6 +124,11 @@ Result<Outputs> request_inputs(const ServedModel& m, const V2Request& r) {
       return invalid_argument("input '" + name + "': shape " + shape_str(b.shape) +
                               " where the model takes " + (batched ? "[N] or [N,1]" : "[1]") +
                               " encoded images");
+    const auto rows = static_cast<int64_t>(b.elements.size());
+    if (batched && rows > m.config().max_batch_size())  // before any of them is decoded
+      return invalid_argument("input '" + name + "': " + std::to_string(rows) +
+                              " images, where the model takes 1 to max_batch_size " +
+                              std::to_string(m.config().max_batch_size()));
     std::vector<std::string_view> images(b.elements.begin(), b.elements.end());
     KILN_ASSIGN_OR_RETURN(Tensor x, decode_images(it->second, images, "input '" + name + "'"));
     inputs.emplace(name, std::move(x));

@@ -103,6 +103,11 @@ class Pipeline {
   bool compute_ordered() const;
   ComputeOrderTiming compute_order_timing() const;
   std::future<Result<Outputs>> submit(Outputs inputs);
+  // As submit(), and where the request runs, `timing` receives its device timing (the Context's
+  // last_device_timing: copies in, compute, copies out, the compute order's wait) before the
+  // result is given. `timing` must stay alive until then; a request that fails leaves it as it
+  // was.
+  std::future<Result<Outputs>> submit(Outputs inputs, DeviceTiming* timing);
   // A request try_submit() admitted: its id (for cancel()) and its result to come.
   struct Submitted {
     uint64_t id = 0;

@@ -32,13 +32,21 @@ struct Pipeline::Impl {
     ordered = on && !orders.empty();
   }
   // A request into the queue, counted (`by_caller`: from Pipeline::submit, not warm_up).
-  std::future<Result<Outputs>> submit(Outputs inputs, bool by_caller) {
+  std::future<Result<Outputs>> submit(Outputs inputs, bool by_caller,
+                                      DeviceTiming* timing = nullptr) {
     {
       std::lock_guard<std::mutex> lock(mu);
       ++stats.submitted;
       caller_submitted = caller_submitted || by_caller;
     }
-    return queue->submit(std::move(inputs)).result;
+    RequestQueue::OnRan on_ran;
+    if (timing)
+      on_ran = [this, timing](size_t k, const Result<Outputs>& out) {
+        if (!out.is_ok()) return;
+        Result<DeviceTiming> t = contexts[k]->last_device_timing();
+        if (t.is_ok()) *timing = *t;
+      };
+    return queue->submit(std::move(inputs), std::move(on_ran)).result;
   }
   // One round of `inputs` through the queue, 2 per Context in flight, until at least
   // `requests` after the pipeline filled were submitted and `seconds` passed: requests per
@@ -215,6 +223,10 @@ ComputeOrderTiming Pipeline::compute_order_timing() const { return impl_->order_
 
 std::future<Result<Outputs>> Pipeline::submit(Outputs inputs) {
   return impl_->submit(std::move(inputs), true);
+}
+
+std::future<Result<Outputs>> Pipeline::submit(Outputs inputs, DeviceTiming* timing) {
+  return impl_->submit(std::move(inputs), true, timing);
 }
 
 Result<Pipeline::Submitted> Pipeline::try_submit(Outputs inputs) {

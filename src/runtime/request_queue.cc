@@ -49,6 +49,7 @@ void RequestQueue::work(size_t k) {
       std::lock_guard<std::mutex> lock(mu_);
       if (!group_failed(group)) failed_groups_[group] = out.status().message();
     }
+    if (r.on_ran) r.on_ran(k, out);
     if (on_done_) on_done_(k, out);
     r.result.set_value(std::move(out));
     if (device_failed) has_work_.notify_all();  // the group's idle runners retire too
@@ -92,9 +93,10 @@ RequestQueue::Queued RequestQueue::enqueue(Request r, std::unique_lock<std::mute
   return q;
 }
 
-RequestQueue::Queued RequestQueue::submit(Outputs inputs) {
+RequestQueue::Queued RequestQueue::submit(Outputs inputs, OnRan on_ran) {
   Request r;
   r.inputs = std::move(inputs);
+  r.on_ran = std::move(on_ran);
   std::unique_lock<std::mutex> lock(mu_);
   has_room_.wait(lock, [&] { return queue_.size() < max_queued_ || !all_failed_.is_ok(); });
   return enqueue(std::move(r), lock);

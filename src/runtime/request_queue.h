@@ -47,8 +47,11 @@ class RequestQueue {
     uint64_t id = 0;
     std::future<Result<Outputs>> result;
   };
+  // Called on the runner's thread after a request ran, before its result is given, with the
+  // runner k that ran it and the result (not for a request failed unrun).
+  using OnRan = std::function<void(size_t k, const Result<Outputs>& out)>;
   // Blocks while max_queued requests wait.
-  Queued submit(Outputs inputs);
+  Queued submit(Outputs inputs, OnRan on_ran = nullptr);
   // Returns at once: kUnavailable when max_queued requests wait (nothing is queued then).
   Result<Queued> try_submit(Outputs inputs);
   // A request still waiting in the queue is taken out and its result becomes kCancelled
@@ -61,6 +64,7 @@ class RequestQueue {
   struct Request {
     uint64_t id = 0;
     Outputs inputs;
+    OnRan on_ran;
     std::promise<Result<Outputs>> result;
   };
   void work(size_t k);

@@ -1,6 +1,9 @@
 #include "server/batch_rows.h"
 
+#include <algorithm>
 #include <cstring>
+
+#include "kiln/engine.h"
 
 namespace kiln::server {
 
@@ -32,12 +35,40 @@ std::string batch_key(const Outputs& inputs) {
   return key;
 }
 
-Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows) {
+Tensor BatchBuffers::make(DataType dtype, const Shape& shape) const {
+  if (pinned_) {
+    Result<Tensor> t = pinned_tensor(dtype, shape);
+    if (t.is_ok()) return std::move(t).value();
+  }
+  return Tensor(dtype, shape);
+}
+
+Tensor BatchBuffers::take(DataType dtype, const Shape& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto free_one = [](const Tensor& t) { return t.use_count() == 1; };
+  for (const Tensor& t : buffers_)
+    if (free_one(t) && t.dtype() == dtype && t.shape() == shape) return t;
+  if (buffers_.size() >= kept_) {
+    auto it = std::find_if(buffers_.begin(), buffers_.end(), free_one);
+    if (it == buffers_.end()) return make(dtype, shape);  // all in use: one of its own
+    buffers_.erase(it);
+  }
+  buffers_.push_back(make(dtype, shape));
+  return buffers_.back();
+}
+
+size_t BatchBuffers::kept() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return buffers_.size();
+}
+
+Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows,
+                  BatchBuffers* buffers) {
   Outputs batch;
   for (const auto& [name, like] : *parts.front()) {
     Shape shape = like.shape();
     shape[0] = padded_rows;
-    Tensor t(like.dtype(), shape);
+    Tensor t = buffers ? buffers->take(like.dtype(), shape) : Tensor(like.dtype(), shape);
     auto* out = static_cast<char*>(t.raw());
     size_t at = 0;
     for (const Outputs* p : parts) {

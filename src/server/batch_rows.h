@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,33 @@ Result<int64_t> rows_of(const Outputs& inputs);
 // first.
 std::string batch_key(const Outputs& inputs);
 
+// Batch buffers used again: a tensor of a dtype and shape is handed out again once every copy of
+// the batch made from it is gone (its use_count is 1). Pinned (pinned_tensor) where asked, so
+// that a CUDA engine copies a batch to the GPU straight from it, by DMA: pinning memory costs
+// far more than filling it, so buffers are kept rather than made per batch. At most `kept` are
+// kept; beyond that a free one of another shape makes room, else the batch gets a buffer of its
+// own. Safe from several threads.
+class BatchBuffers {
+ public:
+  BatchBuffers(bool pinned, size_t kept) : pinned_(pinned), kept_(kept) {}
+  // A buffer of `dtype` and `shape`, its contents undefined. Where memory cannot be pinned, an
+  // ordinary one (a slower copy to the GPU, the same result).
+  Tensor take(DataType dtype, const Shape& shape);
+  size_t kept() const;
+
+ private:
+  Tensor make(DataType dtype, const Shape& shape) const;
+  const bool pinned_;
+  const size_t kept_;
+  mutable std::mutex mu_;
+  std::vector<Tensor> buffers_;
+};
+
 // The inputs of `parts` joined along the first axis, in order, then `padded_rows` − (their rows)
-// rows of zeros. All parts have one batch_key; padded_rows is at least their rows.
-Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows);
+// rows of zeros. All parts have one batch_key; padded_rows is at least their rows. The batch's
+// buffers come from `buffers` where given.
+Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows,
+                  BatchBuffers* buffers = nullptr);
 
 // Rows [first, first + rows) of every output of a batch of `batch_rows` rows, as views sharing
 // the batch's buffers. An output whose first dimension is not batch_rows cannot be split: an

@@ -39,7 +39,12 @@ struct DynamicBatcher::Batch {
 };
 
 DynamicBatcher::DynamicBatcher(BatcherOptions options, RunBatch run)
-    : options_(std::move(options)), run_(std::move(run)), sizes_(batch_sizes(options_)) {
+    : options_(std::move(options)),
+      run_(std::move(run)),
+      sizes_(batch_sizes(options_)),
+      // Each instance holds one batch while it runs, and its buffer may be held a little
+      // longer (by the engine's last references): twice as many, and a few shapes.
+      buffers_(options_.pinned_batches, static_cast<size_t>(std::max(4, 2 * options_.instances))) {
   for (uint32_t level = 1; level <= std::max<uint32_t>(1, options_.priority_levels); ++level)
     queues_[level];
   for (int i = 0; i < std::max(1, options_.instances); ++i)
@@ -263,16 +268,21 @@ void DynamicBatcher::instance_loop() {
 }
 
 void DynamicBatcher::run_batch(Batch& batch) {
+  using us = std::chrono::duration<double, std::micro>;
   const Clock::time_point start = Clock::now();
   Result<Outputs> out = internal_error("not run");
+  DeviceTiming device;
+  double gather_us = 0;
   if (options_.max_batch_size == 0) {
-    out = run_(batch.requests.front()->inputs);
+    out = run_(batch.requests.front()->inputs, &device);
   } else {
     std::vector<const Outputs*> parts;
     for (const auto& p : batch.requests) parts.push_back(&p->inputs);
-    out = run_(join_rows(parts, batch.padded));
+    Outputs joined = join_rows(parts, batch.padded, &buffers_);
+    gather_us = us(Clock::now() - start).count();
+    out = run_(joined, &device);
   }
-  const double compute_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  const double compute_us = us(Clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.batches;
   stats_.rows += batch.rows;
@@ -282,6 +292,8 @@ void DynamicBatcher::run_batch(Batch& batch) {
   for (const auto& p : batch.requests) {
     p->timing->queue_us = std::chrono::duration<double, std::micro>(start - p->admitted).count();
     p->timing->compute_us = compute_us;
+    p->timing->gather_us = gather_us;
+    p->timing->device = device;
     p->timing->batch_rows = batch.rows;
     p->timing->padded_rows = batch.padded;
     if (!out.is_ok())

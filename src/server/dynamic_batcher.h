@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "kiln/pipeline.h"
+#include "server/batch_rows.h"
 
 namespace kiln::server {
 
@@ -63,6 +64,9 @@ struct BatcherOptions {
   int instances = 1;                                  // batches running at once
   // false: each batch is one request (its rows, padded), as without dynamic_batching.
   bool join_requests = true;
+  // Batches are joined into buffers used again (BatchBuffers), pinned where set: a CUDA model,
+  // whose engine then copies each batch to the GPU by DMA, with no staging copy.
+  bool pinned_batches = false;
 };
 
 // The sizes a batch is padded to, ascending: the preferred sizes (and max_batch_size), else the
@@ -72,7 +76,9 @@ std::vector<int64_t> batch_sizes(const BatcherOptions& o);
 // What a request's result says of how it ran (for statistics and metrics).
 struct RequestTiming {
   double queue_us = 0;      // admitted → its batch started
-  double compute_us = 0;    // its batch's run
+  double compute_us = 0;    // its batch's run, all of it (gather_us and device included)
+  double gather_us = 0;     // of compute_us: joining the batch's rows on the host
+  DeviceTiming device;      // of compute_us: the batch's copies, compute and order wait
   int64_t batch_rows = 0;   // the batch it ran in, before padding
   int64_t padded_rows = 0;  // and after
 };
@@ -97,8 +103,9 @@ struct BatcherStats {
   int64_t queued = 0;                               // waiting now
 };
 
-// Runs one batch (the instance's Context, through the Pipeline) and returns its outputs.
-using RunBatch = std::function<Result<Outputs>(const Outputs& batch)>;
+// Runs one batch (the instance's Context, through the Pipeline) and returns its outputs; it may
+// fill `timing` with the run's device timing.
+using RunBatch = std::function<Result<Outputs>(const Outputs& batch, DeviceTiming* timing)>;
 
 class DynamicBatcher {
  public:
@@ -148,6 +155,7 @@ class DynamicBatcher {
   BatcherOptions options_;
   RunBatch run_;
   std::vector<int64_t> sizes_;
+  BatchBuffers buffers_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint32_t, std::deque<std::shared_ptr<Pending>>> queues_;  // by level, 1 first

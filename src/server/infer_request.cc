@@ -81,8 +81,14 @@ void record(ModelServer& server, const ServedModel& model, bool ok, const Status
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count());
   if (ok && timing) {
+    const DeviceTiming& d = timing->device;
+    const double input_us = timing->gather_us + d.h2d_ms * 1e3, output_us = d.d2h_ms * 1e3;
     one.queue_ns = ns(timing->queue_us);
-    one.compute_infer_ns = ns(timing->compute_us);
+    one.compute_input_ns = ns(input_us);
+    one.compute_output_ns = ns(output_us);
+    one.compute_infer_ns = ns(std::max(0.0, timing->compute_us - input_us - output_us));
+    one.device_compute_ns = ns(d.compute_ms * 1e3);
+    one.device_wait_ns = ns(d.wait_ms * 1e3);
     one.inference_count = rows;
   }
   server.record(model.name(), model.version(), one);

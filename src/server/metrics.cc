@@ -134,6 +134,12 @@ std::string prometheus_metrics(const ModelServer& server) {
   counter({"nv_inference_compute_output_duration_us", "counter",
            "Cumulative compute output duration (us)"},
           [](const Row& r) { return r.stats.compute_output_ns / 1e3; });
+  counter({"kiln_device_compute_duration_us", "counter",
+           "Cumulative device compute of the requests' batches, from the device's timing (us)"},
+          [](const Row& r) { return r.stats.device_compute_ns / 1e3; });
+  counter({"kiln_device_order_wait_duration_us", "counter",
+           "Cumulative wait of the batches' compute for another instance's (us)"},
+          [](const Row& r) { return r.stats.device_wait_ns / 1e3; });
   const struct {
     Family f;
     std::vector<double> LatencyWindow::*values;

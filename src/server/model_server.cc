@@ -224,6 +224,8 @@ void ModelServer::record(const std::string& name, int64_t version, const InferSt
   s.compute_input_ns += one.compute_input_ns;
   s.compute_infer_ns += one.compute_infer_ns;
   s.compute_output_ns += one.compute_output_ns;
+  s.device_compute_ns += one.device_compute_ns;
+  s.device_wait_ns += one.device_wait_ns;
   s.inference_count += one.inference_count;
   s.last_inference_ms = std::max(s.last_inference_ms, one.last_inference_ms);
   for (const auto& [reason, n] : one.failures) s.failures[reason] += n;

@@ -42,7 +42,13 @@ struct ModelState {
 struct InferStats {
   uint64_t success_count = 0, success_ns = 0;
   uint64_t fail_count = 0, fail_ns = 0;
+  // Triton's split of a batch's run: compute_input is joining its rows and copying them to the
+  // device, compute_output copying the outputs back, compute_infer the rest (the compute, the
+  // wait for another instance's, the hand-offs), so that the three sum to the whole run.
   uint64_t queue_ns = 0, compute_input_ns = 0, compute_infer_ns = 0, compute_output_ns = 0;
+  // Of compute_infer, from the device's own timing: the compute, and its wait for another
+  // instance's compute (the Pipeline's compute order).
+  uint64_t device_compute_ns = 0, device_wait_ns = 0;
   uint64_t inference_count = 0;    // rows (images) answered
   uint64_t last_inference_ms = 0;  // since the epoch
   // Failures by Triton's reasons: REJECTED (a full queue), CANCELED, BACKEND (the model's own

@@ -146,6 +146,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   else
     m->classify_status_ = layout.status();
   BatcherOptions b = batcher_options(m->config_);
+  b.pinned_batches = options->device == Device::kCuda;
   PipelineOptions p;
   p.contexts = b.instances;
   p.max_queued = static_cast<size_t>(b.instances);  // the batcher holds the queue
@@ -153,8 +154,10 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   if (!pipeline.is_ok()) return pipeline.status().with_context(what);
   m->pipeline_ = std::move(*pipeline);
   Pipeline* pipe = m->pipeline_.get();
-  m->batcher_ = std::make_unique<DynamicBatcher>(
-      b, [pipe](const Outputs& batch) { return pipe->submit(batch).get(); });
+  m->batcher_ =
+      std::make_unique<DynamicBatcher>(b, [pipe](const Outputs& batch, DeviceTiming* timing) {
+        return pipe->submit(batch, timing).get();
+      });
   for (const auto& sample : m->config_.model_warmup()) {
     Status warmed = m->warm_up(sample, model.dir);
     if (!warmed.is_ok()) return warmed.with_context(what);

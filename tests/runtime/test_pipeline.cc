@@ -112,6 +112,26 @@ TEST(Pipeline, ABadRequestFailsAloneAndTheRestRun) {
   EXPECT_EQ(s.failed, 2);
 }
 
+// submit(inputs, &timing): the run's device timing reaches the caller with its result (on the
+// CPU the compute alone); a request that fails before it runs leaves the timing as it was.
+TEST(Pipeline, SubmitWithTimingGivesTheRunsDeviceTiming) {
+  std::shared_ptr<Engine> engine = small_net();
+  ASSERT_TRUE(engine);
+  auto pipeline = Pipeline::create(engine, PipelineOptions{2, 4});
+  ASSERT_TRUE(pipeline.is_ok());
+  DeviceTiming t;
+  t.d2h_ms = -1;  // a CPU run copies nothing: it must come back as 0
+  Result<Outputs> r = (*pipeline)->submit({{"x", random_tensor({3, 3, 12, 12}, 4)}}, &t).get();
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_GT(t.compute_ms, 0);
+  EXPECT_EQ(t.h2d_ms, 0);
+  EXPECT_EQ(t.d2h_ms, 0);
+  DeviceTiming bad;
+  bad.compute_ms = -2;
+  EXPECT_FALSE((*pipeline)->submit({{"x", random_tensor({1, 4, 12, 12}, 5)}}, &bad).get().is_ok());
+  EXPECT_EQ(bad.compute_ms, -2);
+}
+
 // Overload: try_submit from 4 threads into 2 Contexts and a queue of 4 refuses at once
 // (kUnavailable) what does not fit, and every request it admitted gets its synchronous result;
 // the stats count both.

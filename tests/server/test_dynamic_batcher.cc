@@ -35,7 +35,7 @@ class FakeModel {
   // Holds every batch until release() where `hold` is set.
   explicit FakeModel(bool hold = false) : held_(hold) {}
   RunBatch run() {
-    return [this](const Outputs& batch) -> Result<Outputs> {
+    return [this](const Outputs& batch, DeviceTiming*) -> Result<Outputs> {
       {
         std::unique_lock<std::mutex> lock(mu_);
         ++started_;
@@ -107,6 +107,33 @@ TEST(BatchRows, JoinPadsAndSplitsBack) {
       rows_of({{"x", Tensor::from_floats({2}, {1, 2})}, {"z", Tensor::from_floats({3}, {1, 2, 3})}})
           .is_ok());
   EXPECT_NE(batch_key(request_of(1, 2)), batch_key({{"x", Tensor::from_floats({1, 2}, {1, 2})}}));
+}
+
+// A batch buffer is handed out again once the batch made from it is gone, never while it lives;
+// beyond `kept` buffers a free one of another shape makes room.
+TEST(BatchRows, BuffersAreUsedAgainOnlyWhenFree) {
+  BatchBuffers buffers(/*pinned=*/false, /*kept=*/2);
+  Outputs a = request_of(1, 2), b = request_of(2, 1);
+  Outputs first = join_rows({&a, &b}, 4, &buffers);
+  const void* first_bytes = first.at("x").raw();
+  Outputs second = join_rows({&b, &a}, 4, &buffers);  // the first still lives
+  EXPECT_NE(second.at("x").raw(), first_bytes);
+  EXPECT_EQ(second.at("x").data<float>()[0], 2000.f);
+  EXPECT_EQ(second.at("x").data<float>()[9], 0.f);  // padding
+  first.clear();
+  Outputs third = join_rows({&a}, 4, &buffers);  // reuses the first's bytes, padding zeroed
+  EXPECT_EQ(third.at("x").raw(), first_bytes);
+  for (int i = 6; i < 12; ++i) EXPECT_EQ(third.at("x").data<float>()[i], 0.f) << i;
+  EXPECT_EQ(third.at("x").data<float>()[3], 1001.f);
+  EXPECT_EQ(buffers.kept(), 2u);
+  // Another shape with both kept buffers in use: a buffer of its own, nothing evicted.
+  Outputs other = join_rows({&a}, 8, &buffers);
+  EXPECT_EQ(other.at("x").dim(0), 8);
+  EXPECT_EQ(buffers.kept(), 2u);
+  // A pinned pool works on a machine without a GPU too (ordinary memory there).
+  BatchBuffers pinned(/*pinned=*/true, 1);
+  Outputs p = join_rows({&a, &b}, 3, &pinned);
+  EXPECT_EQ(p.at("x").data<float>()[6], 2000.f);
 }
 
 // The instance held, 64 single-row requests queue up; released, they run in
@@ -305,7 +332,7 @@ TEST(DynamicBatcher, PreserveOrderingHoldsLaterResults) {
   std::mutex mu;
   std::condition_variable cv;
   bool release_first = false;
-  RunBatch run = [&](const Outputs& batch) -> Result<Outputs> {
+  RunBatch run = [&](const Outputs& batch, DeviceTiming*) -> Result<Outputs> {
     if (batch.at("x").data<float>()[0] == 0.f) {  // request 0's batch waits to be released
       std::unique_lock<std::mutex> lock(mu);
       cv.wait(lock, [&] { return release_first; });

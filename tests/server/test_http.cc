@@ -523,6 +523,18 @@ TEST_F(Http, MetricsInTritonsNames) {
        })
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
   EXPECT_NE(m.find("nv_inference_exec_count{model=\"fashion\",version=\"1\"}"), std::string::npos);
+  // A batch's run split as Triton splits it: its rows joined (input), the rest (infer); the CPU
+  // copies nothing back (output 0). The device's own compute is counted too.
+  auto value = [&](const std::string& family) {
+    const std::string key = family + "{model=\"fashion\",version=\"1\"} ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + key.size()));
+  };
+  EXPECT_GT(value("nv_inference_compute_input_duration_us"), 0) << m;
+  EXPECT_GT(value("nv_inference_compute_infer_duration_us"), 0) << m;
+  EXPECT_EQ(value("nv_inference_compute_output_duration_us"), 0) << m;
+  EXPECT_GT(value("kiln_device_compute_duration_us"), 0) << m;
+  EXPECT_EQ(value("kiln_device_order_wait_duration_us"), 0) << m;
 }
 
 TEST(Quantile, NearestRank) {

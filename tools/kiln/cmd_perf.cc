@@ -52,7 +52,11 @@ struct Level {
   int64_t late = 0;     // scheduled requests that started more than 1 ms late
   int64_t ok = 0, failed = 0;
   double seconds = 0, p50 = 0, p90 = 0, p95 = 0, p99 = 0, send_us = 0;
-  double server_queue_us = 0, server_compute_us = 0, avg_batch = 0;
+  // The server's figures per request (its /metrics): queued, then its batch's run as Triton
+  // splits it (input: rows joined and copied in; infer; output: copies back), and of infer the
+  // device's own compute and its wait for another instance's.
+  double server_queue_us = 0, server_input_us = 0, server_compute_us = 0, server_output_us = 0;
+  double server_device_us = 0, server_wait_us = 0, avg_batch = 0;
 };
 
 double percentile(std::vector<double> v, double q) {
@@ -241,11 +245,13 @@ Level run_level(const PerfOptions& o, httplib::Client& metrics, const MakeSend& 
   const double n = after["nv_inference_request_success"] - before["nv_inference_request_success"];
   const double execs = after["nv_inference_exec_count"] - before["nv_inference_exec_count"];
   if (n > 0) {
-    level.server_queue_us =
-        (after["nv_inference_queue_duration_us"] - before["nv_inference_queue_duration_us"]) / n;
-    level.server_compute_us = (after["nv_inference_compute_infer_duration_us"] -
-                               before["nv_inference_compute_infer_duration_us"]) /
-                              n;
+    auto per_request = [&](const char* metric) { return (after[metric] - before[metric]) / n; };
+    level.server_queue_us = per_request("nv_inference_queue_duration_us");
+    level.server_input_us = per_request("nv_inference_compute_input_duration_us");
+    level.server_compute_us = per_request("nv_inference_compute_infer_duration_us");
+    level.server_output_us = per_request("nv_inference_compute_output_duration_us");
+    level.server_device_us = per_request("kiln_device_compute_duration_us");
+    level.server_wait_us = per_request("kiln_device_order_wait_duration_us");
   }
   if (execs > 0)
     level.avg_batch = (after["nv_inference_count"] - before["nv_inference_count"]) / execs;
@@ -334,16 +340,19 @@ int run(const PerfOptions& o) {
   };
   httplib::Client metrics(metrics_host, metrics_port);
   std::vector<Level> levels;
-  std::printf("%11s %10s %10s %10s %10s %10s %12s %12s %9s %7s %7s\n",
+  std::printf("%11s %10s %10s %10s %10s %10s %9s %9s %9s %9s %9s %9s %7s %7s\n",
               by_rate ? "request/s" : "concurrency", "infer/s", "p50 us", "p90 us", "p95 us",
-              "p99 us", "queue us", "compute us", "avg batch", "failed", "late");
+              "p99 us", "queue us", "input us", "infer us", "output us", "device us", "avg batch",
+              "failed", "late");
   for (double v = lo; v <= hi + 1e-9; v += step) {
     Level l = by_rate ? run_level(o, metrics, make_send, o.max_threads, v)
                       : run_level(o, metrics, make_send, static_cast<int>(v));
-    std::printf("%11.6g %10.1f %10.0f %10.0f %10.0f %10.0f %12.0f %12.0f %9.2f %7lld %7lld\n", v,
-                l.ok * o.batch / l.seconds, l.p50, l.p90, l.p95, l.p99, l.server_queue_us,
-                l.server_compute_us, l.avg_batch, static_cast<long long>(l.failed),
-                static_cast<long long>(l.late));
+    std::printf(
+        "%11.6g %10.1f %10.0f %10.0f %10.0f %10.0f %9.0f %9.0f %9.0f %9.0f %9.0f %9.2f %7lld "
+        "%7lld\n",
+        v, l.ok * o.batch / l.seconds, l.p50, l.p90, l.p95, l.p99, l.server_queue_us,
+        l.server_input_us, l.server_compute_us, l.server_output_us, l.server_device_us, l.avg_batch,
+        static_cast<long long>(l.failed), static_cast<long long>(l.late));
     levels.push_back(l);
   }
   if (!o.json_out.empty()) {
@@ -358,7 +367,11 @@ int run(const PerfOptions& o) {
                    {"p95_us", l.p95},
                    {"p99_us", l.p99},
                    {"server_queue_us", l.server_queue_us},
+                   {"server_input_us", l.server_input_us},
                    {"server_compute_us", l.server_compute_us},
+                   {"server_output_us", l.server_output_us},
+                   {"server_device_compute_us", l.server_device_us},
+                   {"server_device_wait_us", l.server_wait_us},
                    {"avg_batch", l.avg_batch},
                    {"ok", l.ok},
                    {"failed", l.failed}});

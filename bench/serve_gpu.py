@@ -5,7 +5,8 @@ ceiling, capacity, latency at 70% and 2x capacity, and resident memory under ove
   bench/serve_gpu.py --kiln build/kiln --onnx resnet50.onnx --out DIR
                      [--client-cpus 0-5] [--server-cpus 6-15] [--duration 8] [--concurrency 256]
                      [--max-batch 256] [--instances 4] [--queue-delay-us 2000] [--max-queue 512]
-                     [--overload-seconds 60] [--timing-cache FILE] [--jpegs DIR] [--dry-run]
+                     [--overload-seconds 60] [--timing-cache FILE] [--jpegs DIR]
+                     [--sweep-instances 1,2] [--dry-run]
 
 The model is served fp16 with CUDA graphs and raw uint8 NHWC inputs (input_format
 uint8-nhwc: the client sends 224x224x3 bytes a request), and again as resnet50_jpeg taking
@@ -16,11 +17,13 @@ while the server runs on --server-cpus. Steps, each logged in DIR/serve.log:
   1. offline: `kiln bench` at --max-batch through a Pipeline of --instances contexts with
      copies from pinned memory (uint8 NHWC): the ceiling served throughput is measured against;
   2. the server loads both models (every batch size's plan built at load);
-  3. no-op over gRPC, then ResNet-50 over gRPC and HTTP binary, at --concurrency b1 clients
-     (and JPEG bodies over gRPC);
+  3. no-op over gRPC, then ResNet-50 over gRPC at --concurrency b1 clients, with --instances
+     and with each count of --sweep-instances (models resnet50_iN); the fastest goes on to
+     HTTP binary (and JPEG bodies over gRPC) and every later step;
   4. lightly loaded (concurrency 1): p50_light;
-  5. capacity: Poisson request rates from 40% to 100% of the served throughput; capacity is the
-     highest rate whose p99 <= 2 x p50_light with nothing refused;
+  5. capacity: after a warm-up, Poisson request rates from 40% to 100% of the served
+     throughput (from 10% where none of those holds); capacity is the highest rate whose
+     p99 <= 2 x p50_light with nothing refused;
   6. 70% of capacity (p99 against p50), and 2x capacity for --overload-seconds: p99 of what
      was admitted, how many were refused (REJECTED in /metrics), the server's RSS every second.
 The figures land in DIR/serve.json.
@@ -76,7 +79,7 @@ def write_noop(path):
                       opset_version=17, dynamo=False)
 
 
-def config(a):
+def config(a, instances=None):
     params = {"precision": "fp16", "input_format": "uint8-nhwc", "cuda_graph": "true"}
     if a.timing_cache:
         params["timing_cache"] = a.timing_cache
@@ -85,12 +88,19 @@ def config(a):
     return (f"max_batch_size: {a.max_batch}\n"
             f"dynamic_batching {{ max_queue_delay_microseconds: {a.queue_delay_us}\n"
             f"  default_queue_policy {{ max_queue_size: {a.max_queue} }} }}\n"
-            f"instance_group [ {{ count: {a.instances} kind: KIND_GPU }} ]\n" + p)
+            f"instance_group [ {{ count: {instances or a.instances} kind: KIND_GPU }} ]\n" + p)
+
+
+def sweep_counts(a):
+    return [int(n) for n in a.sweep_instances.split(",") if n and int(n) != a.instances]
 
 
 def make_repository(a, repo):
-    for name, onnx in (("resnet50", a.onnx), ("noop", os.path.join(repo, "noop.onnx")),
-                       ("resnet50_jpeg", a.onnx)):
+    models = [("resnet50", a.onnx, None), ("noop", os.path.join(repo, "noop.onnx"), None)]
+    models += [(f"resnet50_i{n}", a.onnx, n) for n in sweep_counts(a)]
+    if a.jpegs:
+        models.append(("resnet50_jpeg", a.onnx, None))
+    for name, onnx, instances in models:
         os.makedirs(os.path.join(repo, name, "1"), exist_ok=True)
         if name == "noop" and not os.path.exists(onnx) and not a.dry_run:
             write_noop(onnx)
@@ -98,7 +108,7 @@ def make_repository(a, repo):
         if not os.path.exists(dst):
             os.symlink(os.path.abspath(onnx), dst)
         with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
-            f.write(config(a))
+            f.write(config(a, instances))
             if name.endswith("_jpeg"):  # encoded images, decoded by the server
                 f.write('input [ { name: "input" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
 
@@ -160,6 +170,8 @@ def main():
     p.add_argument("--overload-seconds", type=float, default=60)
     p.add_argument("--timing-cache", default="")
     p.add_argument("--jpegs", default="", help="a folder of JPEGs for the encoded-image model")
+    p.add_argument("--sweep-instances", default="",
+                   help="instance counts also served at --concurrency (models resnet50_iN)")
     p.add_argument("--load-timeout", type=float, default=400)
     p.add_argument("--dry-run", action="store_true")
     a = p.parse_args()
@@ -211,37 +223,54 @@ def main():
         c = ["--concurrency-range", str(a.concurrency)]
         res["noop_grpc"] = perf("noop", "grpc", c, tag="c")
         res["r50_grpc"] = perf("resnet50", "grpc", c, tag="c")
-        res["r50_http"] = perf("resnet50", "http", c, tag="c")
-        res["r50_grpc_light"] = perf("resnet50", "grpc", ["--concurrency-range", "1"], tag="light")
+        rate = lambda r: r[0]["infer_per_s"] if r else 0
+        best, served = "resnet50", rate(res["r50_grpc"])
+        res["instances"] = {str(a.instances): served}
+        for n in sweep_counts(a):
+            r = perf(f"resnet50_i{n}", "grpc", c, tag="c")
+            res[f"r50_i{n}_grpc"] = r
+            res["instances"][str(n)] = rate(r)
+            if rate(r) > served:
+                best, served = f"resnet50_i{n}", rate(r)
+        res["best_model"], res["served_img_s"] = best, served
+        say(f"best: {best} at {served:.0f} infer/s")
+        res["r50_http"] = perf(best, "http", c, tag="c")
+        res["r50_grpc_light"] = perf(best, "grpc", ["--concurrency-range", "1"], tag="light")
         if a.jpegs:
             res["r50_jpeg_grpc"] = perf("resnet50_jpeg", "grpc", c, ["--images", a.jpegs], tag="c")
-        served = res["r50_grpc"][0]["infer_per_s"] if res["r50_grpc"] else 0
         p50_light = res["r50_grpc_light"][0]["p50_us"] if res["r50_grpc_light"] else 0
         if res["offline_img_s"]:
             res["served_over_offline"] = served / res["offline_img_s"]
 
-        # 5. capacity
+        # 5. capacity, after a warm-up at the sweep's first rate
         rate_args = ["--request-distribution", "poisson", "--max-threads", str(a.max_threads)]
-        lo, step = 0.4 * served, 0.1 * served
-        sweep = perf("resnet50", "grpc", ["--request-rate-range", f"{lo:.0f}:{served:.0f}:{step:.0f}"],
-                     rate_args, tag="sweep")
+        perf(best, "grpc", ["--request-rate-range", f"{0.4 * served:.0f}"], rate_args, dur=3,
+             tag="warm")
+        sweep = []
+        for lo, hi in ((0.4, 1.0), (0.1, 0.35)):
+            step = 0.1 if lo == 0.4 else 0.05
+            sweep += perf(best, "grpc", ["--request-rate-range",
+                                         f"{lo * served:.0f}:{hi * served:.0f}:{step * served:.0f}"],
+                          rate_args, tag=f"sweep{lo}")
+            if any(l["failed"] == 0 and l["p99_us"] <= 2 * p50_light for l in sweep):
+                break
         res["sweep"] = sweep
         ok = [l for l in sweep if l["failed"] == 0 and l["p99_us"] <= 2 * p50_light]
         cap = max((l["request_rate"] for l in ok), default=0)
         res["capacity_req_s"], res["p50_light_us"] = cap, p50_light
         say(f"capacity {cap:.0f} req/s (p50 light {p50_light:.0f} us)")
         if cap:
-            res["at_70"] = perf("resnet50", "grpc", ["--request-rate-range", f"{0.7 * cap:.0f}"],
+            res["at_70"] = perf(best, "grpc", ["--request-rate-range", f"{0.7 * cap:.0f}"],
                                 rate_args, tag="70")
-            before = rejected("resnet50")
+            before = rejected(best)
             stop, samples = threading.Event(), []
             th = threading.Thread(target=rss_sampler, args=(server.pid, stop, samples))
             th.start()
-            res["at_2x"] = perf("resnet50", "grpc", ["--request-rate-range", f"{2 * cap:.0f}"],
+            res["at_2x"] = perf(best, "grpc", ["--request-rate-range", f"{2 * cap:.0f}"],
                                 rate_args, dur=a.overload_seconds, tag="2x")
             stop.set()
             th.join()
-            after = rejected("resnet50")
+            after = rejected(best)
             res["at_2x_rejected"] = None if before is None or after is None else after - before
             res["rss_mib"] = [round(s[1], 1) for s in samples]
             if len(samples) > 4:
@@ -255,7 +284,7 @@ def main():
             server.kill()
             res["sigterm_exit"] = "killed after 90 s"
         json.dump(res, open(os.path.join(a.out, "serve.json"), "w"), indent=2)
-    for k in ("offline_img_s", "served_over_offline", "capacity_req_s", "p50_light_us",
+    for k in ("offline_img_s", "instances", "best_model", "served_over_offline", "capacity_req_s", "p50_light_us",
               "at_2x_rejected", "rss_growth", "sigterm_exit"):
         say(f"{k}: {res.get(k)}")
     return 0

@@ -176,7 +176,7 @@ fi
 # host threads alone (IMAGES_HOST=1), and torchvision's GPU decode of the same files.
 if [[ $what == *" images "* ]]; then
   jp=/tmp/kiln-jpegs
-  [ -d "$jp" ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count "${IMAGES_COUNT:-256}" > "$OUT/jpegs.log" 2>&1
+  [ -d "$jp" ] || [ "${SERVE_JPEGS:-1}" = 0 ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count "${IMAGES_COUNT:-256}" > "$OUT/jpegs.log" 2>&1
   cat "$OUT/jpegs.log"
   im() { echo "== kiln bench $*" >> "$OUT/images.log"; timeout 120 kiln bench --device cuda --timing-cache /tmp/kiln-timing.cache "$models/resnet50.onnx" --precision fp16 --cuda-graph --images "$jp" --duration 3 "$@" >> "$OUT/images.log" 2>&1 || echo "FAILED: $*" >> "$OUT/images.log"; }
   # gpu: JPEGs split between nvJPEG and the host threads by measured speed; nvjpeg: nvJPEG
@@ -283,12 +283,14 @@ fi
 # SERVE_CLIENT_CPUS, the server on SERVE_SERVER_CPUS.
 if [[ $what == *" serve "* ]]; then
   jp=/tmp/kiln-jpegs
-  [ -d "$jp" ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count 64 > "$OUT/jpegs.log" 2>&1
+  [ -d "$jp" ] || [ "${SERVE_JPEGS:-1}" = 0 ] || python3 "$repo/scripts/gpu/make_jpegs.py" "$jp" --count 64 > "$OUT/jpegs.log" 2>&1
+  # SERVE_JPEGS=0 leaves the JPEG model out; SERVE_ARGS adds serve_gpu.py's own (--sweep-instances 1,2).
+  jpegs=(--jpegs "$jp"); [ "${SERVE_JPEGS:-1}" = 0 ] && jpegs=()
   timeout "${SERVE_TIMEOUT:-560}" python3 "$repo/bench/serve_gpu.py" --kiln "$(command -v kiln)" \
     --onnx "$models/resnet50.onnx" --out "$OUT/serve" --timing-cache /tmp/kiln-timing.cache \
     --client-cpus "${SERVE_CLIENT_CPUS:-0-5}" --server-cpus "${SERVE_SERVER_CPUS:-6-15}" \
-    --duration "${SERVE_DURATION:-8}" --overload-seconds "${SERVE_OVERLOAD_S:-60}" --jpegs "$jp" \
-    > "$OUT/serve.log" 2>&1
+    --duration "${SERVE_DURATION:-8}" --overload-seconds "${SERVE_OVERLOAD_S:-60}" "${jpegs[@]}" \
+    ${SERVE_ARGS:-} > "$OUT/serve.log" 2>&1
   echo "serve exit $?"
   tail -n 40 "$OUT/serve.log"
 fi

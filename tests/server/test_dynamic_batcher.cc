@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -134,6 +135,35 @@ TEST(BatchRows, BuffersAreUsedAgainOnlyWhenFree) {
   BatchBuffers pinned(/*pinned=*/true, 1);
   Outputs p = join_rows({&a, &b}, 3, &pinned);
   EXPECT_EQ(p.at("x").data<float>()[6], 2000.f);
+}
+
+// A batch of many bytes is copied by several threads: every row lands in its place, whatever
+// the parts' sizes, and the padding is zeros.
+TEST(BatchRows, ALargeBatchJoinsRightOnSeveralThreads) {
+  std::vector<Outputs> requests;
+  std::mt19937 gen(3);
+  int64_t rows = 0;
+  for (int i = 0; i < 37; ++i) {
+    const int64_t r = 1 + static_cast<int64_t>(gen() % 5);
+    std::vector<float> v(static_cast<size_t>(r) * 65536);
+    for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(i * 1'000'000 + k);
+    requests.push_back({{"x", Tensor::from_floats({r, 65536}, v)}});
+    rows += r;
+  }
+  std::vector<const Outputs*> parts;
+  for (const Outputs& r : requests) parts.push_back(&r);
+  BatchBuffers buffers(/*pinned=*/false, 2);
+  Outputs batch = join_rows(parts, rows + 3, &buffers, 200);
+  const Tensor& x = batch.at("x");
+  ASSERT_EQ(x.shape(), (Shape{rows + 3, 65536}));
+  const float* got = x.data<float>();
+  size_t at = 0;
+  for (const Outputs& r : requests) {
+    const Tensor& part = r.at("x");
+    ASSERT_EQ(std::memcmp(got + at, part.data<float>(), part.nbytes()), 0) << "at " << at;
+    at += static_cast<size_t>(part.numel());
+  }
+  for (size_t k = at; k < static_cast<size_t>(x.numel()); ++k) ASSERT_EQ(got[k], 0.f) << k;
 }
 
 // The instance held, 64 single-row requests queue up; released, they run in

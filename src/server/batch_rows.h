@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,35 +18,9 @@ Result<int64_t> rows_of(const Outputs& inputs);
 // first.
 std::string batch_key(const Outputs& inputs);
 
-// Batch buffers used again: a buffer is handed out again (as a view of the batch's dtype and
-// shape) once every copy of the batch made from it is gone (its use_count is 1). Pinned
-// (pinned_tensor) where asked, so that a CUDA engine copies a batch to the GPU straight from it,
-// by DMA. Pinning memory costs far more than filling it, and freeing pinned memory waits for the
-// whole GPU, so buffers are made once, each of at least `capacity` bytes (the largest batch),
-// and never freed while the pool lives. At most `kept` are made; while all are in use a batch
-// gets ordinary memory of its own. Safe from several threads.
-class BatchBuffers {
- public:
-  BatchBuffers(bool pinned, size_t kept) : pinned_(pinned), kept_(kept) {}
-  // A buffer of `dtype` and `shape`, its contents undefined; a new buffer holds at least
-  // `capacity` bytes. Where memory cannot be pinned, ordinary memory (a slower copy to the GPU,
-  // the same result).
-  Tensor take(DataType dtype, const Shape& shape, size_t capacity = 0);
-  size_t kept() const;
-
- private:
-  const bool pinned_;
-  const size_t kept_;
-  mutable std::mutex mu_;
-  std::vector<Tensor> buffers_;  // uint8 storage
-};
-
 // The inputs of `parts` joined along the first axis, in order, then `padded_rows` − (their rows)
-// rows of zeros. All parts have one batch_key; padded_rows is at least their rows. The batch's
-// buffers come from `buffers` where given, each made for `max_rows` rows. A batch of many bytes
-// is copied by several threads.
-Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows,
-                  BatchBuffers* buffers = nullptr, int64_t max_rows = 0);
+// rows of zeros. All parts have one batch_key; padded_rows is at least their rows.
+Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows);
 
 // Rows [first, first + rows) of every output of a batch of `batch_rows` rows, as views sharing
 // the batch's buffers. An output whose first dimension is not batch_rows cannot be split: an

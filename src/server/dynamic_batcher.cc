@@ -39,12 +39,7 @@ struct DynamicBatcher::Batch {
 };
 
 DynamicBatcher::DynamicBatcher(BatcherOptions options, RunBatch run)
-    : options_(std::move(options)),
-      run_(std::move(run)),
-      sizes_(batch_sizes(options_)),
-      // Each instance holds one batch (a buffer per input) while it runs, and a buffer may be
-      // held a little longer (by the engine's last references): twice as many, a few inputs.
-      buffers_(options_.pinned_batches, static_cast<size_t>(std::max(8, 4 * options_.instances))) {
+    : options_(std::move(options)), run_(std::move(run)), sizes_(batch_sizes(options_)) {
   for (uint32_t level = 1; level <= std::max<uint32_t>(1, options_.priority_levels); ++level)
     queues_[level];
   for (int i = 0; i < std::max(1, options_.instances); ++i)
@@ -278,7 +273,7 @@ void DynamicBatcher::run_batch(Batch& batch) {
   } else {
     std::vector<const Outputs*> parts;
     for (const auto& p : batch.requests) parts.push_back(&p->inputs);
-    Outputs joined = join_rows(parts, batch.padded, &buffers_, options_.max_batch_size);
+    Outputs joined = join_rows(parts, batch.padded);
     gather_us = us(Clock::now() - start).count();
     out = run_(joined, &device);
   }

@@ -40,7 +40,6 @@
 #include <vector>
 
 #include "kiln/pipeline.h"
-#include "server/batch_rows.h"
 
 namespace kiln::server {
 
@@ -64,9 +63,6 @@ struct BatcherOptions {
   int instances = 1;                                  // batches running at once
   // false: each batch is one request (its rows, padded), as without dynamic_batching.
   bool join_requests = true;
-  // Batches are joined into buffers used again (BatchBuffers), pinned where set: a CUDA model,
-  // whose engine then copies each batch to the GPU by DMA, with no staging copy.
-  bool pinned_batches = false;
 };
 
 // The sizes a batch is padded to, ascending: the preferred sizes (and max_batch_size), else the
@@ -155,7 +151,6 @@ class DynamicBatcher {
   BatcherOptions options_;
   RunBatch run_;
   std::vector<int64_t> sizes_;
-  BatchBuffers buffers_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint32_t, std::deque<std::shared_ptr<Pending>>> queues_;  // by level, 1 first

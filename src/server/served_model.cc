@@ -146,7 +146,6 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   else
     m->classify_status_ = layout.status();
   BatcherOptions b = batcher_options(m->config_);
-  b.pinned_batches = options->device == Device::kCuda;
   PipelineOptions p;
   p.contexts = b.instances;
   p.max_queued = static_cast<size_t>(b.instances);  // the batcher holds the queue

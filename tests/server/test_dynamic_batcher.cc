@@ -110,36 +110,9 @@ TEST(BatchRows, JoinPadsAndSplitsBack) {
   EXPECT_NE(batch_key(request_of(1, 2)), batch_key({{"x", Tensor::from_floats({1, 2}, {1, 2})}}));
 }
 
-// A batch buffer is handed out again once the batch made from it is gone, never while it lives;
-// beyond `kept` buffers a free one of another shape makes room.
-TEST(BatchRows, BuffersAreUsedAgainOnlyWhenFree) {
-  BatchBuffers buffers(/*pinned=*/false, /*kept=*/2);
-  Outputs a = request_of(1, 2), b = request_of(2, 1);
-  Outputs first = join_rows({&a, &b}, 4, &buffers);
-  const void* first_bytes = first.at("x").raw();
-  Outputs second = join_rows({&b, &a}, 4, &buffers);  // the first still lives
-  EXPECT_NE(second.at("x").raw(), first_bytes);
-  EXPECT_EQ(second.at("x").data<float>()[0], 2000.f);
-  EXPECT_EQ(second.at("x").data<float>()[9], 0.f);  // padding
-  first.clear();
-  Outputs third = join_rows({&a}, 4, &buffers);  // reuses the first's bytes, padding zeroed
-  EXPECT_EQ(third.at("x").raw(), first_bytes);
-  for (int i = 6; i < 12; ++i) EXPECT_EQ(third.at("x").data<float>()[i], 0.f) << i;
-  EXPECT_EQ(third.at("x").data<float>()[3], 1001.f);
-  EXPECT_EQ(buffers.kept(), 2u);
-  // Another shape with both kept buffers in use: a buffer of its own, nothing evicted.
-  Outputs other = join_rows({&a}, 8, &buffers);
-  EXPECT_EQ(other.at("x").dim(0), 8);
-  EXPECT_EQ(buffers.kept(), 2u);
-  // A pinned pool works on a machine without a GPU too (ordinary memory there).
-  BatchBuffers pinned(/*pinned=*/true, 1);
-  Outputs p = join_rows({&a, &b}, 3, &pinned);
-  EXPECT_EQ(p.at("x").data<float>()[6], 2000.f);
-}
-
-// A batch of many bytes is copied by several threads: every row lands in its place, whatever
-// the parts' sizes, and the padding is zeros.
-TEST(BatchRows, ALargeBatchJoinsRightOnSeveralThreads) {
+// A batch of many parts of uneven sizes: every row lands in its place, and the padding is
+// zeros.
+TEST(BatchRows, ManyUnevenPartsJoinInOrder) {
   std::vector<Outputs> requests;
   std::mt19937 gen(3);
   int64_t rows = 0;
@@ -152,8 +125,7 @@ TEST(BatchRows, ALargeBatchJoinsRightOnSeveralThreads) {
   }
   std::vector<const Outputs*> parts;
   for (const Outputs& r : requests) parts.push_back(&r);
-  BatchBuffers buffers(/*pinned=*/false, 2);
-  Outputs batch = join_rows(parts, rows + 3, &buffers, 200);
+  Outputs batch = join_rows(parts, rows + 3);
   const Tensor& x = batch.at("x");
   ASSERT_EQ(x.shape(), (Shape{rows + 3, 65536}));
   const float* got = x.data<float>();

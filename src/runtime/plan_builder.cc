@@ -119,16 +119,22 @@ class Builder {
   // as it is (not prepared again, so its tactic says what was timed).
   struct Trial {
     std::unique_ptr<Kernel> kernel;
-    std::vector<TensorDesc> out;
+    std::vector<TensorDesc> in, out;
     std::vector<std::string> notes;
   };
-  // Where the device times candidates and several accept `kn`: the index in `candidates` of
-  // the fastest, prepared in *winner (the others dropped), the times in *timed; or -1 when
-  // there is nothing to choose.
+  // Where the device times candidates and `kn` has several: each is made and prepared on the
+  // node's real shapes; where one accepts it is the winner untimed, where several do each is
+  // timed and the fastest wins. Returns the winner's index in `candidates`, prepared in
+  // *winner (the others dropped), the times in *timed and the reasons of those that declined
+  // before the first that accepts in *declined; or -1 when none accepts (the first-taker path
+  // then says why, or falls back).
   Result<int> fastest_candidate(const Node& n, const Node& kn,
                                 const std::vector<const KernelCandidate*>& candidates,
-                                std::vector<std::string>* timed, Trial* winner);
-  // The milliseconds of t->kernel for `n` on the main device, < 0 when it declines at prepare.
+                                std::vector<std::string>* timed, std::vector<std::string>* declined,
+                                Trial* winner);
+  // Prepares t->kernel for `n` on the main device: false with *why where it declines.
+  Result<bool> prepare_candidate(const Node& n, Trial* t, const char* backend, std::string* why);
+  // The milliseconds of a prepared t->kernel.
   Result<float> time_candidate(const Node& n, Trial* t, const char* backend);
   // Adds `kernel` (of `device`) as the step running `n` (`kn` with its resolved inputs),
   // prepared here unless `prepared_out` gives the outputs of its prepare for these inputs.
@@ -380,7 +386,8 @@ Status Builder::add_node(const Node& n, int order_index) {
   std::vector<std::string> declined, timed;
   std::vector<const KernelCandidate*> candidates = candidates_for(kn, p_.main, o_.reference_only);
   Trial winner;
-  KILN_ASSIGN_OR_RETURN(const int fastest, fastest_candidate(n, kn, candidates, &timed, &winner));
+  KILN_ASSIGN_OR_RETURN(const int fastest,
+                        fastest_candidate(n, kn, candidates, &timed, &declined, &winner));
   if (fastest >= 0) {
     std::string why;
     KILN_RETURN_IF_ERROR(add_kernel_step(n, kn, order_index, p_.main, std::move(winner.kernel), "",
@@ -388,8 +395,10 @@ Status Builder::add_node(const Node& n, int order_index) {
     if (!why.empty()) return internal_error(n.describe() + ": prepared kernel declined: " + why);
     for (std::string& note : winner.notes) p_.notes.push_back(std::move(note));
     p_.steps.back().timed = std::move(timed);
+    p_.steps.back().declined = std::move(declined);
     return Status::ok();
   }
+  declined.clear();
   KILN_RETURN_IF_ERROR(add_first_taker(n, kn, order_index, candidates, declined, timed));
   if (stop_ >= 0) return Status::ok();  // inputs it reads on the host are read back first
   if (bounded_) stop_after_bounded(n, order_index);
@@ -497,63 +506,90 @@ std::vector<Builder::InputForm> Builder::input_forms(const Node& n, DeviceKind d
   return forms;
 }
 
-Result<float> Builder::time_candidate(const Node& n, Trial* t, const char* backend) {
+Result<bool> Builder::prepare_candidate(const Node& n, Trial* t, const char* backend,
+                                        std::string* why) {
   PlanDevice& dev = dev_[p_.main];
   Kernel& kernel = *t->kernel;
-  std::vector<TensorDesc> in(n.inputs.size());
+  t->in.assign(n.inputs.size(), TensorDesc{});
   const std::vector<InputForm> forms = input_forms(n, p_.main, kernel);
-  for (size_t i = 0; i < n.inputs.size(); ++i) in[i] = forms[i].desc;
-  std::vector<TensorDesc>& out = t->out;
-  out.assign(n.outputs.size(), TensorDesc{});
+  for (size_t i = 0; i < n.inputs.size(); ++i) t->in[i] = forms[i].desc;
+  t->out.assign(n.outputs.size(), TensorDesc{});
   BuildContext& bctx = dev.build_context();
   bctx.precision = precision_of(n);
   bctx.notes = &t->notes;  // the plan's once this one is chosen
-  const Status prepared = kernel.prepare(in, out, bctx);
+  const Status prepared = kernel.prepare(t->in, t->out, bctx);
   bctx.precision = o_.precision;
-  if (prepared.code() == StatusCode::kUnsupported) return -1.f;
+  if (prepared.code() == StatusCode::kUnsupported) {
+    *why = prepared.message();
+    return false;
+  }
   KILN_RETURN_IF_ERROR_CTX(prepared, n.describe() + " (" + backend + ")");
+  return true;
+}
+
+Result<float> Builder::time_candidate(const Node& n, Trial* t, const char* backend) {
+  PlanDevice& dev = dev_[p_.main];
+  Kernel& kernel = *t->kernel;
   if (kernel.timed_ms() >= 0) return kernel.timed_ms();
-  std::string key = std::string("kernel|") + backend + "|" + precision_name(bctx.precision) + "|" +
+  std::string key = std::string("kernel|") + backend + "|" + precision_name(precision_of(n)) + "|" +
                     node_signature(n);
-  for (const TensorDesc& d : in)
+  for (const TensorDesc& d : t->in)
     if (d.present())
       key += std::string("|") + dtype_name(d.dtype) + shape_str(d.shape) + layout_name(d.layout);
-  return dev.time_kernel(kernel, in, out, key).with_context(n.describe() + " (" + backend + ")");
+  return dev.time_kernel(kernel, t->in, t->out, key)
+      .with_context(n.describe() + " (" + backend + ")");
 }
 
 Result<int> Builder::fastest_candidate(const Node& n, const Node& kn,
                                        const std::vector<const KernelCandidate*>& candidates,
-                                       std::vector<std::string>* timed, Trial* winner) {
+                                       std::vector<std::string>* timed,
+                                       std::vector<std::string>* declined, Trial* winner) {
   PlanDevice& dev = dev_[p_.main];
   if (candidates.size() < 2 || !dev.times_candidates() || bounded_) return -1;
   // Candidates within this fraction of the fastest count as equally fast: the one asked
   // first of them wins (a timing's noise does not flip the choice between builds).
   constexpr float kTolerance = 0.03f;
-  std::vector<float> ms(candidates.size(), -1.f);
   std::vector<Trial> trials(candidates.size());
-  int accepted = 0;
+  std::vector<std::string> before;  // declines before the first that accepts
+  std::vector<size_t> accepted;
   for (size_t k = 0; k < candidates.size(); ++k) {
     const KernelCandidate* c = candidates[k];
     auto made = c->make(
         kn, KernelParams{precision_of(n), o_.states ? o_.states->find(c->backend) : nullptr});
-    if (!made.is_ok()) continue;
-    trials[k].kernel = std::move(made).value();
-    KILN_ASSIGN_OR_RETURN(ms[k], time_candidate(kn, &trials[k], c->backend));
-    accepted += ms[k] >= 0;
+    std::string why;
+    if (made.is_ok()) {
+      trials[k].kernel = std::move(made).value();
+      KILN_ASSIGN_OR_RETURN(const bool took, prepare_candidate(kn, &trials[k], c->backend, &why));
+      if (took) {
+        accepted.push_back(k);
+        continue;
+      }
+    } else if (made.status().code() != StatusCode::kUnsupported) {
+      return -1;  // the first-taker path reports it
+    } else {
+      why = made.status().message();
+    }
+    if (accepted.empty()) before.push_back(std::string(c->backend) + ": " + why);
   }
-  if (accepted < 2) return -1;
-  float fastest = -1.f;
-  for (float t : ms)
-    if (t >= 0 && (fastest < 0 || t < fastest)) fastest = t;
-  int chosen = -1;
-  for (size_t k = 0; k < ms.size() && chosen < 0; ++k)
-    if (ms[k] >= 0 && ms[k] <= fastest * (1.f + kTolerance)) chosen = static_cast<int>(k);
-  for (size_t k = 0; k < ms.size(); ++k) {
-    if (ms[k] < 0) continue;
-    char t[64];
-    std::snprintf(t, sizeof t, "%.4f ms", ms[k]);
-    timed->push_back(std::string(candidates[k]->backend) + ": " + t +
-                     (static_cast<int>(k) == chosen ? " (chosen)" : ""));
+  if (accepted.empty()) return -1;
+  *declined = std::move(before);
+  int chosen = static_cast<int>(accepted.front());
+  if (accepted.size() > 1) {
+    std::vector<float> ms(candidates.size(), -1.f);
+    float fastest = -1.f;
+    for (size_t k : accepted) {
+      KILN_ASSIGN_OR_RETURN(ms[k], time_candidate(kn, &trials[k], candidates[k]->backend));
+      if (fastest < 0 || ms[k] < fastest) fastest = ms[k];
+    }
+    chosen = -1;
+    for (size_t k : accepted)
+      if (chosen < 0 && ms[k] <= fastest * (1.f + kTolerance)) chosen = static_cast<int>(k);
+    for (size_t k : accepted) {
+      char t[64];
+      std::snprintf(t, sizeof t, "%.4f ms", ms[k]);
+      timed->push_back(std::string(candidates[k]->backend) + ": " + t +
+                       (static_cast<int>(k) == chosen ? " (chosen)" : ""));
+    }
   }
   *winner = std::move(trials[chosen]);
   return chosen;

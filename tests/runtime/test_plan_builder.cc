@@ -185,6 +185,36 @@ TEST(PlanBuilder, TimesTheCandidatesThatAcceptANodeAndKeepsTheFastest) {
   }
 }
 
+// Where only one candidate accepts a node (here oneDNN declines, planned without its state),
+// nothing is timed: the one that accepts is kept as it was prepared, once, and the reasons of
+// those that declined before it are kept with the step.
+TEST(PlanBuilder, OneCandidateThatAcceptsIsKeptUntimed) {
+  std::shared_ptr<Engine> engine = reshape_net(KernelChoice::kAuto);
+  ASSERT_TRUE(engine);
+  const Engine::Impl& e = engine_impl(*engine);
+  TimedHost host({{"onednn", 1.f}, {"reference", 5.f}});
+  PlanDevices devices;
+  devices.by_kind[device_index(DeviceKind::kCpu)] = &host;
+  PlanOptions options;  // no backend states: oneDNN declines
+  Plan plan;
+  const std::vector<TensorDesc> in = {TensorDesc{DataType::kFloat32, {2, 3, 10, 10}}};
+  ASSERT_TRUE(build_plan(*e.graph, e.order, in, options, devices, plan).is_ok());
+  const std::string text = plan_info(plan, *e.graph).text();
+  EXPECT_TRUE(host.keys.empty()) << "nothing to choose, nothing timed:\n" << text;
+  int conv_and_pool = 0;
+  for (const PlanStep& s : plan.steps) {
+    if (s.kind != PlanStepKind::kKernel || !s.node) continue;
+    if (s.node->op != OpKind::Conv && s.node->op != OpKind::MaxPool) continue;
+    ++conv_and_pool;
+    EXPECT_TRUE(s.timed.empty()) << text;
+    EXPECT_EQ(s.info.tactic.find("onednn"), std::string::npos) << s.info.tactic;
+    ASSERT_EQ(s.declined.size(), 1u) << text;
+    EXPECT_EQ(s.declined[0].rfind("onednn: ", 0), 0u) << s.declined[0];
+  }
+  EXPECT_EQ(conv_and_pool, 2) << text;
+  EXPECT_NE(text.find("    declined by onednn: "), std::string::npos) << text;
+}
+
 // Quantization scales by value name land on every slot of that value, are printed with it,
 // and so are part of the structure a plan file saves; a scale that does not fit is an error.
 TEST(PlanBuilder, ValueScalesAreKeptOnSlotsAndPrinted) {

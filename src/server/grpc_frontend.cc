@@ -5,8 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "server/grpc_infer.h"
 #include "server/infer_request.h"
@@ -39,6 +42,53 @@ grpc::ServerUnaryReactor* answer(grpc::CallbackServerContext* ctx, const Status&
   reactor->Finish(grpc_status(s));
   return reactor;
 }
+
+// Repository control (a load builds a model's plans, for seconds to minutes; an unload drains
+// its queue) runs on threads of its own rather than on gRPC's callback threads, which serve
+// every other call. Each job answers its RPC when done; join() waits for all of them.
+class ControlThreads {
+ public:
+  ~ControlThreads() { join(); }
+  grpc::ServerUnaryReactor* answer_later(grpc::CallbackServerContext* ctx,
+                                         std::function<Status()> work) {
+    auto* reactor = ctx->DefaultReactor();
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::lock_guard<std::mutex> lock(mu_);
+    reap_locked();
+    jobs_.push_back({std::thread([reactor, work = std::move(work), done] {
+                       reactor->Finish(grpc_status(work()));
+                       done->store(true);
+                     }),
+                     done});
+    return reactor;
+  }
+  void join() {
+    std::vector<Job> jobs;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs.swap(jobs_);
+    }
+    for (Job& j : jobs) j.thread.join();
+  }
+
+ private:
+  struct Job {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  void reap_locked() {
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  std::mutex mu_;
+  std::vector<Job> jobs_;
+};
 
 // One ModelInfer call in flight. It is deleted when gRPC is done with it (OnDone) and the
 // handler that submitted it has returned, whichever comes last: the batcher may answer before
@@ -281,13 +331,17 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
   grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* ctx,
                                                 const inference::RepositoryModelLoadRequest* q,
                                                 inference::RepositoryModelLoadResponse*) override {
-    return answer(ctx, server_.load(q->model_name()));
+    const std::string name = q->model_name();
+    return control_.answer_later(ctx, [this, name] { return server_.load(name); });
   }
   grpc::ServerUnaryReactor* RepositoryModelUnload(
       grpc::CallbackServerContext* ctx, const inference::RepositoryModelUnloadRequest* q,
       inference::RepositoryModelUnloadResponse*) override {
-    return answer(ctx, server_.unload(q->model_name()));
+    const std::string name = q->model_name();
+    return control_.answer_later(ctx, [this, name] { return server_.unload(name); });
   }
+  // Waits for the loads and unloads still running (after the server stopped taking calls).
+  void join_control() { control_.join(); }
 
   grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
   ModelStreamInfer(grpc::CallbackServerContext*) override {
@@ -319,6 +373,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
 
  private:
   ModelServer& server_;
+  ControlThreads control_;
 };
 
 }  // namespace
@@ -361,6 +416,7 @@ void GrpcFrontend::stop() {
   // open) is cancelled, so that a drain always ends.
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + impl_->options.drain_timeout);
   impl_->grpc_server->Wait();
+  impl_->service.join_control();
   impl_->grpc_server.reset();
 }
 

@@ -7,9 +7,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "serve_test_repository.h"
 #include "server/grpc_frontend.h"
@@ -472,6 +475,42 @@ TEST_F(Grpc, RepositoryLoadUnload) {
   const grpc::Status missing = call(true, "nothing");
   EXPECT_EQ(missing.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_NE(missing.error_message().find("no model 'nothing'"), std::string::npos);
+}
+
+// Loads run off gRPC's callback threads: while one is in flight the server answers other calls,
+// and a load still running when the server stops is answered before stop() returns.
+TEST_F(Grpc, ALoadInFlightDoesNotHoldOtherCallsAndIsAnsweredAtStop) {
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<inference::RepositoryModelLoadRequest> requests(4);
+  std::vector<inference::RepositoryModelLoadResponse> responses(4);
+  std::mutex mu;
+  std::condition_variable cv;
+  int answered = 0, ok = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].set_model_name("fashion");  // reloads, each building the model again
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    stub_->async()->RepositoryModelLoad(contexts.back().get(), &requests[i], &responses[i],
+                                        [&](grpc::Status st) {
+                                          std::lock_guard<std::mutex> lock(mu);
+                                          ++answered;
+                                          ok += st.ok();
+                                          cv.notify_all();
+                                        });
+  }
+  // Other calls go on meanwhile.
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext c;
+    inference::ServerLiveRequest q;
+    inference::ServerLiveResponse r;
+    ASSERT_TRUE(stub_->ServerLive(&c, q, &r).ok());
+    EXPECT_TRUE(r.live());
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc_->stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return answered == 4; }));
+  EXPECT_EQ(ok, 4);
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ struct ContextStats {
   // the values a run read back.
   int64_t plan_builds = 0;
   int64_t plan_runs = 0;          // runs that built no plan (every segment cached)
-  int64_t plans_cached = 0;       // plans held now (at most EngineOptions::max_cached_plans)
+  int64_t plans_cached = 0;       // plans held now (the profiles' and at most max_cached_plans)
   int64_t arena_allocations = 0;  // times the arena (on CUDA: or workspace) was allocated or grown
   int64_t arena_bytes = 0;        // the arena's size now
   // What the builds changed that affects results, once each: on CUDA in fp16, constants

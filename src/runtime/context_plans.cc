@@ -92,6 +92,7 @@ struct ContextPlans::Entry {
   std::unique_ptr<CapturedWork> whole;    // the whole run, captured (copies and compute)
   std::unique_ptr<CapturedWork> compute;  // the compute alone, captured
   uint64_t generation = 0;                // of the Context's memory the plan is bound to
+  bool profile = false;                   // a shape profile's plan (plan()): never dropped
   bool bound = false;
   bool ran_once = false;
   bool replayed = false;  // the last run replayed captured work
@@ -149,7 +150,7 @@ Status ContextPlans::bind(Entry& e) {
 }
 
 Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<TensorDesc>& descs,
-                                                         bool* cached) {
+                                                         bool* cached, bool profile) {
   *cached = true;
   const std::string key = key_of(descs);
   auto it = std::find_if(plans_.begin(), plans_.end(),
@@ -160,14 +161,25 @@ Result<ContextPlans::Entry*> ContextPlans::find_or_build(const std::vector<Tenso
   }
   *cached = false;
   // Make room first, so the dropped plans' memory is free for the new one (once the device is
-  // done with it).
-  const size_t limit = static_cast<size_t>(std::max(1, e_.options.max_cached_plans));
-  if (plans_.size() >= limit) KILN_RETURN_IF_ERROR(device_->synchronize());
-  while (plans_.size() >= limit) plans_.pop_back();
-  stats_.plans_cached = static_cast<int64_t>(plans_.size());
+  // done with it). The profiles' plans stay; at most max_cached_plans others are kept.
+  if (!profile) {
+    const size_t limit = static_cast<size_t>(std::max(1, e_.options.max_cached_plans));
+    auto others = [&] {
+      return static_cast<size_t>(
+          std::count_if(plans_.begin(), plans_.end(), [](const auto& p) { return !p->profile; }));
+    };
+    if (others() >= limit) KILN_RETURN_IF_ERROR(device_->synchronize());
+    while (others() >= limit) {
+      auto oldest =
+          std::find_if(plans_.rbegin(), plans_.rend(), [](const auto& p) { return !p->profile; });
+      plans_.erase(std::next(oldest).base());
+    }
+    stats_.plans_cached = static_cast<int64_t>(plans_.size());
+  }
 
   auto entry = std::make_unique<Entry>();
   entry->key = key;
+  entry->profile = profile;
   entry->plan = std::make_unique<Plan>();
   KILN_RETURN_IF_ERROR(
       build_plan(*e_.graph, e_.order, descs, plan_options(e_, *device_), devices_, *entry->plan));
@@ -613,7 +625,8 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
 Result<PlanInfo> ContextPlans::plan(const std::vector<TensorDesc>& inputs) {
   KILN_RETURN_IF_ERROR(device().status());
   bool cached = false;
-  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(inputs, &cached));
+  KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(inputs, &cached, /*profile=*/true));
+  e->profile = true;  // a profile's, even where a run had built it first
   PlanInfo r = plan_info(*e->plan, *e_.graph);
   for (const ReadBack& b : e->plan->read_back)
     r.unfinished += (r.unfinished.empty() ? "" : ", ") + b.what;

@@ -1,8 +1,9 @@
 // A Context's plans, and the one run sequence for every device.
 //
 // Plans are cached per key (the inputs' dtypes and shapes, and the bytes of every integer or
-// bool input of at most kKeyedInputElements elements: a value shapes may be computed from),
-// at most EngineOptions::max_cached_plans, the least recently used dropped first. All plans
+// bool input of at most kKeyedInputElements elements: a value shapes may be computed from):
+// the shape profiles' plans (plan()) for the Context's life, and at most
+// EngineOptions::max_cached_plans others, the least recently used dropped first. All plans
 // share the Context's memory on its device (backends/device.h's ContextMemory), grown to the
 // largest. A run:
 //   - takes the inputs: where the device computes in host memory, the plan reads them where
@@ -72,7 +73,8 @@ class ContextPlans {
   Status enqueue(const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& targets,
                  bool on_device, void* stream, Done done);
   // Builds (or finds) the plan of inputs of these dtypes and shapes (a value where known at
-  // build) without running it: the engine's shape profiles. A graph whose shapes follow the
+  // build) without running it, and keeps it for the Context's life: the engine's shape
+  // profiles. A graph whose shapes follow the
   // data is planned up to its first read-back (PlanInfo::unfinished says what it waits for).
   Result<PlanInfo> plan(const std::vector<TensorDesc>& inputs);
   // Waits until everything given to the device is done.
@@ -97,8 +99,9 @@ class ContextPlans {
  private:
   Result<ContextDevice*> device();
   // The cached plan of `descs`, or a new one (its first segment where the shapes follow the
-  // data).
-  Result<Entry*> find_or_build(const std::vector<TensorDesc>& descs, bool* cached);
+  // data); a `profile` plan is never dropped, nor counted against max_cached_plans.
+  Result<Entry*> find_or_build(const std::vector<TensorDesc>& descs, bool* cached,
+                               bool profile = false);
   // The continuation of segment `e` for the values it read back, cached or planned.
   Result<Entry*> find_or_build_next(Entry& e, const std::vector<Tensor>& read);
   Status built(Entry& e);  // counts a new plan

@@ -244,6 +244,32 @@ TEST(ShapeProfiles, ContextsStartWithTheProfilesPlans) {
   EXPECT_EQ(sctx->stats().plan_builds, 2);
 }
 
+// The profiles' plans stay, however many there are: max_cached_plans bounds the plans of other
+// shapes only. (A server's batch sizes 1, 2, 4 ... 256 are 9 profiles, one more than the
+// default 8: the profile least recently run was dropped and rebuilt while serving.)
+TEST(ShapeProfiles, ProfilePlansAreNeverDropped) {
+  EngineOptions o;
+  o.max_cached_plans = 2;
+  for (int64_t b : {1, 2, 3, 4, 5}) o.shape_profiles.push_back({{"x", {b, 3, 12, 12}}});
+  auto engine = conv_net(o);
+  ASSERT_NE(engine, nullptr);
+  auto ctx = engine->create_context();
+  EXPECT_EQ(ctx->stats().plan_builds, 5);
+  for (int round = 0; round < 2; ++round)
+    for (int64_t b : {1, 2, 3, 4, 5}) ASSERT_TRUE(ctx->run(input_of(b)).is_ok());
+  EXPECT_EQ(ctx->stats().plan_builds, 5) << "a profile's plan was dropped and built again";
+  EXPECT_EQ(ctx->stats().plans_cached, 5);
+  // Other shapes: at most max_cached_plans of them beside the profiles.
+  for (int64_t b : {6, 7, 9}) ASSERT_TRUE(ctx->run(input_of(b)).is_ok());
+  EXPECT_EQ(ctx->stats().plan_builds, 8);
+  EXPECT_EQ(ctx->stats().plans_cached, 7);
+  ASSERT_TRUE(ctx->run(input_of(7)).is_ok());  // still cached
+  ASSERT_TRUE(ctx->run(input_of(1)).is_ok());  // a profile: still cached
+  EXPECT_EQ(ctx->stats().plan_builds, 8);
+  ASSERT_TRUE(ctx->run(input_of(6)).is_ok());  // the oldest other shape: dropped, built again
+  EXPECT_EQ(ctx->stats().plan_builds, 9);
+}
+
 TEST(ShapeProfiles, BadProfilesFailTheBuild) {
   struct Case {
     std::map<std::string, std::vector<int64_t>> profile;

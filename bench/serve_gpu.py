@@ -6,7 +6,7 @@ ceiling, capacity, latency at 70% and 2x capacity, and resident memory under ove
                      [--client-cpus 0-5] [--server-cpus 6-15] [--duration 8] [--concurrency 256]
                      [--max-batch 256] [--instances 4] [--queue-delay-us 2000] [--max-queue 512]
                      [--overload-seconds 60] [--timing-cache FILE] [--jpegs DIR]
-                     [--sweep-instances 1,2] [--dry-run]
+                     [--sweep-instances 1,2] [--ab-blocking-sync] [--dry-run]
 
 The model is served fp16 with CUDA graphs and raw uint8 NHWC inputs (input_format
 uint8-nhwc: the client sends 224x224x3 bytes a request), and again as resnet50_jpeg taking
@@ -18,7 +18,8 @@ while the server runs on --server-cpus. Steps, each logged in DIR/serve.log:
      copies from pinned memory (uint8 NHWC): the ceiling served throughput is measured against;
   2. the server loads both models (every batch size's plan built at load);
   3. no-op over gRPC, then ResNet-50 over gRPC at --concurrency b1 clients, with --instances
-     and with each count of --sweep-instances (models resnet50_iN); the fastest goes on to
+     and with each count of --sweep-instances (models resnet50_iN) and, with
+     --ab-blocking-sync, with the option cuda_blocking_sync (resnet50_bsync); the fastest goes on to
      HTTP binary (and JPEG bodies over gRPC) and every later step;
   4. lightly loaded (concurrency 1): p50_light;
   5. capacity: after a warm-up, Poisson request rates from 40% to 100% of the served
@@ -79,8 +80,9 @@ def write_noop(path):
                       opset_version=17, dynamo=False)
 
 
-def config(a, instances=None):
+def config(a, instances=None, extra=None):
     params = {"precision": "fp16", "input_format": "uint8-nhwc", "cuda_graph": "true"}
+    params.update(extra or {})
     if a.timing_cache:
         params["timing_cache"] = a.timing_cache
     p = "".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}\n'
@@ -100,15 +102,18 @@ def make_repository(a, repo):
     models += [(f"resnet50_i{n}", a.onnx, n) for n in sweep_counts(a)]
     if a.jpegs:
         models.append(("resnet50_jpeg", a.onnx, None))
+    if a.ab_blocking_sync:
+        models.append(("resnet50_bsync", a.onnx, None))
     for name, onnx, instances in models:
         os.makedirs(os.path.join(repo, name, "1"), exist_ok=True)
         if name == "noop" and not os.path.exists(onnx) and not a.dry_run:
             write_noop(onnx)
         dst = os.path.join(repo, name, "1", "model.onnx")
-        if not os.path.exists(dst):
+        if not os.path.lexists(dst):
             os.symlink(os.path.abspath(onnx), dst)
         with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
-            f.write(config(a, instances))
+            extra = {"cuda_blocking_sync": "true"} if name.endswith("_bsync") else None
+            f.write(config(a, instances, extra))
             if name.endswith("_jpeg"):  # encoded images, decoded by the server
                 f.write('input [ { name: "input" data_type: TYPE_STRING dims: [ 1 ] } ]\n')
 
@@ -172,6 +177,9 @@ def main():
     p.add_argument("--jpegs", default="", help="a folder of JPEGs for the encoded-image model")
     p.add_argument("--sweep-instances", default="",
                    help="instance counts also served at --concurrency (models resnet50_iN)")
+    p.add_argument("--ab-blocking-sync", action="store_true",
+                   help="also serve the model with cuda_blocking_sync (resnet50_bsync), at "
+                        "--concurrency right after the default")
     p.add_argument("--load-timeout", type=float, default=400)
     p.add_argument("--dry-run", action="store_true")
     a = p.parse_args()
@@ -226,6 +234,12 @@ def main():
         rate = lambda r: r[0]["infer_per_s"] if r else 0
         best, served = "resnet50", rate(res["r50_grpc"])
         res["instances"] = {str(a.instances): served}
+        if a.ab_blocking_sync:
+            r = perf("resnet50_bsync", "grpc", c, tag="c")
+            res["r50_bsync_grpc"] = r
+            res["blocking_sync"] = {"spin": served, "block": rate(r)}
+            if rate(r) > served:
+                best, served = "resnet50_bsync", rate(r)
         for n in sweep_counts(a):
             r = perf(f"resnet50_i{n}", "grpc", c, tag="c")
             res[f"r50_i{n}_grpc"] = r
@@ -284,7 +298,7 @@ def main():
             server.kill()
             res["sigterm_exit"] = "killed after 90 s"
         json.dump(res, open(os.path.join(a.out, "serve.json"), "w"), indent=2)
-    for k in ("offline_img_s", "instances", "best_model", "served_over_offline", "capacity_req_s", "p50_light_us",
+    for k in ("offline_img_s", "instances", "blocking_sync", "best_model", "served_over_offline", "capacity_req_s", "p50_light_us",
               "at_2x_rejected", "rss_growth", "sigterm_exit"):
         say(f"{k}: {res.get(k)}")
     return 0

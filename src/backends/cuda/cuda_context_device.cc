@@ -43,13 +43,16 @@ struct CudaOrder final : ComputeOrder {
 
 class CudaEvents final : public DeviceEvents {
  public:
-  CudaEvents(cudaStream_t stream, size_t n) : stream_(stream), ev_(n, nullptr) {}
+  CudaEvents(cudaStream_t stream, size_t n, bool blocking)
+      : stream_(stream), ev_(n, nullptr), blocking_(blocking) {}
   ~CudaEvents() override {
     for (cudaEvent_t e : ev_)
       if (e) cudaEventDestroy(e);
   }
   Status create() {
-    for (cudaEvent_t& e : ev_) KILN_CUDA(cudaEventCreate(&e));
+    // Timing events; with blocking sync, wait() sleeps on them rather than spins.
+    for (cudaEvent_t& e : ev_)
+      KILN_CUDA(cudaEventCreateWithFlags(&e, blocking_ ? cudaEventBlockingSync : cudaEventDefault));
     return Status::ok();
   }
   Status record(size_t i, bool capturing) override {
@@ -73,6 +76,7 @@ class CudaEvents final : public DeviceEvents {
  private:
   cudaStream_t stream_;
   std::vector<cudaEvent_t> ev_;
+  bool blocking_;
 };
 
 struct CudaCaptured final : CapturedWork {
@@ -191,13 +195,15 @@ class CudaContextDevice final : public ContextDevice {
       : device_(device),
         h_(std::move(handles)),
         gpu_(*h_, weights, tactics, options),
-        host_(make_host_plan_device()) {}
+        host_(make_host_plan_device()),
+        blocking_sync_(options.blocking_sync) {}
   ~CudaContextDevice() override {
     if (CudaComputeOrder* order = h_->compute_order.get()) {
       std::lock_guard<std::mutex> lock(order->mu);
       if (order->last == compute_done_) order->last = nullptr;  // no later compute waits on it
     }
     if (compute_done_) cudaEventDestroy(compute_done_);
+    if (sync_) cudaEventDestroy(sync_);
     for (cudaEvent_t e : caller_)
       if (e) cudaEventDestroy(e);
   }
@@ -233,12 +239,20 @@ class CudaContextDevice final : public ContextDevice {
   const ContextMemory& memory() const override { return mem_; }
 
   Result<std::unique_ptr<DeviceEvents>> make_events(size_t n) override {
-    auto e = std::make_unique<CudaEvents>(h_->stream, n);
+    auto e = std::make_unique<CudaEvents>(h_->stream, n, blocking_sync_);
     KILN_RETURN_IF_ERROR(e->create());
     return std::unique_ptr<DeviceEvents>(std::move(e));
   }
   Status synchronize() override {
-    KILN_CUDA(cudaStreamSynchronize(h_->stream));
+    if (!blocking_sync_) {
+      KILN_CUDA(cudaStreamSynchronize(h_->stream));
+      return Status::ok();
+    }
+    // The stream's work so far, waited for by sleeping on an event.
+    if (!sync_)
+      KILN_CUDA(cudaEventCreateWithFlags(&sync_, cudaEventBlockingSync | cudaEventDisableTiming));
+    KILN_CUDA(cudaEventRecord(sync_, h_->stream));
+    KILN_CUDA(cudaEventSynchronize(sync_));
     return Status::ok();
   }
   Status read(void* host, const void* device, size_t n) override {
@@ -364,6 +378,8 @@ class CudaContextDevice final : public ContextDevice {
   cudaEvent_t compute_done_ = nullptr;  // recorded after each compute (the compute order)
   std::unique_lock<std::mutex> order_lock_;
   cudaEvent_t caller_[2] = {nullptr, nullptr};  // follow / precede a caller's stream
+  bool blocking_sync_ = false;                  // EngineOptions::cuda_blocking_sync
+  cudaEvent_t sync_ = nullptr;                  // synchronize()'s, with blocking sync
 };
 
 class CudaEngineDevice final : public EngineDevice {
@@ -441,6 +457,7 @@ class CudaProvider final : public DeviceProvider {
     d->options.time_tactics = o.time_tactics;
     d->options.workspace_limit = static_cast<size_t>(effective_workspace_limit(o));
     d->options.max_tactics = static_cast<size_t>(std::max(0, o.max_tactics));
+    d->options.blocking_sync = o.cuda_blocking_sync;
     d->cuda_graph = o.cuda_graph;
     KILN_ASSIGN_OR_RETURN(d->device_tag, cuda_device_tag(d->device));
     d->timing_cache = o.timing_cache;

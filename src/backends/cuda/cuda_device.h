@@ -67,7 +67,8 @@ struct CudaDeviceOptions {
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // EngineOptions::space_to_depth
   bool time_tactics = true;
   size_t workspace_limit = size_t{256} << 20;
-  size_t max_tactics = 0;  // EngineOptions::max_tactics
+  size_t max_tactics = 0;      // EngineOptions::max_tactics
+  bool blocking_sync = false;  // EngineOptions::cuda_blocking_sync
 };
 
 // The GPU of one Context as a plan device. The weights and timing cache are the Engine's.

@@ -169,6 +169,41 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
   });
 }
 
+// cuda_blocking_sync: a Context that sleeps on its waits gives the same results as one that
+// spins, through a Pipeline of 4 ordered Contexts, with its device timing still measured.
+TEST(CudaBlockingSync, GivesTheSpinningContextsResults) {
+  const std::string path = fashion_model();
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = Precision::kFp16;
+  o.cuda_graph = true;
+  o.time_tactics = false;  // both engines take the libraries' first choices: the same kernels
+  auto spinning = Engine::load(path, o);
+  o.cuda_blocking_sync = true;
+  auto sleeping = Engine::load(path, o);
+  ASSERT_TRUE(spinning.is_ok() && sleeping.is_ok());
+  const std::string in = (*spinning)->inputs()[0].name, out = (*spinning)->outputs()[0].name;
+  auto pipeline = Pipeline::create(*sleeping, PipelineOptions{4, 8});
+  ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
+  auto alone = (*spinning)->create_context();
+  std::vector<std::pair<std::future<Result<Outputs>>, Outputs>> runs;
+  std::vector<DeviceTiming> timings(40);
+  for (int i = 0; i < 40; ++i) {
+    const Tensor x = test::random_tensor({1 + i % 8, 1, 28, 28}, 300 + static_cast<uint32_t>(i));
+    auto want = alone->run({{in, x}});
+    ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+    runs.emplace_back((*pipeline)->submit({{in, x}}, &timings[static_cast<size_t>(i)]),
+                      std::move(*want));
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Result<Outputs> got = runs[i].first.get();
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_LE(test::relative_l2(got->at(out), runs[i].second.at(out)), 1e-6) << "request " << i;
+    EXPECT_GT(timings[i].compute_ms, 0) << "request " << i;
+  }
+}
+
 // Context::time_compute (and profile_layers) repeat the last run's compute on its inputs, put
 // back on the GPU (the arena reuses their slots), with and without the CUDA graph; after a run
 // that took its input in place they refuse, naming why, and a later staged run makes them work

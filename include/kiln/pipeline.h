@@ -61,6 +61,10 @@ struct PipelineStats {
   int64_t cancelled = 0;  // of failed: cancelled before they ran (cancel())
   int64_t refused = 0;    // try_submit() calls refused for a full queue (not submitted)
   std::vector<int64_t> per_context;  // requests each Context ran
+  // Plans the Contexts have built (ContextStats::plan_builds, summed): their shape profiles'
+  // at creation, then one per input shape outside them (or dropped) as requests bring it. A
+  // count that grows while serving fixed shapes says requests waited for plan builds.
+  int64_t plan_builds = 0;
   // Summed over the completed requests, from each run's device timing (Context::
   // last_device_timing): on CUDA the GPU's copies in, compute, copies out, and the compute's
   // wait for another Context's (the compute order); on the CPU the whole run as compute.

@@ -57,12 +57,15 @@ struct Pipeline::Impl {
   PipelineStats stats;
   std::unique_ptr<RequestQueue> queue;  // last: its workers stop first
 
+  std::vector<int64_t> plan_builds;  // per Context, as of its last run (under mu)
   // After each result, on the thread that ran it (k: the Context, or contexts.size() for a
   // request failed unrun).
   void done(size_t k, const Result<Outputs>& out) {
     Result<DeviceTiming> t = k < contexts.size() ? contexts[k]->last_device_timing()
                                                  : Result<DeviceTiming>(internal_error("unrun"));
+    const int64_t builds = k < contexts.size() ? contexts[k]->stats().plan_builds : 0;
     std::lock_guard<std::mutex> lock(mu);
+    if (k < contexts.size()) plan_builds[k] = builds;
     ++stats.completed;
     stats.failed += out.is_ok() ? 0 : 1;
     stats.cancelled += !out.is_ok() && out.status().code() == StatusCode::kCancelled ? 1 : 0;
@@ -122,6 +125,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(
                              .with_context("Pipeline context " + std::to_string(k)));
   }
   impl->set_ordered(options.compute_order != PipelineOptions::ComputeOrder::kConcurrent);
+  // The profiles' plans, built with each Context; no worker runs yet.
+  for (const auto& ctx : impl->contexts) impl->plan_builds.push_back(ctx->stats().plan_builds);
   // The Contexts of one GPU fail together (a faulted GPU fails all of the process's work
   // there); each CPU Context is a group of its own.
   std::vector<RequestQueue::Runner> runners;
@@ -253,6 +258,7 @@ PipelineStats Pipeline::stats() const {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     s = impl_->stats;
+    for (int64_t n : impl_->plan_builds) s.plan_builds += n;
   }
   s.retired = impl_->queue->retired();
   return s;

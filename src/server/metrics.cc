@@ -91,13 +91,15 @@ std::string prometheus_metrics(const ModelServer& server) {
     LatencyWindow window;
     BatcherStats batches;
     std::vector<int64_t> sizes;
+    int64_t plan_builds = 0;
   };
   std::vector<Row> rows;
   for (const ModelState& m : server.index(true)) {
     auto served = server.find(m.name, std::to_string(m.version));
     if (!served.is_ok()) continue;
     rows.push_back({m, server.stats(m.name, m.version), server.latencies(m.name, m.version),
-                    (*served)->batcher().stats(), batch_sizes((*served)->batcher().options())});
+                    (*served)->batcher().stats(), batch_sizes((*served)->batcher().options()),
+                    (*served)->pipeline_stats().plan_builds});
   }
   std::ostringstream out;
   auto counter = [&](const Family& f, auto value) {
@@ -134,6 +136,10 @@ std::string prometheus_metrics(const ModelServer& server) {
   counter({"nv_inference_compute_output_duration_us", "counter",
            "Cumulative compute output duration (us)"},
           [](const Row& r) { return r.stats.compute_output_ns / 1e3; });
+  counter({"kiln_plan_builds", "counter",
+           "Plans the model's instances built: each batch size's at load, then any built while "
+           "serving (a request waited for it)"},
+          [](const Row& r) { return double(r.plan_builds); });
   counter({"kiln_device_compute_duration_us", "counter",
            "Cumulative device compute of the requests' batches, from the device's timing (us)"},
           [](const Row& r) { return r.stats.device_compute_ns / 1e3; });

@@ -49,6 +49,8 @@ class ServedModel {
   const inference::ModelConfig& config() const { return config_; }
   const Engine& engine() const { return *engine_; }
   DynamicBatcher& batcher() { return *batcher_; }
+  // The instances' Pipeline: its requests, device times and plan builds so far.
+  PipelineStats pipeline_stats() const { return pipeline_->stats(); }
   const std::vector<std::string>& warnings() const { return warnings_; }
   // The class names of the first output: its label_filename (one a line, in the model's
   // folder), else the model's kiln.labels metadata (comma separated); empty where neither.

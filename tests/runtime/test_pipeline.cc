@@ -132,6 +132,32 @@ TEST(Pipeline, SubmitWithTimingGivesTheRunsDeviceTiming) {
   EXPECT_EQ(bad.compute_ms, -2);
 }
 
+// PipelineStats::plan_builds: the profiles' plans of every Context at creation, unchanged while
+// requests bring those shapes, one more for a shape outside them.
+TEST(Pipeline, PlanBuildsCountTheProfilesThenNewShapes) {
+  Net n;
+  Value* x = n.input("x", {1, 3, 12, 12});
+  x->dims[0] = Dim{-1, "N"};
+  Value* a = n.conv(x, 8, 3, {1, 8, 12, 12});
+  Value* y = n.pool(OpKind::GlobalAveragePool, a, {1, 8, 1, 1}, {});
+  n.g->outputs() = {y};
+  EngineOptions o;
+  o.threads = 1;
+  o.shape_profiles = {{{"x", {1, 3, 12, 12}}}, {{"x", {2, 3, 12, 12}}}};
+  auto engine = build_engine(std::move(n.g), o);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  auto pipeline = Pipeline::create(*engine, PipelineOptions{2, 4});
+  ASSERT_TRUE(pipeline.is_ok());
+  EXPECT_EQ((*pipeline)->stats().plan_builds, 4);  // 2 profiles × 2 Contexts
+  std::vector<std::future<Result<Outputs>>> f;
+  for (int i = 0; i < 20; ++i)
+    f.push_back((*pipeline)->submit({{"x", random_tensor({1 + i % 2, 3, 12, 12}, 9)}}));
+  for (auto& r : f) ASSERT_TRUE(r.get().is_ok());
+  EXPECT_EQ((*pipeline)->stats().plan_builds, 4);
+  ASSERT_TRUE((*pipeline)->submit({{"x", random_tensor({3, 3, 12, 12}, 9)}}).get().is_ok());
+  EXPECT_EQ((*pipeline)->stats().plan_builds, 5);
+}
+
 // Overload: try_submit from 4 threads into 2 Contexts and a queue of 4 refuses at once
 // (kUnavailable) what does not fit, and every request it admitted gets its synchronous result;
 // the stats count both.

@@ -535,6 +535,8 @@ TEST_F(Http, MetricsInTritonsNames) {
   EXPECT_EQ(value("nv_inference_compute_output_duration_us"), 0) << m;
   EXPECT_GT(value("kiln_device_compute_duration_us"), 0) << m;
   EXPECT_EQ(value("kiln_device_order_wait_duration_us"), 0) << m;
+  // Each batch size's plan, built at load (none since: the requests brought those sizes).
+  EXPECT_GE(value("kiln_plan_builds"), 1) << m;
 }
 
 TEST(Quantile, NearestRank) {

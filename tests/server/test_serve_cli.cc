@@ -231,6 +231,8 @@ TEST_F(ServeCli, PerfOverGrpc) {
   EXPECT_EQ(levels[0]["failed"], 0);
   EXPECT_GT(levels[0]["server_compute_us"].get<double>(), 0);
   EXPECT_GE(levels[0]["avg_batch"].get<double>(), 2.0);  // requests of 2 rows
+  ASSERT_TRUE(levels[0].contains("server_plan_builds"));
+  EXPECT_GE(levels[0]["server_plan_builds"].get<double>(), 0);
 }
 
 // kiln perf --images: JPEG files sent as BYTES to a model taking encoded images, over gRPC and

@@ -57,6 +57,7 @@ struct Level {
   // device's own compute and its wait for another instance's.
   double server_queue_us = 0, server_input_us = 0, server_compute_us = 0, server_output_us = 0;
   double server_device_us = 0, server_wait_us = 0, avg_batch = 0;
+  double plan_builds = 0;  // plans the server built during the level (requests waited for them)
 };
 
 double percentile(std::vector<double> v, double q) {
@@ -253,6 +254,7 @@ Level run_level(const PerfOptions& o, httplib::Client& metrics, const MakeSend& 
     level.server_device_us = per_request("kiln_device_compute_duration_us");
     level.server_wait_us = per_request("kiln_device_order_wait_duration_us");
   }
+  level.plan_builds = after["kiln_plan_builds"] - before["kiln_plan_builds"];
   if (execs > 0)
     level.avg_batch = (after["nv_inference_count"] - before["nv_inference_count"]) / execs;
   return level;
@@ -373,6 +375,7 @@ int run(const PerfOptions& o) {
                    {"server_device_compute_us", l.server_device_us},
                    {"server_device_wait_us", l.server_wait_us},
                    {"avg_batch", l.avg_batch},
+                   {"server_plan_builds", l.plan_builds},
                    {"ok", l.ok},
                    {"failed", l.failed}});
     std::ofstream(o.json_out) << j.dump(2) << "\n";

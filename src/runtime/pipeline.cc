@@ -6,6 +6,7 @@
 #include <chrono>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -42,9 +43,7 @@ struct Pipeline::Impl {
     RequestQueue::OnRan on_ran;
     if (timing)
       on_ran = [this, timing](size_t k, const Result<Outputs>& out) {
-        if (!out.is_ok()) return;
-        Result<DeviceTiming> t = contexts[k]->last_device_timing();
-        if (t.is_ok()) *timing = *t;
+        if (out.is_ok() && last_timing[k]) *timing = *last_timing[k];
       };
     return queue->submit(std::move(inputs), std::move(on_ran)).result;
   }
@@ -58,12 +57,16 @@ struct Pipeline::Impl {
   std::unique_ptr<RequestQueue> queue;  // last: its workers stop first
 
   std::vector<int64_t> plan_builds;  // per Context, as of its last run (under mu)
+  // Per Context: its last run's device timing, read once in done() and given to the request
+  // that asked for it (RequestQueue::OnRan, next on the same worker, the slot's only user).
+  std::vector<std::optional<DeviceTiming>> last_timing;
   // After each result, on the thread that ran it (k: the Context, or contexts.size() for a
   // request failed unrun).
   void done(size_t k, const Result<Outputs>& out) {
     Result<DeviceTiming> t = k < contexts.size() ? contexts[k]->last_device_timing()
                                                  : Result<DeviceTiming>(internal_error("unrun"));
     const int64_t builds = k < contexts.size() ? contexts[k]->stats().plan_builds : 0;
+    if (k < contexts.size()) last_timing[k] = t.is_ok() ? std::optional(*t) : std::nullopt;
     std::lock_guard<std::mutex> lock(mu);
     if (k < contexts.size()) plan_builds[k] = builds;
     ++stats.completed;
@@ -127,6 +130,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(
   impl->set_ordered(options.compute_order != PipelineOptions::ComputeOrder::kConcurrent);
   // The profiles' plans, built with each Context; no worker runs yet.
   for (const auto& ctx : impl->contexts) impl->plan_builds.push_back(ctx->stats().plan_builds);
+  impl->last_timing.assign(impl->contexts.size(), std::nullopt);
   // The Contexts of one GPU fail together (a faulted GPU fails all of the process's work
   // there); each CPU Context is a group of its own.
   std::vector<RequestQueue::Runner> runners;

@@ -49,8 +49,8 @@ void RequestQueue::work(size_t k) {
       std::lock_guard<std::mutex> lock(mu_);
       if (!group_failed(group)) failed_groups_[group] = out.status().message();
     }
-    if (r.on_ran) r.on_ran(k, out);
     if (on_done_) on_done_(k, out);
+    if (r.on_ran) r.on_ran(k, out);
     r.result.set_value(std::move(out));
     if (device_failed) has_work_.notify_all();  // the group's idle runners retire too
   }

@@ -47,8 +47,8 @@ class RequestQueue {
     uint64_t id = 0;
     std::future<Result<Outputs>> result;
   };
-  // Called on the runner's thread after a request ran, before its result is given, with the
-  // runner k that ran it and the result (not for a request failed unrun).
+  // Called on the runner's thread after a request ran, after on_done and before its result is
+  // given, with the runner k that ran it and the result (not for a request failed unrun).
   using OnRan = std::function<void(size_t k, const Result<Outputs>& out)>;
   // Blocks while max_queued requests wait.
   Queued submit(Outputs inputs, OnRan on_ran = nullptr);

@@ -16,7 +16,7 @@ namespace kiln::test {
 namespace {
 
 // x[N,3,12,12] → conv 8 → maxpool → conv 16 → GlobalAveragePool, a symbolic batch.
-std::shared_ptr<Engine> small_net() {
+std::shared_ptr<Engine> small_net(EngineOptions o = EngineOptions()) {
   Net n;
   Value* x = n.input("x", {1, 3, 12, 12});
   x->dims[0] = Dim{-1, "N"};
@@ -25,7 +25,6 @@ std::shared_ptr<Engine> small_net() {
   Value* c = n.conv(p, 16, 3, {1, 16, 6, 6});
   Value* y = n.pool(OpKind::GlobalAveragePool, c, {1, 16, 1, 1}, {});
   n.g->outputs() = {y};
-  EngineOptions o;
   o.threads = 1;
   auto e = build_engine(std::move(n.g), o);
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
@@ -135,18 +134,11 @@ TEST(Pipeline, SubmitWithTimingGivesTheRunsDeviceTiming) {
 // PipelineStats::plan_builds: the profiles' plans of every Context at creation, unchanged while
 // requests bring those shapes, one more for a shape outside them.
 TEST(Pipeline, PlanBuildsCountTheProfilesThenNewShapes) {
-  Net n;
-  Value* x = n.input("x", {1, 3, 12, 12});
-  x->dims[0] = Dim{-1, "N"};
-  Value* a = n.conv(x, 8, 3, {1, 8, 12, 12});
-  Value* y = n.pool(OpKind::GlobalAveragePool, a, {1, 8, 1, 1}, {});
-  n.g->outputs() = {y};
   EngineOptions o;
-  o.threads = 1;
   o.shape_profiles = {{{"x", {1, 3, 12, 12}}}, {{"x", {2, 3, 12, 12}}}};
-  auto engine = build_engine(std::move(n.g), o);
-  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
-  auto pipeline = Pipeline::create(*engine, PipelineOptions{2, 4});
+  std::shared_ptr<Engine> engine = small_net(o);
+  ASSERT_TRUE(engine);
+  auto pipeline = Pipeline::create(engine, PipelineOptions{2, 4});
   ASSERT_TRUE(pipeline.is_ok());
   EXPECT_EQ((*pipeline)->stats().plan_builds, 4);  // 2 profiles × 2 Contexts
   std::vector<std::future<Result<Outputs>>> f;

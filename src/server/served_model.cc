@@ -40,7 +40,23 @@ Result<std::vector<std::string>> read_labels(const std::string& dir,
   return labels;
 }
 
+bool is_plan_file(const std::string& path) {
+  const std::string ext = ".kiln";
+  return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
+
 }  // namespace
+
+EngineOptions interface_options(const EngineOptions& o) {
+  EngineOptions probe;
+  probe.threads = 1;
+  probe.optimize = o.optimize;
+  probe.max_tensor_bytes = o.max_tensor_bytes;
+  probe.input_format = o.input_format;
+  probe.input_mean = o.input_mean;
+  probe.input_std = o.input_std;
+  return probe;
+}
 
 Result<EngineOptions> engine_options(const inference::ModelConfig& c, const ServeOptions& serve) {
   EngineOptions o;
@@ -106,11 +122,17 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   m->warnings_ = model.warnings;
   auto options = engine_options(m->config_, serve);
   if (!options.is_ok()) return options.status().with_context(what);
-  // The model's own inputs and outputs complete the config (an import, no plan).
+  // The model's own inputs and outputs complete the config. A plan file's own options (its
+  // shape profiles included) replace the caller's, so its one load is the engine; a model is
+  // read by a CPU engine that only tells its interface.
   std::map<std::string, std::vector<int64_t>> image_dims;
+  const bool plan_file = is_plan_file(version.model_file);
+  std::shared_ptr<Engine> loaded;
   {
-    auto probe = Engine::load(version.model_file, *options);
+    auto probe =
+        Engine::load(version.model_file, plan_file ? *options : interface_options(*options));
     if (!probe.is_ok()) return probe.status().with_context(what);
+    if (plan_file) loaded = *probe;
     Status completed = complete_model_config(m->config_, model.name, **probe);
     if (!completed.is_ok()) return completed.with_context(what);
     // Inputs declared TYPE_STRING take encoded images, decoded into the engine's input.
@@ -131,9 +153,12 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
     m->warnings_.push_back(
         "an input of any size (-1 in its dims): its plans are built for the "
         "shapes requests bring, while serving");
-  auto engine = Engine::load(version.model_file, *options);
-  if (!engine.is_ok()) return engine.status().with_context(what);
-  m->engine_ = *engine;
+  if (!loaded) {
+    auto engine = Engine::load(version.model_file, *options);
+    if (!engine.is_ok()) return engine.status().with_context(what);
+    loaded = *engine;
+  }
+  m->engine_ = loaded;
   KILN_ASSIGN_OR_RETURN(m->labels_, read_labels(model.dir, m->config_, *m->engine_));
   const std::vector<TensorInfo>& inputs = m->engine_->inputs();
   auto layout = inputs.size() == 1

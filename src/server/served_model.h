@@ -26,6 +26,11 @@ struct ServeOptions {
 // option's items separated by ';'). An unknown name or a bad value is an error naming it.
 Result<EngineOptions> engine_options(const inference::ModelConfig& c, const ServeOptions& serve);
 
+// The options of an engine that only tells a model's inputs, outputs and metadata, as an engine
+// built with `o` takes and gives them (its input format applied): on the CPU in fp32, with no
+// shape profiles, so that it takes no GPU memory, times nothing and calibrates nothing.
+EngineOptions interface_options(const EngineOptions& o);
+
 // The shape profiles of the batch sizes a batcher of `c` pads to (one profile per size), or of
 // the configured dims where the model does not batch. Empty where a dimension is -1: those
 // plans are built for the shapes requests bring.

@@ -168,6 +168,28 @@ TEST_F(ServedFashion, ModelWarmupRunsBeforeReadyAndBadSamplesRefuseTheModel) {
       << short_file.status().message();
 }
 
+// The engine that completes a config tells the inputs the served engine takes (its input format
+// applied) without building what serving needs: here an int8 engine whose calibration data is
+// missing, which the served engine's build reads and the interface's does not.
+TEST(InterfaceOptions, TellTheInputsWithoutCalibrating) {
+  const std::string model = std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
+  EngineOptions o;
+  o.precision = Precision::kInt8;
+  o.calibration_data = "/nonexistent/calib.npy";
+  o.input_format = InputFormat::kUint8Nchw;
+  auto served = Engine::load(model, o);
+  ASSERT_FALSE(served.is_ok());
+  EXPECT_NE(served.status().message().find("calib"), std::string::npos)
+      << served.status().message();
+  auto probe = Engine::load(model, interface_options(o));
+  ASSERT_TRUE(probe.is_ok()) << probe.status().message();
+  ASSERT_EQ((*probe)->inputs().size(), 1u);
+  EXPECT_EQ((*probe)->inputs()[0].dtype, DataType::kUInt8);
+  EXPECT_EQ((*probe)->inputs()[0].dims, (std::vector<int64_t>{-1, 1, 28, 28}));
+  EXPECT_EQ((*probe)->options().device, Device::kCpu);
+  EXPECT_EQ((*probe)->options().precision, Precision::kFp32);
+}
+
 TEST(BatchProfiles, OnePerPaddedSize) {
   inference::ModelConfig c;
   c.set_max_batch_size(6);

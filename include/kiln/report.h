@@ -25,6 +25,11 @@ struct DeviceTiming {
   // CUDA, in a Pipeline that orders its Contexts' compute: how long the compute waited for
   // another Context's, between the copies in and its start.
   double wait_ms = 0;
+  // Host (wall-clock) times of the same run, on the Context's thread: waiting for the staging
+  // buffers to be free and copying the inputs into them; reading the outputs out once the
+  // device is done; and the whole run, from its call to its outputs. What run_ms holds beyond
+  // these and the GPU's times is the launch and the wake-up after the device finished.
+  double stage_ms = 0, finish_ms = 0, run_ms = 0;
 };
 
 // One step of a device plan and its mean time in a profile.

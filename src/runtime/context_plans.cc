@@ -2,6 +2,7 @@
 #include "runtime/context_plans.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -17,6 +18,10 @@ namespace {
 // A run's timing points: start, inputs copied, compute started (after any wait for the compute
 // order), compute done, outputs copied.
 constexpr size_t kEvents = 5;
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 // The inputs as the builder takes them: a keyed input's value is known at build.
 std::vector<TensorDesc> descs_of(const std::vector<const Tensor*>& inputs) {
@@ -98,6 +103,9 @@ struct ContextPlans::Entry {
   bool replayed = false;  // the last run replayed captured work
   bool waited = false;    // the last run's compute waited for the compute order
   int64_t staging_bytes = 0;
+  // The last run's host times (DeviceTiming's stage_ms, finish_ms, run_ms), and its start.
+  std::chrono::steady_clock::time_point started;
+  double stage_ms = 0, finish_ms = 0, run_ms = 0;
   // Host-memory devices and plans in segments: the last run's inputs (shared buffers, not
   // copies) and outputs to write when its compute is repeated.
   std::vector<Tensor> last_inputs;
@@ -230,11 +238,14 @@ Result<ContextPlans::Entry*> ContextPlans::find_or_build_next(Entry& e,
 
 Status ContextPlans::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>& outputs,
                          RunObserver* observer) {
+  const auto called = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(device().status());
   bool cached = false;
   KILN_ASSIGN_OR_RETURN(Entry * e, find_or_build(descs_of(inputs), &cached));
   e->last_inputs.clear();
   for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
+  e->started = called;
+  e->stage_ms = e->finish_ms = e->run_ms = 0;
   if (!e->plan->read_back.empty()) {
     const int64_t builds = stats_.plan_builds;
     KILN_RETURN_IF_ERROR(run_segments(*e, inputs, outputs, observer));
@@ -243,8 +254,11 @@ Status ContextPlans::run(const std::vector<const Tensor*>& inputs, std::vector<T
     std::vector<Tensor> device_out;
     KILN_RETURN_IF_ERROR(start(*e, inputs, outputs, {}, false, observer, device_out));
     KILN_RETURN_IF_ERROR(device_->synchronize());
+    const auto finishing = std::chrono::steady_clock::now();
     KILN_RETURN_IF_ERROR(finish(*e, outputs, {}, device_out));
+    e->finish_ms = ms_since(finishing);
   }
+  e->run_ms = ms_since(called);
   stats_.plan_runs += cached;
   const ContextMemory& m = device_->memory();
   stats_.arena_allocations = m.allocations;
@@ -483,9 +497,11 @@ Status ContextPlans::start(Entry& e, const std::vector<const Tensor*>& inputs,
   }
   if (e.io) {
     // Staging is reused: the last run's copies from it must be done.
+    const auto staging = std::chrono::steady_clock::now();
     if (e.ran_once) KILN_RETURN_IF_ERROR(e.events->wait(1));
     for (size_t i = 0; i < inputs.size(); ++i)
       KILN_RETURN_IF_ERROR(e.io->stage_input(i, *inputs[i]));
+    e.stage_ms = ms_since(staging);
   } else {
     // The plan reads the inputs where the caller holds them and writes the outputs in place.
     in_data_.clear();
@@ -570,6 +586,7 @@ Status ContextPlans::finish(Entry& e, std::vector<Tensor>& outputs,
 Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
                              const std::vector<Tensor>& targets, bool on_device, void* stream,
                              Done done) {
+  const auto called = std::chrono::steady_clock::now();
   KILN_RETURN_IF_ERROR(device().status());
   if (stream) KILN_RETURN_IF_ERROR(device_->follow(stream));
   std::vector<Tensor> outputs;
@@ -603,6 +620,8 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
   e->last_inputs.clear();
   for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
   std::vector<Tensor> device_out;
+  e->started = called;
+  e->stage_ms = e->finish_ms = e->run_ms = 0;
   KILN_RETURN_IF_ERROR(start(*e, inputs, outputs, targets, on_device, nullptr, device_out));
   if (stream) KILN_RETURN_IF_ERROR(device_->precede(stream));
   stats_.plan_runs += cached;
@@ -613,7 +632,10 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
   // work and before its later work (the entry stays: dropping a plan waits for the device).
   auto finished = std::make_shared<std::vector<Tensor>>(std::move(outputs));
   return device_->when_done([this, e, finished, targets, device_out, done = std::move(done)] {
+    const auto finishing = std::chrono::steady_clock::now();
     const Status st = finish(*e, *finished, targets, device_out);
+    e->finish_ms = ms_since(finishing);
+    e->run_ms = ms_since(e->started);
     if (!st.is_ok()) {
       done(st);
       return;
@@ -655,6 +677,9 @@ Result<DeviceTiming> ContextPlans::last_timing() const {
   t.wait_ms = e->waited ? ev.elapsed_ms(1, 2) : 0.0;
   t.compute_ms = ev.elapsed_ms(2, 3);
   t.d2h_ms = e->io ? ev.elapsed_ms(3, 4) : 0.0;
+  t.stage_ms = e->stage_ms;
+  t.finish_ms = e->finish_ms;
+  t.run_ms = e->run_ms;
   return t;
 }
 

@@ -82,7 +82,9 @@ void record(ModelServer& server, const ServedModel& model, bool ok, const Status
                                 .count());
   if (ok && timing) {
     const DeviceTiming& d = timing->device;
-    const double input_us = timing->gather_us + d.h2d_ms * 1e3, output_us = d.d2h_ms * 1e3;
+    // The input: rows joined, staged and copied up; the output: copied down and read out.
+    const double input_us = timing->gather_us + (d.stage_ms + d.h2d_ms) * 1e3,
+                 output_us = (d.d2h_ms + d.finish_ms) * 1e3;
     one.queue_ns = ns(timing->queue_us);
     one.compute_input_ns = ns(input_us);
     one.compute_output_ns = ns(output_us);

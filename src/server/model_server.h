@@ -42,9 +42,11 @@ struct ModelState {
 struct InferStats {
   uint64_t success_count = 0, success_ns = 0;
   uint64_t fail_count = 0, fail_ns = 0;
-  // Triton's split of a batch's run: compute_input is joining its rows and copying them to the
-  // device, compute_output copying the outputs back, compute_infer the rest (the compute, the
-  // wait for another instance's, the hand-offs), so that the three sum to the whole run.
+  // Triton's split of a batch's run: compute_input is joining its rows, copying them into the
+  // Context's staging buffers (the wait for them to be free included) and to the device;
+  // compute_output copying the outputs back and reading them out; compute_infer the rest (the
+  // compute, the wait for another instance's, the launch and the hand-offs), so that the
+  // three sum to the whole run.
   uint64_t queue_ns = 0, compute_input_ns = 0, compute_infer_ns = 0, compute_output_ns = 0;
   // Of compute_infer, from the device's own timing: the compute, and its wait for another
   // instance's compute (the Pipeline's compute order).

@@ -311,6 +311,9 @@ TEST(CpuContext, TimingAndMemoryOfTheLastRun) {
   EXPECT_GT(t->compute_ms, 0);
   EXPECT_EQ(t->h2d_ms, 0);
   EXPECT_EQ(t->d2h_ms, 0);
+  EXPECT_EQ(t->stage_ms, 0) << "the CPU reads the inputs where they are";
+  EXPECT_GE(t->run_ms, t->finish_ms);
+  EXPECT_GT(t->run_ms, 0);
   const ContextStats before = ctx->stats();
   auto ms = ctx->time_compute(3);
   ASSERT_TRUE(ms.is_ok()) << ms.status().to_string();

@@ -161,6 +161,8 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
       auto t = ctx->last_device_timing();
       ASSERT_TRUE(t.is_ok());
       EXPECT_GT(t->h2d_ms, 0) << "the input copy is timed";
+      EXPECT_GE(t->run_ms, t->stage_ms + t->finish_ms) << "host times within the run";
+      EXPECT_GT(t->run_ms, 0);
       // A pageable input after it still goes through staging, and is not the pinned one.
       auto again = ctx->run({{in, other}});
       ASSERT_TRUE(again.is_ok());

@@ -1,6 +1,7 @@
 #include "server/batch_rows.h"
 
 #include <cstring>
+#include <iterator>
 
 namespace kiln::server {
 
@@ -32,12 +33,31 @@ std::string batch_key(const Outputs& inputs) {
   return key;
 }
 
-Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows) {
+namespace {
+
+// A tensor of `dtype` and `shape` in `reuse`'s memory for `name` (grown where too small), or
+// in new memory without `reuse`.
+Tensor batch_tensor(DataType dtype, const Shape& shape, const std::string& name,
+                    JoinBuffers* reuse) {
+  if (!reuse) return Tensor(dtype, shape);
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  auto it = reuse->storage.find(name);
+  if (it == reuse->storage.end() || it->second.nbytes() < bytes)
+    it = reuse->storage
+             .insert_or_assign(name, Tensor(DataType::kUInt8, {static_cast<int64_t>(bytes)}))
+             .first;
+  return Tensor::view_of(it->second, 0, dtype, shape);
+}
+
+}  // namespace
+
+Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows,
+                  JoinBuffers* reuse) {
   Outputs batch;
   for (const auto& [name, like] : *parts.front()) {
     Shape shape = like.shape();
     shape[0] = padded_rows;
-    Tensor t(like.dtype(), shape);
+    Tensor t = batch_tensor(like.dtype(), shape, name, reuse);
     auto* out = static_cast<char*>(t.raw());
     size_t at = 0;
     for (const Outputs* p : parts) {
@@ -49,6 +69,19 @@ Outputs join_rows(const std::vector<const Outputs*>& parts, int64_t padded_rows)
     batch.emplace(name, std::move(t));
   }
   return batch;
+}
+
+void keep_outputs_apart(JoinBuffers& reuse, const Outputs& outputs) {
+  for (auto it = reuse.storage.begin(); it != reuse.storage.end();) {
+    const auto* lo = static_cast<const char*>(it->second.raw());
+    const auto* hi = lo + it->second.nbytes();
+    bool shared = false;
+    for (const auto& [name, t] : outputs) {
+      const auto* o = static_cast<const char*>(t.raw());
+      shared = shared || (t.gpu() < 0 && o < hi && o + t.nbytes() > lo);
+    }
+    it = shared ? reuse.storage.erase(it) : std::next(it);
+  }
 }
 
 Result<Outputs> rows_of_outputs(const Outputs& batch, int64_t batch_rows, int64_t first,

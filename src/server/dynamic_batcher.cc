@@ -231,6 +231,7 @@ bool DynamicBatcher::take_batch(Batch* batch, Clock::time_point* wake) {
 }
 
 void DynamicBatcher::instance_loop() {
+  JoinBuffers buffers;  // this instance's, reused by each of its batches
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     Batch batch;
@@ -245,7 +246,7 @@ void DynamicBatcher::instance_loop() {
     }
     if (took) {
       lock.unlock();
-      run_batch(batch);
+      run_batch(batch, buffers);
       lock.lock();
       --running_;
       deliver_in_order();
@@ -262,7 +263,7 @@ void DynamicBatcher::instance_loop() {
   }
 }
 
-void DynamicBatcher::run_batch(Batch& batch) {
+void DynamicBatcher::run_batch(Batch& batch, JoinBuffers& buffers) {
   using us = std::chrono::duration<double, std::micro>;
   const Clock::time_point start = Clock::now();
   Result<Outputs> out = internal_error("not run");
@@ -273,9 +274,10 @@ void DynamicBatcher::run_batch(Batch& batch) {
   } else {
     std::vector<const Outputs*> parts;
     for (const auto& p : batch.requests) parts.push_back(&p->inputs);
-    Outputs joined = join_rows(parts, batch.padded);
+    Outputs joined = join_rows(parts, batch.padded, &buffers);
     gather_us = us(Clock::now() - start).count();
     out = run_(joined, &device);
+    if (out.is_ok()) keep_outputs_apart(buffers, *out);
   }
   const double compute_us = us(Clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mu_);

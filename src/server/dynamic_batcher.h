@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "kiln/pipeline.h"
+#include "server/batch_rows.h"
 
 namespace kiln::server {
 
@@ -140,7 +141,7 @@ class DynamicBatcher {
   int64_t trim_to_preferred(const std::deque<std::shared_ptr<Pending>>& q,
                             std::vector<size_t>* picked) const;
   void expire(Clock::time_point now);
-  void run_batch(Batch& batch);
+  void run_batch(Batch& batch, JoinBuffers& buffers);
   void finish(const std::shared_ptr<Pending>& p, Result<Outputs> result);
   void deliver_in_order();
   // Gives the results made ready under the lock: unlocks, sets them, locks again.

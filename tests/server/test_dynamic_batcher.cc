@@ -110,6 +110,32 @@ TEST(BatchRows, JoinPadsAndSplitsBack) {
   EXPECT_NE(batch_key(request_of(1, 2)), batch_key({{"x", Tensor::from_floats({1, 2}, {1, 2})}}));
 }
 
+// An instance's join buffers: the next batch reuses the memory where it fits (its padding
+// zeroed again over the last batch's rows), grows it where it does not, and gives it up where
+// a batch's outputs share it.
+TEST(BatchRows, JoinBuffersAreReusedGrownAndGivenUpUnderOutputs) {
+  JoinBuffers buffers;
+  Outputs a = request_of(1, 3), b = request_of(2, 1);
+  Outputs first = join_rows({&a, &b}, 4, &buffers);
+  const void* memory = first.at("x").raw();
+  Outputs second = join_rows({&b}, 2, &buffers);
+  EXPECT_EQ(second.at("x").raw(), memory) << "a smaller batch reuses the memory";
+  EXPECT_EQ(second.at("x").data<float>()[0], 2000.f);
+  for (int i = 3; i < 6; ++i) EXPECT_EQ(second.at("x").data<float>()[i], 0.f) << "padding " << i;
+  Outputs c = request_of(3, 6);
+  Outputs third = join_rows({&c}, 8, &buffers);
+  EXPECT_EQ(third.at("x").shape(), (Shape{8, 3}));
+  EXPECT_EQ(third.at("x").data<float>()[0], 3000.f);
+  EXPECT_EQ(third.at("x").data<float>()[18], 0.f);
+  const void* grown = third.at("x").raw();
+  keep_outputs_apart(buffers, {{"y", Tensor::from_floats({1}, {1.f})}});
+  EXPECT_EQ(join_rows({&a}, 3, &buffers).at("x").raw(), grown) << "outputs elsewhere";
+  keep_outputs_apart(buffers, {{"y", Tensor::view_of(third.at("x"), 12, DataType::kFloat32, {3})}});
+  Outputs fourth = join_rows({&a}, 3, &buffers);
+  EXPECT_NE(fourth.at("x").raw(), grown) << "an output in the memory keeps it";
+  EXPECT_EQ(third.at("x").data<float>()[0], 1000.f) << "the old memory lives on with its views";
+}
+
 // A batch of many parts of uneven sizes: every row lands in its place, and the padding is
 // zeros.
 TEST(BatchRows, ManyUnevenPartsJoinInOrder) {

@@ -4,7 +4,7 @@ writes it as those converters do (models/fashion_tf_style.onnx).
 
     /usr/bin/python3 scripts/models/train_tf_style_net.py [--out models/fashion_tf_style.onnx]
         [--epochs 4] [--seed 0] [--threads 2] [--data /usr/share/datasets/fashion-mnist]
-        [--save-state FILE.pt] [--from-state FILE.pt]
+        [--scene plain|photo] [--act relu6|relu] [--save-state FILE.pt] [--from-state FILE.pt]
 
 The traits, as a converted TensorFlow/Keras model has them:
 - the input is NHWC "image" [N, 28, 28, 3] of raw 0-255 pixels (the grey Fashion-MNIST image in
@@ -59,7 +59,7 @@ class ConvBN(nn.Module):
 
     def forward(self, x):
         x = self.bn(self.conv(same_pad(x, self.k, self.stride, self.dilation)))
-        return F.hardtanh(x, 0.0, 6.0) if self.act else x
+        return ACT(x) if self.act else x
 
     def folded(self):
         s = self.bn.weight / torch.sqrt(self.bn.running_var + self.bn.eps)
@@ -122,7 +122,7 @@ class Deployed(nn.Module):
     def conv(self, x, layer, w, b, pad_value=0.0):
         x = same_pad(x, layer.k, layer.stride, layer.dilation, pad_value)
         y = F.conv2d(x, w, b, layer.stride, 0, layer.dilation, layer.conv.groups)
-        return F.hardtanh(y, 0.0, 6.0) if layer.act else y
+        return ACT(y) if layer.act else y
 
     def forward(self, image):
         x = image.permute(0, 3, 1, 2)
@@ -142,10 +142,21 @@ class Deployed(nn.Module):
         return logits, maps.permute(0, 2, 3, 1)
 
 
-def load(data_dir, prefix):
+ACT = lambda x: F.hardtanh(x, 0.0, 6.0)  # noqa: E731 (--act)
+
+
+def render(images, scene):
+    """The grey images as the net sees them, raw 0-255: as stored (plain: black background), or
+    as a product photo (a white background, the garment darker and in less contrast), whose
+    large, nearly constant brightness the folded normalization and BatchNorms cancel."""
+    x = images.astype(np.float32)
+    return x if scene == "plain" else 255.0 - 0.6 * x
+
+
+def load(data_dir, prefix, scene="plain"):
     images = read_idx(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz"))
     labels = read_idx(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz"))
-    x = np.repeat(images.astype(np.float32)[:, None, :, :], 3, axis=1)  # raw 0-255, NCHW
+    x = np.repeat(render(images, scene)[:, None, :, :], 3, axis=1)  # raw 0-255, NCHW
     return torch.from_numpy(x), torch.from_numpy(labels.astype(np.int64))
 
 
@@ -165,15 +176,22 @@ def main():
     ap.add_argument("--lr", type=float, default=4e-3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--scene", choices=["plain", "photo"], default="plain",
+                    help="the images as stored, or rendered as product photos (see render)")
+    ap.add_argument("--act", choices=["relu6", "relu"], default="relu6",
+                    help="the activation: bounded (ReLU6, as Clip) or not (ReLU)")
     ap.add_argument("--save-state", help="keep the trained weights (a .pt file)")
     ap.add_argument("--from-state", help="skip training: export saved weights")
     args = ap.parse_args()
+    global ACT
+    if args.act == "relu":
+        ACT = F.relu
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
 
-    x_train, y_train = load(args.data, "train")
+    x_train, y_train = load(args.data, "train", args.scene)
     x_train, y_train = x_train[:50000], y_train[:50000]
-    x_test, y_test = load(args.data, "t10k")
+    x_test, y_test = load(args.data, "t10k", args.scene)
     net = Net()
     steps = (len(x_train) + args.batch - 1) // args.batch
     opt = torch.optim.Adam(net.parameters(), lr=args.lr, weight_decay=1e-4)

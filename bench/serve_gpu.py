@@ -158,6 +158,57 @@ def rss_sampler(pid, stop, samples):
         stop.wait(1.0)
 
 
+def ab_pinned(a, run, perf, c):
+    """The default server's resnet50 against a second server's with --pinned-batches, at
+    concurrency c, alternating, 2 rounds; infer/s and input µs of each."""
+    repo = "/tmp/kiln-serve-repo-pinned"
+    os.makedirs(os.path.join(repo, "resnet50", "1"), exist_ok=True)
+    dst = os.path.join(repo, "resnet50", "1", "model.onnx")
+    if not os.path.lexists(dst):
+        os.symlink(os.path.abspath(a.onnx), dst)
+    with open(os.path.join(repo, "resnet50", "config.pbtxt"), "w") as f:
+        f.write(config(a))
+    log = open(os.path.join(a.out, "server_pinned.log"), "w")
+    other = subprocess.Popen(["taskset", "-c", a.server_cpus, a.kiln, "serve", "--model-repository",
+                              repo, "--http-port", "9000", "--grpc-port", "9001", "--metrics-port",
+                              "9002", "--http-threads", str(a.concurrency + 64), "--pinned-batches"],
+                             stdout=log, stderr=subprocess.STDOUT)
+    out = {"pageable": [], "pinned": []}
+    try:
+        t0 = time.time()
+        while time.time() - t0 < a.load_timeout and other.poll() is None:
+            try:
+                if get("http://127.0.0.1:9000/v2/health/ready")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        for r in range(2):
+            for kind in ("pageable", "pinned"):
+                if kind == "pageable":
+                    got = perf("resnet50", "grpc", c, tag=f"ab{r}")
+                else:
+                    path = os.path.join(a.out, f"perf_resnet50_pinned_ab{r}.json")
+                    run.cmd(["taskset", "-c", a.client_cpus, a.kiln, "perf", "-m", "resnet50", "-u",
+                             "127.0.0.1:9001", "--metrics-url", "127.0.0.1:9002", "--duration",
+                             str(a.duration), "--json", path, "-i", "grpc", *c], 900)
+                    try:
+                        got = json.load(open(path))
+                    except (OSError, ValueError):
+                        got = []
+                if got:
+                    out[kind].append((round(got[0]["infer_per_s"]),
+                                      round(got[0]["server_input_us"])))
+    finally:
+        other.send_signal(signal.SIGTERM)
+        try:
+            other.wait(90)
+        except subprocess.TimeoutExpired:
+            other.kill()
+    say("pinned batches A/B (infer/s, input us):", out)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kiln", required=True)
@@ -180,6 +231,9 @@ def main():
     p.add_argument("--ab-blocking-sync", action="store_true",
                    help="also serve the model with cuda_blocking_sync (resnet50_bsync), at "
                         "--concurrency right after the default")
+    p.add_argument("--ab-pinned-batches", action="store_true",
+                   help="also run a second server with --pinned-batches (ports 9000-9002, "
+                        "resnet50 only) and alternate the two at --concurrency, 2 rounds")
     p.add_argument("--load-timeout", type=float, default=400)
     p.add_argument("--dry-run", action="store_true")
     a = p.parse_args()
@@ -240,6 +294,8 @@ def main():
             res["blocking_sync"] = {"spin": served, "block": rate(r)}
             if rate(r) > served:
                 best, served = "resnet50_bsync", rate(r)
+        if a.ab_pinned_batches:
+            res["pinned_batches"] = ab_pinned(a, run, perf, c)
         for n in sweep_counts(a):
             r = perf(f"resnet50_i{n}", "grpc", c, tag="c")
             res[f"r50_i{n}_grpc"] = r
@@ -298,7 +354,7 @@ def main():
             server.kill()
             res["sigterm_exit"] = "killed after 90 s"
         json.dump(res, open(os.path.join(a.out, "serve.json"), "w"), indent=2)
-    for k in ("offline_img_s", "instances", "blocking_sync", "best_model", "served_over_offline", "capacity_req_s", "p50_light_us",
+    for k in ("offline_img_s", "instances", "blocking_sync", "pinned_batches", "best_model", "served_over_offline", "capacity_req_s", "p50_light_us",
               "at_2x_rejected", "rss_growth", "sigterm_exit"):
         say(f"{k}: {res.get(k)}")
     return 0

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <iterator>
 
+#include "kiln/engine.h"
+
 namespace kiln::server {
 
 Result<int64_t> rows_of(const Outputs& inputs) {
@@ -42,10 +44,15 @@ Tensor batch_tensor(DataType dtype, const Shape& shape, const std::string& name,
   if (!reuse) return Tensor(dtype, shape);
   const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
   auto it = reuse->storage.find(name);
-  if (it == reuse->storage.end() || it->second.nbytes() < bytes)
+  if (it == reuse->storage.end() || it->second.nbytes() < bytes) {
+    const Shape raw{static_cast<int64_t>(bytes)};
+    Result<Tensor> pinned = reuse->pinned ? pinned_tensor(DataType::kUInt8, raw)
+                                          : Result<Tensor>(unavailable("not asked"));
+    reuse->pinned = pinned.is_ok();
     it = reuse->storage
-             .insert_or_assign(name, Tensor(DataType::kUInt8, {static_cast<int64_t>(bytes)}))
+             .insert_or_assign(name, pinned.is_ok() ? *pinned : Tensor(DataType::kUInt8, raw))
              .first;
+  }
   return Tensor::view_of(it->second, 0, dtype, shape);
 }
 

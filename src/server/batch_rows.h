@@ -25,6 +25,9 @@ std::string batch_key(const Outputs& inputs);
 // batch's inputs are only valid until the instance joins its next batch.
 struct JoinBuffers {
   std::map<std::string, Tensor> storage;  // input name → uint8 [capacity bytes]
+  // The memory pinned (kiln::pinned_tensor), so that a CUDA engine copies a batch to the GPU
+  // straight from it. Where memory cannot be pinned, ordinary memory (and pinned turns false).
+  bool pinned = false;
 };
 
 // The inputs of `parts` joined along the first axis, in order, then `padded_rows` − (their rows)

@@ -232,6 +232,7 @@ bool DynamicBatcher::take_batch(Batch* batch, Clock::time_point* wake) {
 
 void DynamicBatcher::instance_loop() {
   JoinBuffers buffers;  // this instance's, reused by each of its batches
+  buffers.pinned = options_.pinned_join;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     Batch batch;

@@ -64,6 +64,9 @@ struct BatcherOptions {
   int instances = 1;                                  // batches running at once
   // false: each batch is one request (its rows, padded), as without dynamic_batching.
   bool join_requests = true;
+  // Batches joined in pinned host memory (JoinBuffers::pinned), for a CUDA engine to copy by
+  // DMA without its staging copy.
+  bool pinned_join = false;
 };
 
 // The sizes a batch is padded to, ascending: the preferred sizes (and max_batch_size), else the

@@ -42,6 +42,7 @@ int serve(const ServeCommand& c) {
   o.model_control = c.model_control;
   o.load_models = c.load_models;
   o.serve.threads = c.threads;
+  o.serve.pinned_batches = c.pinned_batches;
   auto server = ModelServer::start(o);
   if (!server.is_ok()) {
     std::fprintf(stderr, "kiln serve: %s\n", server.status().message().c_str());

@@ -171,6 +171,7 @@ Result<std::unique_ptr<ServedModel>> ServedModel::load(const RepositoryModel& mo
   else
     m->classify_status_ = layout.status();
   BatcherOptions b = batcher_options(m->config_);
+  b.pinned_join = serve.pinned_batches && m->engine_->options().device == Device::kCuda;
   PipelineOptions p;
   p.contexts = b.instances;
   p.max_queued = static_cast<size_t>(b.instances);  // the batcher holds the queue

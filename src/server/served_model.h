@@ -18,6 +18,8 @@ namespace kiln::server {
 
 struct ServeOptions {
   int threads = 0;  // CPU instances: threads each (0: the engine's default)
+  // GPU instances join their batches in pinned host memory (BatcherOptions::pinned_join).
+  bool pinned_batches = false;
 };
 
 // The engine options a config asks for: the device of its first instance group (KIND_GPU, with

@@ -134,6 +134,14 @@ TEST(BatchRows, JoinBuffersAreReusedGrownAndGivenUpUnderOutputs) {
   Outputs fourth = join_rows({&a}, 3, &buffers);
   EXPECT_NE(fourth.at("x").raw(), grown) << "an output in the memory keeps it";
   EXPECT_EQ(third.at("x").data<float>()[0], 1000.f) << "the old memory lives on with its views";
+  // Pinned where asked (ordinary memory on a machine without a GPU), joined the same way.
+  JoinBuffers pinned;
+  pinned.pinned = true;
+  Outputs p = join_rows({&a, &b}, 4, &pinned);
+  EXPECT_EQ(p.at("x").data<float>()[0], 1000.f);
+  EXPECT_EQ(p.at("x").data<float>()[9], 2000.f);
+  EXPECT_EQ(p.at("x").data<float>()[11], 2000.2f);
+  EXPECT_EQ(join_rows({&b}, 1, &pinned).at("x").raw(), p.at("x").raw());
 }
 
 // A batch of many parts of uneven sizes: every row lands in its place, and the padding is

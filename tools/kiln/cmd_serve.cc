@@ -57,6 +57,9 @@ Command add_serve_command(CLI::App& root, const GlobalOptions& global) {
                   "reload, new ones load, removed ones unload)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app->add_flag("--pinned-batches", c->pinned_batches,
+                "GPU models: join batches in pinned host memory, copied to the GPU by DMA without "
+                "the engine's staging copy");
   app->add_option("--load-model", c->load_models,
                   "explicit model control: a model to load at start (repeatable)");
   return {app, [c, &global] { return run(*c, global); }};

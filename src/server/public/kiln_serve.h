@@ -20,6 +20,9 @@ struct ServeCommand {
   size_t http_threads = 256;
   size_t max_body_bytes = size_t{256} << 20;
   int threads = 0;  // CPU instances: threads each
+  // GPU instances join their batches in pinned host memory, which the engine copies to the GPU
+  // by DMA without its own staging copy (one host copy of every batch fewer).
+  bool pinned_batches = false;
 };
 
 // Loads the repository's models, serves KServe v2 over HTTP and gRPC until SIGTERM or SIGINT,

@@ -176,7 +176,7 @@ class StreamCall final : public grpc::ServerBidiReactor<inference::ModelInferReq
     bool done = false;
   };
 
-  void admit(const inference::ModelInferRequest& q) {
+  void admit(inference::ModelInferRequest& q) {
     const auto t0 = std::chrono::steady_clock::now();
     auto model = server_.find(q.model_name(), q.model_version());
     if (!model.is_ok()) return answer(q.id(), model.status());
@@ -272,9 +272,33 @@ class StreamCall final : public grpc::ServerBidiReactor<inference::ModelInferReq
   bool reading_ = true, broken_ = false, finished_ = false, gone_ = false;
 };
 
+// ModelInfer's messages, made here on the heap (not on an arena gRPC owns), so that a request's
+// raw contents (a whole batch of pixels, say) can move into its tensors instead of being copied.
+class InferMessages final
+    : public grpc::MessageAllocator<inference::ModelInferRequest, inference::ModelInferResponse> {
+  struct Holder final
+      : grpc::MessageHolder<inference::ModelInferRequest, inference::ModelInferResponse> {
+    Holder() {
+      set_request(&request);
+      set_response(&response);
+    }
+    void Release() override { delete this; }
+    inference::ModelInferRequest request;
+    inference::ModelInferResponse response;
+  };
+
+ public:
+  grpc::MessageHolder<inference::ModelInferRequest, inference::ModelInferResponse>*
+  AllocateMessages() override {
+    return new Holder();
+  }
+};
+
 class Service final : public inference::GRPCInferenceService::CallbackService {
  public:
-  explicit Service(ModelServer& server) : server_(server) {}
+  explicit Service(ModelServer& server) : server_(server) {
+    SetMessageAllocatorFor_ModelInfer(&messages_);
+  }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* ctx,
                                        const inference::ServerLiveRequest*,
@@ -354,7 +378,8 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
     const auto t0 = std::chrono::steady_clock::now();
     auto model = server_.find(q->model_name(), q->model_version());
     if (!model.is_ok()) return answer(ctx, model.status());
-    auto request = from_grpc(*q);
+    // Ours (InferMessages), so its raw contents may move into the request's tensors.
+    auto request = from_grpc(*const_cast<inference::ModelInferRequest*>(q));
     if (!request.is_ok()) {
       record_unreadable(server_, **model);
       return answer(ctx, request.status());
@@ -374,6 +399,7 @@ class Service final : public inference::GRPCInferenceService::CallbackService {
  private:
   ModelServer& server_;
   ControlThreads control_;
+  InferMessages messages_;  // outlives the server's calls: the Service is the server's
 };
 
 }  // namespace

@@ -46,7 +46,8 @@ void copy_values(const List& list, Tensor& t) {
   }
 }
 
-Result<Tensor> input_tensor(const Input& in, const std::string* raw) {
+// With raw contents, they move into the tensor: no copy.
+Result<Tensor> input_tensor(const Input& in, std::string* raw) {
   auto dt = v2_datatype(in.datatype());
   if (!dt.is_ok()) return dt.status().with_context("input '" + in.name() + "'");
   Shape shape(in.shape().begin(), in.shape().end());
@@ -58,9 +59,7 @@ Result<Tensor> input_tensor(const Input& in, const std::string* raw) {
       return bad(in.name(), std::to_string(raw->size()) +
                                 " bytes of raw_input_contents where shape " + shape_str(shape) +
                                 " of " + in.datatype() + " takes " + std::to_string(nbytes));
-    Tensor t(*dt, shape);
-    if (!raw->empty()) std::memcpy(t.raw(), raw->data(), raw->size());
-    return t;
+    return Tensor::from_bytes(*dt, shape, std::move(*raw));
   }
   int64_t given = 0;
   if (!with_list(in.contents(), *dt, [&](const auto& list) { given = list.size(); }))
@@ -101,7 +100,7 @@ Result<uint64_t> unsigned_param(const inference::InferParameter& p, const std::s
 
 }  // namespace
 
-Result<V2Request> from_grpc(const inference::ModelInferRequest& request) {
+Result<V2Request> from_grpc(inference::ModelInferRequest& request) {
   V2Request r;
   r.id = request.id();
   const auto& params = request.parameters();
@@ -128,7 +127,7 @@ Result<V2Request> from_grpc(const inference::ModelInferRequest& request) {
       continue;
     }
     KILN_ASSIGN_OR_RETURN(Tensor t,
-                          input_tensor(in, raw ? &request.raw_input_contents(i) : nullptr));
+                          input_tensor(in, raw ? request.mutable_raw_input_contents(i) : nullptr));
     if (r.bytes_inputs.count(in.name()) || !r.inputs.emplace(in.name(), std::move(t)).second)
       return invalid_argument("input '" + in.name() + "' is given twice");
   }

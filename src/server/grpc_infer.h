@@ -13,8 +13,9 @@ namespace kiln::server {
 // requested outputs and parameters ("priority", "timeout" in microseconds). Errors
 // (kInvalidArgument) name the input and what is wrong: an unknown datatype, a shape that does
 // not match its bytes or values, raw contents for some inputs only, a negative dimension, an
-// input given twice, FP16/BF16 without raw contents.
-Result<V2Request> from_grpc(const inference::ModelInferRequest& request);
+// input given twice, FP16/BF16 without raw contents. The raw contents move into the inputs'
+// tensors, without a copy: `request` keeps its other fields, and empty raw contents.
+Result<V2Request> from_grpc(inference::ModelInferRequest& request);
 
 // The response to `request` with `outputs`: each output's name, datatype and shape, and its
 // bytes in raw_output_contents (row-major, in the order of `outputs`), as Triton answers.

@@ -453,6 +453,7 @@ class CudaProvider final : public DeviceProvider {
     auto d = std::make_unique<CudaEngineDevice>();
     d->device = o.device_index;
     d->options.conv_path = o.cudnn_conv_path;
+    d->options.runtime_fusion = o.cudnn_runtime_fusion;
     d->options.space_to_depth = o.space_to_depth;
     d->options.time_tactics = o.time_tactics;
     d->options.workspace_limit = static_cast<size_t>(effective_workspace_limit(o));

@@ -69,6 +69,7 @@ CudaPlanDevice::CudaPlanDevice(CudaStreamHandles& handles, WeightStore& weights,
     : handles_(handles), weights_(weights) {
   build_.conv_path = options.conv_path;
   build_.space_to_depth = options.space_to_depth;
+  build_.runtime_fusion = options.runtime_fusion;
   build_.stream = handles.stream;
   build_.cudnn = handles.cudnn;
   build_.cublaslt = handles.cublaslt;

@@ -65,6 +65,7 @@ struct CudaStreamHandles {
 struct CudaDeviceOptions {
   CudnnConvPath conv_path = CudnnConvPath::kAuto;     // EngineOptions::cudnn_conv_path
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // EngineOptions::space_to_depth
+  bool runtime_fusion = true;                         // EngineOptions::cudnn_runtime_fusion
   bool time_tactics = true;
   size_t workspace_limit = size_t{256} << 20;
   size_t max_tactics = 0;      // EngineOptions::max_tactics

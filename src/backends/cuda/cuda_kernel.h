@@ -72,6 +72,7 @@ struct CudaBuildContext : BuildContext {
   CudaBuildContext() : BuildContext(DeviceKind::kCuda) {}
   CudnnConvPath conv_path = CudnnConvPath::kAuto;     // EngineOptions::cudnn_conv_path
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // EngineOptions::space_to_depth
+  bool runtime_fusion = true;                         // EngineOptions::cudnn_runtime_fusion
   cudaStream_t stream = nullptr;
   cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   cublasLtHandle_t cublaslt = nullptr;

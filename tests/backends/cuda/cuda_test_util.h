@@ -116,9 +116,10 @@ struct CudaRunOptions {
   // Offer float inputs as a graph input arrives (float32 plain) where the kernel's
   // takes_offered() accepts that, as the plan does.
   bool offer_raw = false;
-  // EngineOptions::cudnn_conv_path and ::space_to_depth.
+  // EngineOptions::cudnn_conv_path, ::space_to_depth and ::cudnn_runtime_fusion.
   CudnnConvPath conv_path = CudnnConvPath::kAuto;
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;
+  bool runtime_fusion = true;
 };
 
 // The outputs of `node` at its op's bound (OpDef::bound) when its shape rule cannot give them
@@ -188,6 +189,7 @@ inline Result<CudaNodeResult> run_cuda_kernel_with(CudaKernel* kernel, WeightSto
   bctx.precision = precision;
   bctx.conv_path = o.conv_path;
   bctx.space_to_depth = o.space_to_depth;
+  bctx.runtime_fusion = o.runtime_fusion;
   bctx.weights = &weights;
   bctx.tactics = o.tactics ? o.tactics : &fresh;
   bctx.time_tactics = o.time_tactics;

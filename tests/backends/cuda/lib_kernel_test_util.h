@@ -18,6 +18,7 @@ struct LibRunOptions {
   CudnnConvPath conv_path = CudnnConvPath::kAuto;     // CudaRunOptions::conv_path
   SpaceToDepth space_to_depth = SpaceToDepth::kAuto;  // CudaRunOptions::space_to_depth
   std::string backend;                                // CudaRunOptions::backend
+  bool runtime_fusion = true;                         // CudaRunOptions::runtime_fusion
 };
 
 inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
@@ -30,6 +31,7 @@ inline Result<CudaNodeResult> run_lib_kernel(const Node& node,
   o.offer_raw = opt.offer_raw;
   o.conv_path = opt.conv_path;
   o.space_to_depth = opt.space_to_depth;
+  o.runtime_fusion = opt.runtime_fusion;
   o.backend = opt.backend;
   o.tactics = &tactics;
   return run_cuda_node_with(node, inputs, precision, o);

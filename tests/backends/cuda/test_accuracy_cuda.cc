@@ -155,6 +155,12 @@ TEST_P(CudaFashionAccuracy, RepeatedRunsAgreeWithFp32) {
        false, true},
       {"graph path, timed (known race)",
        [](EngineOptions& o) { o.cudnn_conv_path = CudnnConvPath::kGraph; }, false, true},
+      {"graph path, timed, no runtime fusion (reported)",
+       [](EngineOptions& o) {
+         o.cudnn_conv_path = CudnnConvPath::kGraph;
+         o.cudnn_runtime_fusion = false;
+       },
+       false, true},
       {"legacy path, timed", [](EngineOptions& o) { o.cudnn_conv_path = CudnnConvPath::kLegacy; }},
       {"no memory reuse", [](EngineOptions& o) { o.reuse_memory = false; }},
       {"poisoned memory", [](EngineOptions& o) { o.poison_memory = true; }},

@@ -92,6 +92,31 @@ TEST(CudnnConvPaths, GraphHeuristicAndTimed) {
       }
 }
 
+// EngineOptions::cudnn_runtime_fusion off: the graph path's timed choice is never an engine
+// that compiles its kernel at runtime ("rtc" in the tactic), and still matches the reference.
+TEST(CudnnConvPaths, GraphWithoutRuntimeFusion) {
+  uint32_t seed = 4500;
+  for (int ci : {0, 8})
+    for (int ei : {2, 4})
+      for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+        SCOPED_TRACE(std::string(kConvs[ci].name) + " / " + kEpilogues[ei].name + " / " +
+                     precision_name(p));
+        auto cn = make_conv(kConvs[ci], kEpilogues[ei], seed += 3);
+        TacticCache cache;
+        LibRunOptions opt;
+        opt.conv_path = CudnnConvPath::kGraph;
+        opt.runtime_fusion = false;
+        auto got = run_lib_kernel(*cn->node, cn->in, p, cache, opt);
+        if (!got.is_ok()) {  // no precompiled engine for this graph
+          EXPECT_EQ(got.status().code(), StatusCode::kUnsupported) << got.status().to_string();
+          continue;
+        }
+        std::string tactic;
+        expect_lib_kernel_matches(*cn->node, cn->in, p, cache, opt, &tactic);
+        EXPECT_EQ(tactic.find(" rtc"), std::string::npos) << tactic;
+      }
+}
+
 TEST(CudnnConvPaths, LegacyHeuristicAndInPlace) {
   uint32_t seed = 5000;
   for (int ci : {0, 7, 9, 11})

@@ -226,7 +226,8 @@ Status ConvGraph::build(cudnnHandle_t handle, const ConvGraphSpec& spec) {
 }
 
 Result<std::vector<ConvEngineCfg>> ConvGraph::engine_configs(cudnnBackendHeurMode_t mode,
-                                                             bool strict_fp32, int max) const {
+                                                             bool strict_fp32, int max,
+                                                             bool runtime_compiled) const {
   BackendDesc heur;
   KILN_RETURN_IF_ERROR(heur.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
   KILN_RETURN_IF_ERROR(heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph_));
@@ -275,6 +276,7 @@ Result<std::vector<ConvEngineCfg>> ConvGraph::engine_configs(cudnnBackendHeurMod
     for (int64_t j = 0; n_behavior.is_ok() && j < *n_behavior && j < CUDNN_BEHAVIOR_NOTE_TYPE_COUNT;
          ++j)
       if (behavior[j] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) c.runtime_compiled = true;
+    if (c.runtime_compiled && !runtime_compiled) continue;
     out.push_back(std::move(c));
     if (static_cast<int>(out.size()) >= max) break;
   }

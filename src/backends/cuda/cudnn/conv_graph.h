@@ -68,9 +68,10 @@ class ConvGraph {
  public:
   Status build(cudnnHandle_t handle, const ConvGraphSpec& spec);
   // Up to `max` configs of heuristic `mode`, in its order; with `strict_fp32`, engines
-  // whose numerical notes say tensor cores or down-converted inputs (TF32) are left out.
+  // whose numerical notes say tensor cores or down-converted inputs (TF32) are left out, and
+  // without `runtime_compiled`, those that compile their kernel at finalize.
   Result<std::vector<ConvEngineCfg>> engine_configs(cudnnBackendHeurMode_t mode, bool strict_fp32,
-                                                    int max) const;
+                                                    int max, bool runtime_compiled = true) const;
   const ConvGraphSpec& spec() const { return spec_; }
 
  private:

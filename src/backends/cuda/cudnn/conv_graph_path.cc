@@ -52,11 +52,12 @@ Result<std::shared_ptr<ConvGraph>> CudnnConvKernel::build_graph(cudnnHandle_t h,
 
 Result<std::unique_ptr<ConvPlan>> CudnnConvKernel::plan_for(cudnnHandle_t h, bool fused,
                                                             bool padded, int mode, int rank,
-                                                            int64_t engine, bool strict) const {
+                                                            int64_t engine, bool strict,
+                                                            bool runtime_compiled) const {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ConvGraph> graph, build_graph(h, fused, padded));
-  KILN_ASSIGN_OR_RETURN(
-      std::vector<ConvEngineCfg> cfgs,
-      graph->engine_configs(static_cast<cudnnBackendHeurMode_t>(mode), strict, INT_MAX));
+  KILN_ASSIGN_OR_RETURN(std::vector<ConvEngineCfg> cfgs,
+                        graph->engine_configs(static_cast<cudnnBackendHeurMode_t>(mode), strict,
+                                              INT_MAX, runtime_compiled));
   for (const ConvEngineCfg& c : cfgs)
     if (c.rank == rank && c.engine == engine) return make_conv_plan(h, graph, c);
   return unsupported("the cached cuDNN engine is no longer offered");
@@ -68,7 +69,8 @@ bool CudnnConvKernel::graph_from_cache(CudaBuildContext& ctx, std::istream& is, 
   if (!(is >> fused >> padded >> mode >> rank >> engine >> t.ms)) return false;
   if (padded && (!paddable() || !filter_padded_)) return false;
   if (!fused && epilogue_.residual_input >= 0) return false;
-  auto plan = plan_for(ctx.cudnn, fused != 0, padded != 0, mode, rank, engine, strict_fp32_);
+  auto plan = plan_for(ctx.cudnn, fused != 0, padded != 0, mode, rank, engine, strict_fp32_,
+                       ctx.runtime_fusion);
   if (!plan.is_ok()) return false;
   t.path = ConvPath::kGraph;
   t.fused = fused != 0;
@@ -125,7 +127,7 @@ Status CudnnConvKernel::graph_candidates(CudaBuildContext& ctx, ConvScratch& s,
       for (auto [mode, max] : {std::pair{CUDNN_HEUR_MODE_A, kHeurA},
                                std::pair{CUDNN_HEUR_MODE_FALLBACK, kHeurFallback}}) {
         if (mode == CUDNN_HEUR_MODE_FALLBACK && plans.size() > graph_start) continue;
-        auto cfgs = (*graph)->engine_configs(mode, strict_fp32_, max);
+        auto cfgs = (*graph)->engine_configs(mode, strict_fp32_, max, ctx.runtime_fusion);
         if (!cfgs.is_ok()) {
           last = cfgs.status();
           continue;

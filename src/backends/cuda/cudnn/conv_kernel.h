@@ -149,7 +149,8 @@ class CudnnConvKernel final : public CudaKernel {
   std::string cache_value(const ConvTactic& t) const;
   Result<std::shared_ptr<ConvGraph>> build_graph(cudnnHandle_t h, bool fused, bool padded) const;
   Result<std::unique_ptr<ConvPlan>> plan_for(cudnnHandle_t h, bool fused, bool padded, int mode,
-                                             int rank, int64_t engine, bool strict) const;
+                                             int rank, int64_t engine, bool strict,
+                                             bool runtime_compiled) const;
   Status finish(const ConvTactic& t, bool cached);
 
   std::string name_;

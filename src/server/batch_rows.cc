@@ -46,12 +46,14 @@ Tensor batch_tensor(DataType dtype, const Shape& shape, const std::string& name,
   auto it = reuse->storage.find(name);
   if (it == reuse->storage.end() || it->second.nbytes() < bytes) {
     const Shape raw{static_cast<int64_t>(bytes)};
-    Result<Tensor> pinned = reuse->pinned ? pinned_tensor(DataType::kUInt8, raw)
-                                          : Result<Tensor>(unavailable("not asked"));
-    reuse->pinned = pinned.is_ok();
-    it = reuse->storage
-             .insert_or_assign(name, pinned.is_ok() ? *pinned : Tensor(DataType::kUInt8, raw))
-             .first;
+    Tensor memory;
+    if (reuse->pinned) {
+      Result<Tensor> pinned = pinned_tensor(DataType::kUInt8, raw);
+      reuse->pinned = pinned.is_ok();
+      if (pinned.is_ok()) memory = *pinned;
+    }
+    if (!memory.defined()) memory = Tensor(DataType::kUInt8, raw);
+    it = reuse->storage.insert_or_assign(name, std::move(memory)).first;
   }
   return Tensor::view_of(it->second, 0, dtype, shape);
 }

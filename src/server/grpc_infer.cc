@@ -1,7 +1,4 @@
 #include "server/grpc_infer.h"
-
-#include <cstring>
-
 namespace kiln::server {
 
 namespace {

@@ -24,16 +24,22 @@ std::string fashion_model() {
   return v && *v ? v : std::string(KILN_SOURCE_DIR) + "/models/fashion_mnist.onnx";
 }
 
+// A CUDA engine's options in `precision`, with or without the CUDA graph.
+EngineOptions cuda_options(Precision precision, bool graph) {
+  EngineOptions o;
+  o.device = Device::kCuda;
+  o.precision = precision;
+  o.cuda_graph = graph;
+  return o;
+}
+
 // Runs `body(engine, input name, output name)` on the Fashion-MNIST model as a CUDA fp16
 // engine, without and then with the CUDA graph.
 void with_fashion_fp16(
     const std::function<void(Engine&, const std::string&, const std::string&)>& body) {
   for (bool graph : {false, true}) {
     SCOPED_TRACE(graph ? "cuda graph" : "no graph");
-    EngineOptions o;
-    o.device = Device::kCuda;
-    o.precision = Precision::kFp16;
-    o.cuda_graph = graph;
+    const EngineOptions o = cuda_options(Precision::kFp16, graph);
     auto engine = Engine::load(fashion_model(), o);
     ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
     body(**engine, (*engine)->inputs()[0].name, (*engine)->outputs()[0].name);
@@ -45,10 +51,7 @@ TEST(CudaPipeline, FourStreamsGiveTheResultsOfOneContextEach) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
   for (Precision p : {Precision::kFp32, Precision::kFp16}) {
     SCOPED_TRACE(precision_name(p));
-    EngineOptions o;
-    o.device = Device::kCuda;
-    o.precision = p;
-    o.cuda_graph = true;
+    const EngineOptions o = cuda_options(p, true);
     auto engine = Engine::load(path, o);
     ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
     const std::string in = (*engine)->inputs()[0].name, out = (*engine)->outputs()[0].name;
@@ -176,10 +179,7 @@ TEST(CudaPinnedInput, GivesThePageableInputsResult) {
 TEST(CudaBlockingSync, GivesTheSpinningContextsResults) {
   const std::string path = fashion_model();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
-  EngineOptions o;
-  o.device = Device::kCuda;
-  o.precision = Precision::kFp16;
-  o.cuda_graph = true;
+  EngineOptions o = cuda_options(Precision::kFp16, true);
   o.time_tactics = false;  // both engines take the libraries' first choices: the same kernels
   auto spinning = Engine::load(path, o);
   o.cuda_blocking_sync = true;
@@ -252,9 +252,7 @@ TEST(CudaTimeCompute, RepeatsTheLastRunsStagedInputs) {
 TEST(CudaHostMemoryRegistration, PinsTheCallersMemoryInPlace) {
   const std::string path = fashion_model();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
-  EngineOptions o;
-  o.device = Device::kCuda;
-  o.cuda_graph = true;
+  const EngineOptions o = cuda_options(Precision::kFp32, true);
   auto engine = Engine::load(path, o);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   const std::string in = (*engine)->inputs()[0].name, out = (*engine)->outputs()[0].name;
@@ -306,9 +304,7 @@ TEST(CudaHostMemoryRegistration, PinsTheCallersMemoryInPlace) {
 TEST(CudaEngineForGpu, BuildsTheSameEngineOnAGpuOfTheSameModel) {
   const std::string path = fashion_model();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
-  EngineOptions o;
-  o.device = Device::kCuda;
-  o.precision = Precision::kFp16;
+  EngineOptions o = cuda_options(Precision::kFp16, false);
   o.shape_profiles = {{{"input", {8, 1, 28, 28}}}};
   auto engine = Engine::load(path, o);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
@@ -347,10 +343,7 @@ TEST(CudaEngineForGpu, BuildsTheSameEngineOnAGpuOfTheSameModel) {
 TEST(CudaCopyToGpu, InputsHeldOnTheGpuGiveTheHostInputsResult) {
   const std::string path = fashion_model();
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " is missing";
-  EngineOptions o;
-  o.device = Device::kCuda;
-  o.precision = Precision::kFp16;
-  o.cuda_graph = true;
+  const EngineOptions o = cuda_options(Precision::kFp16, true);
   auto engine = Engine::load(path, o);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   const std::string in = (*engine)->inputs()[0].name, out = (*engine)->outputs()[0].name;

@@ -197,15 +197,17 @@ def ab_pinned(a, run, perf, c):
                     except (OSError, ValueError):
                         got = []
                 if got:
-                    out[kind].append((round(got[0]["infer_per_s"]),
-                                      round(got[0]["server_input_us"])))
+                    g = got[0]
+                    out[kind].append((round(g["infer_per_s"]), round(g["server_input_us"]),
+                                      "join/wait/copy/h2d", *(round(g.get("server_input_" + k, 0))
+                                      for k in ("join_us", "staging_wait_us", "staging_copy_us", "h2d_us"))))
     finally:
         other.send_signal(signal.SIGTERM)
         try:
             other.wait(90)
         except subprocess.TimeoutExpired:
             other.kill()
-    say("pinned batches A/B (infer/s, input us):", out)
+    say("pinned batches A/B (infer/s, input us, and its join/staging wait/staging copy/h2d us):", out)
     return out
 
 

@@ -30,6 +30,7 @@ struct DeviceTiming {
   // device is done; and the whole run, from its call to its outputs. What run_ms holds beyond
   // these and the GPU's times is the launch and the wake-up after the device finished.
   double stage_ms = 0, finish_ms = 0, run_ms = 0;
+  double stage_wait_ms = 0;  // of stage_ms, the wait for the staging buffers to be free
 };
 
 // One step of a device plan and its mean time in a profile.

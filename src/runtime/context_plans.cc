@@ -105,7 +105,7 @@ struct ContextPlans::Entry {
   int64_t staging_bytes = 0;
   // The last run's host times (DeviceTiming's stage_ms, finish_ms, run_ms), and its start.
   std::chrono::steady_clock::time_point started;
-  double stage_ms = 0, finish_ms = 0, run_ms = 0;
+  double stage_ms = 0, finish_ms = 0, run_ms = 0, stage_wait_ms = 0;
   // Host-memory devices and plans in segments: the last run's inputs (shared buffers, not
   // copies) and outputs to write when its compute is repeated.
   std::vector<Tensor> last_inputs;
@@ -245,7 +245,7 @@ Status ContextPlans::run(const std::vector<const Tensor*>& inputs, std::vector<T
   e->last_inputs.clear();
   for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
   e->started = called;
-  e->stage_ms = e->finish_ms = e->run_ms = 0;
+  e->stage_ms = e->finish_ms = e->run_ms = e->stage_wait_ms = 0;
   if (!e->plan->read_back.empty()) {
     const int64_t builds = stats_.plan_builds;
     KILN_RETURN_IF_ERROR(run_segments(*e, inputs, outputs, observer));
@@ -499,6 +499,7 @@ Status ContextPlans::start(Entry& e, const std::vector<const Tensor*>& inputs,
     // Staging is reused: the last run's copies from it must be done.
     const auto staging = std::chrono::steady_clock::now();
     if (e.ran_once) KILN_RETURN_IF_ERROR(e.events->wait(1));
+    e.stage_wait_ms = ms_since(staging);
     for (size_t i = 0; i < inputs.size(); ++i)
       KILN_RETURN_IF_ERROR(e.io->stage_input(i, *inputs[i]));
     e.stage_ms = ms_since(staging);
@@ -621,7 +622,7 @@ Status ContextPlans::enqueue(const std::vector<const Tensor*>& inputs,
   for (const Tensor* t : inputs) e->last_inputs.push_back(*t);
   std::vector<Tensor> device_out;
   e->started = called;
-  e->stage_ms = e->finish_ms = e->run_ms = 0;
+  e->stage_ms = e->finish_ms = e->run_ms = e->stage_wait_ms = 0;
   KILN_RETURN_IF_ERROR(start(*e, inputs, outputs, targets, on_device, nullptr, device_out));
   if (stream) KILN_RETURN_IF_ERROR(device_->precede(stream));
   stats_.plan_runs += cached;
@@ -678,6 +679,7 @@ Result<DeviceTiming> ContextPlans::last_timing() const {
   t.compute_ms = ev.elapsed_ms(2, 3);
   t.d2h_ms = e->io ? ev.elapsed_ms(3, 4) : 0.0;
   t.stage_ms = e->stage_ms;
+  t.stage_wait_ms = e->stage_wait_ms;
   t.finish_ms = e->finish_ms;
   t.run_ms = e->run_ms;
   return t;

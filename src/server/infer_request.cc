@@ -91,6 +91,10 @@ void record(ModelServer& server, const ServedModel& model, bool ok, const Status
     one.compute_infer_ns = ns(std::max(0.0, timing->compute_us - input_us - output_us));
     one.device_compute_ns = ns(d.compute_ms * 1e3);
     one.device_wait_ns = ns(d.wait_ms * 1e3);
+    one.input_join_ns = ns(timing->gather_us);
+    one.input_staging_wait_ns = ns(d.stage_wait_ms * 1e3);
+    one.input_staging_copy_ns = ns((d.stage_ms - d.stage_wait_ms) * 1e3);
+    one.input_h2d_ns = ns(d.h2d_ms * 1e3);
     one.inference_count = rows;
   }
   server.record(model.name(), model.version(), one);

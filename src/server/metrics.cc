@@ -146,6 +146,18 @@ std::string prometheus_metrics(const ModelServer& server) {
   counter({"kiln_device_order_wait_duration_us", "counter",
            "Cumulative wait of the batches' compute for another instance's (us)"},
           [](const Row& r) { return r.stats.device_wait_ns / 1e3; });
+  counter({"kiln_input_join_duration_us", "counter",
+           "Of compute input: the batches' rows joined into one tensor (us)"},
+          [](const Row& r) { return r.stats.input_join_ns / 1e3; });
+  counter({"kiln_input_staging_wait_duration_us", "counter",
+           "Of compute input: the wait for the instance's staging buffers to be free (us)"},
+          [](const Row& r) { return r.stats.input_staging_wait_ns / 1e3; });
+  counter({"kiln_input_staging_copy_duration_us", "counter",
+           "Of compute input: the host copy into the staging buffers (us)"},
+          [](const Row& r) { return r.stats.input_staging_copy_ns / 1e3; });
+  counter({"kiln_input_h2d_duration_us", "counter",
+           "Of compute input: the copy to the device, from the device's timing (us)"},
+          [](const Row& r) { return r.stats.input_h2d_ns / 1e3; });
   const struct {
     Family f;
     std::vector<double> LatencyWindow::*values;

@@ -226,6 +226,10 @@ void ModelServer::record(const std::string& name, int64_t version, const InferSt
   s.compute_output_ns += one.compute_output_ns;
   s.device_compute_ns += one.device_compute_ns;
   s.device_wait_ns += one.device_wait_ns;
+  s.input_join_ns += one.input_join_ns;
+  s.input_staging_wait_ns += one.input_staging_wait_ns;
+  s.input_staging_copy_ns += one.input_staging_copy_ns;
+  s.input_h2d_ns += one.input_h2d_ns;
   s.inference_count += one.inference_count;
   s.last_inference_ms = std::max(s.last_inference_ms, one.last_inference_ms);
   for (const auto& [reason, n] : one.failures) s.failures[reason] += n;

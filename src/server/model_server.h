@@ -51,6 +51,10 @@ struct InferStats {
   // Of compute_infer, from the device's own timing: the compute, and its wait for another
   // instance's compute (the Pipeline's compute order).
   uint64_t device_compute_ns = 0, device_wait_ns = 0;
+  // Of compute_input: the rows joined, the wait for the staging buffers, the copy into them
+  // (host times), and the copy to the device (its own timing). They sum to compute_input.
+  uint64_t input_join_ns = 0, input_staging_wait_ns = 0, input_staging_copy_ns = 0,
+           input_h2d_ns = 0;
   uint64_t inference_count = 0;    // rows (images) answered
   uint64_t last_inference_ms = 0;  // since the epoch
   // Failures by Triton's reasons: REJECTED (a full queue), CANCELED, BACKEND (the model's own

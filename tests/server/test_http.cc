@@ -539,6 +539,14 @@ TEST_F(Http, MetricsInTritonsNames) {
       << m;
   EXPECT_GT(value("kiln_device_compute_duration_us"), 0) << m;
   EXPECT_EQ(value("kiln_device_order_wait_duration_us"), 0) << m;
+  // input's split: on the CPU the join alone (a CPU engine reads its inputs in place).
+  EXPECT_GT(value("kiln_input_join_duration_us"), 0) << m;
+  EXPECT_NEAR(value("kiln_input_join_duration_us"), value("nv_inference_compute_input_duration_us"),
+              1.0)
+      << m;
+  for (const char* f : {"kiln_input_staging_wait_duration_us",
+                        "kiln_input_staging_copy_duration_us", "kiln_input_h2d_duration_us"})
+    EXPECT_EQ(value(f), 0) << f << "\n" << m;
   // Each batch size's plan, built at load (none since: the requests brought those sizes).
   EXPECT_GE(value("kiln_plan_builds"), 1) << m;
 }

@@ -57,6 +57,9 @@ struct Level {
   // device's own compute and its wait for another instance's.
   double server_queue_us = 0, server_input_us = 0, server_compute_us = 0, server_output_us = 0;
   double server_device_us = 0, server_wait_us = 0, avg_batch = 0;
+  // Of input: rows joined, staging buffers waited for, copied into, and the copy to the device.
+  double server_join_us = 0, server_staging_wait_us = 0, server_staging_copy_us = 0,
+         server_h2d_us = 0;
   double plan_builds = 0;  // plans the server built during the level (requests waited for them)
 };
 
@@ -253,6 +256,10 @@ Level run_level(const PerfOptions& o, httplib::Client& metrics, const MakeSend& 
     level.server_output_us = per_request("nv_inference_compute_output_duration_us");
     level.server_device_us = per_request("kiln_device_compute_duration_us");
     level.server_wait_us = per_request("kiln_device_order_wait_duration_us");
+    level.server_join_us = per_request("kiln_input_join_duration_us");
+    level.server_staging_wait_us = per_request("kiln_input_staging_wait_duration_us");
+    level.server_staging_copy_us = per_request("kiln_input_staging_copy_duration_us");
+    level.server_h2d_us = per_request("kiln_input_h2d_duration_us");
   }
   level.plan_builds = after["kiln_plan_builds"] - before["kiln_plan_builds"];
   if (execs > 0)
@@ -374,6 +381,10 @@ int run(const PerfOptions& o) {
                    {"server_output_us", l.server_output_us},
                    {"server_device_compute_us", l.server_device_us},
                    {"server_device_wait_us", l.server_wait_us},
+                   {"server_input_join_us", l.server_join_us},
+                   {"server_input_staging_wait_us", l.server_staging_wait_us},
+                   {"server_input_staging_copy_us", l.server_staging_copy_us},
+                   {"server_input_h2d_us", l.server_h2d_us},
                    {"avg_batch", l.avg_batch},
                    {"server_plan_builds", l.plan_builds},
                    {"ok", l.ok},

@@ -223,7 +223,7 @@ class CudaContextDevice final : public ContextDevice {
     const size_t gpu = device_index(DeviceKind::kCuda), cpu = device_index(DeviceKind::kCpu);
     CudaSharedMemory& m = h_->memory;
     // +256 bytes so that an empty arena still has an address.
-    KILN_RETURN_IF_ERROR(m.reserve(static_cast<size_t>(arena[gpu]) + 256,
+    KILN_RETURN_IF_ERROR(m.reserve(h_->stream, static_cast<size_t>(arena[gpu]) + 256,
                                    static_cast<size_t>(workspace[gpu]),
                                    static_cast<size_t>(arena[cpu]) + 256));
     mem_.arena[gpu] = m.arena;

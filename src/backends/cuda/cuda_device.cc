@@ -11,12 +11,15 @@
 
 namespace kiln {
 
-Status CudaSharedMemory::reserve(size_t arena_need, size_t workspace_need, size_t host_need) {
+Status CudaSharedMemory::reserve(cudaStream_t stream, size_t arena_need, size_t workspace_need,
+                                 size_t host_need) {
   if (arena_need <= arena_bytes && workspace_need <= workspace_bytes &&
       host_need <= host_arena_bytes)
     return Status::ok();
-  // Plans bound to the old buffers may have work in flight on this device.
-  KILN_CUDA(cudaDeviceSynchronize());
+  // Plans bound to the old buffers may have work in flight on the Context's stream. Not the
+  // whole device: a device-wide synchronize fails, and breaks the capture, while another
+  // Context's stream captures a CUDA graph.
+  KILN_CUDA(cudaStreamSynchronize(stream));
   auto grow = [](void*& p, size_t& have, size_t need) -> Status {
     if (need <= have) return Status::ok();
     cudaFree(p);
@@ -118,7 +121,7 @@ Result<float> CudaPlanDevice::time_kernel(Kernel& kernel, const std::vector<Tens
       KILN_RETURN_IF_ERROR(bufs[i].alloc_random(in[i].dtype, in[i].numel(), 31 + i));
     } else {
       KILN_RETURN_IF_ERROR(bufs[i].alloc(in[i].nbytes()));
-      KILN_CUDA(cudaMemset(bufs[i].get(), 0, in[i].nbytes()));
+      KILN_CUDA(cudaMemsetAsync(bufs[i].get(), 0, in[i].nbytes(), handles_.stream));
     }
     ops.set_in(i, in[i], bufs[i].get());
   }
@@ -126,12 +129,13 @@ Result<float> CudaPlanDevice::time_kernel(Kernel& kernel, const std::vector<Tens
     if (!out[i].present()) continue;
     ScratchBuffer& b = bufs[in.size() + i];
     KILN_RETURN_IF_ERROR(b.alloc(out[i].nbytes()));
-    KILN_CUDA(cudaMemset(b.get(), 0xFF, out[i].nbytes()));
+    KILN_CUDA(cudaMemsetAsync(b.get(), 0xFF, out[i].nbytes(), handles_.stream));
     ops.set_out(i, out[i], b.get());
   }
   ScratchBuffer& ws = bufs.back();
   KILN_RETURN_IF_ERROR(ws.alloc(kernel.workspace_bytes()));
-  KILN_CUDA(cudaDeviceSynchronize());  // the memsets ran on the default stream
+  // The memsets ran on the timing stream, ahead of the timed launches (no device-wide
+  // synchronize: another Context's stream may be capturing).
   KILN_ASSIGN_OR_RETURN(const float ms, time_launches(handles_.stream, [&] {
                           return execute(kernel, ops, ws.get(), kernel.workspace_bytes());
                         }));

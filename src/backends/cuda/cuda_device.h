@@ -30,8 +30,9 @@ struct CudaSharedMemory {
   // Bumped at every reallocation: a plan bound to an older generation binds again (and
   // captures its CUDA graph again, which held the old addresses).
   uint64_t generation = 0;
-  // Grows the buffers to at least these sizes. Synchronizes the device before freeing.
-  Status reserve(size_t arena, size_t workspace, size_t host_arena);
+  // Grows the buffers to at least these sizes. Synchronizes `stream` (the only one that uses
+  // them) before freeing.
+  Status reserve(cudaStream_t stream, size_t arena, size_t workspace, size_t host_arena);
   ~CudaSharedMemory();
 };
 

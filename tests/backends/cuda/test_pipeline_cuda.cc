@@ -186,11 +186,13 @@ TEST(CudaBlockingSync, GivesTheSpinningContextsResults) {
   auto sleeping = Engine::load(path, o);
   ASSERT_TRUE(spinning.is_ok() && sleeping.is_ok());
   const std::string in = (*spinning)->inputs()[0].name, out = (*spinning)->outputs()[0].name;
+  // Declared before the Pipeline, which writes them: a failed assertion destroys the Pipeline
+  // (finishing its work) first.
+  std::vector<DeviceTiming> timings(40);
   auto pipeline = Pipeline::create(*sleeping, PipelineOptions{4, 8});
   ASSERT_TRUE(pipeline.is_ok()) << pipeline.status().to_string();
   auto alone = (*spinning)->create_context();
   std::vector<std::pair<std::future<Result<Outputs>>, Outputs>> runs;
-  std::vector<DeviceTiming> timings(40);
   for (int i = 0; i < 40; ++i) {
     const Tensor x = test::random_tensor({1 + i % 8, 1, 28, 28}, 300 + static_cast<uint32_t>(i));
     auto want = alone->run({{in, x}});

@@ -13,8 +13,9 @@
 # Models: resnet18, resnet50, mobilenet_v2, efficientnet_b0, lraspp_mobilenet_v3_large
 # (torchvision, seeded random weights; EfficientNet's squeeze-and-excitation blocks keep
 # standalone Mul nodes after fusion; the LR-ASPP segmentation net adds HardSigmoid, and
-# bilinear Resize with sizes computed from the input's shape) and fashion_mnist
-# (models/fashion_mnist.onnx, fed real test images).
+# bilinear Resize with sizes computed from the input's shape), fashion_mnist
+# (models/fashion_mnist.onnx, fed real test images) and yolov7_tiny_{raw,decoded,nms,trt}
+# (scripts/models/yolov7.py; cases/yolov7_tiny/b<N>/images.npy and ref_<form>/<output>.npy).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -95,6 +96,46 @@ for name in resnet18 resnet50 mobilenet_v2 efficientnet_b0 lraspp_mobilenet_v3_l
         --output-dir "$dir/ref.tmp" >/dev/null
       rm -rf "$dir/ref"
       mv "$dir/ref.tmp" "$dir/ref"
+    fi
+  done
+done
+# YOLOv7-tiny (scripts/models/yolov7.py, seeded random weights) in its four export forms, fed
+# non-square 256×320 images of pixels in [0, 1) at batches 1 and 2. The end-to-end forms use
+# mAP's thresholds (confidence 0.001, IoU 0.65): random weights score no box above 0.25.
+# ONNX Runtime runs all but the EfficientNMS_TRT form (a TensorRT plugin node).
+for form in raw decoded nms trt; do
+  name=yolov7_tiny_$form
+  if [ ! -s "$CACHE/$name.onnx" ] || [ scripts/models/yolov7.py -nt "$CACHE/$name.onnx" ]; then
+    log "exporting $name"
+    "$PYTHON" scripts/models/yolov7.py yolov7-tiny --form "$form" --size 320 --conf 0.001 \
+      --iou 0.65 --max-det 100 --out "$CACHE/$name.onnx.tmp" >/dev/null
+    mv "$CACHE/$name.onnx.tmp" "$CACHE/$name.onnx"
+  fi
+done
+"$PYTHON" - "$CACHE" <<'PY'
+import os, sys
+import numpy as np
+
+cache = sys.argv[1]
+for b in (1, 2):
+    path = f"{cache}/cases/yolov7_tiny/b{b}/images.npy"
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        x = np.random.RandomState(70 + b).random_sample((b, 3, 256, 320)).astype(np.float32)
+        np.save(path + ".tmp.npy", x)
+        os.replace(path + ".tmp.npy", path)
+PY
+for form in raw decoded nms; do
+  for b in 1 2; do
+    dir=$CACHE/cases/yolov7_tiny/b$b
+    ref=$dir/ref_$form
+    if [ ! -d "$ref" ] || [ "$CACHE/yolov7_tiny_$form.onnx" -nt "$ref" ]; then
+      log "ONNX Runtime: yolov7_tiny_$form batch $b"
+      rm -rf "$ref.tmp"
+      node scripts/ort/ort_run.mjs "$CACHE/yolov7_tiny_$form.onnx" \
+        --input "images=$dir/images.npy" --output-dir "$ref.tmp" >/dev/null
+      rm -rf "$ref"
+      mv "$ref.tmp" "$ref"
     fi
   done
 done

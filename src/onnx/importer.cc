@@ -37,6 +37,13 @@ constexpr int64_t kMaxOpset = 17;
 
 bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// A node kiln imports from its domain: the default ONNX domain, or TensorRT's plugin node
+// EfficientNMS_TRT of domain "TRT" (where place_plugin_nodes puts it when written without one).
+bool importable_domain(const onnx::NodeProto& n) {
+  return is_default_domain(n.domain()) ||
+         (n.domain() == "TRT" && n.op_type() == "EfficientNMS_TRT");
+}
+
 // Runs `f`, turning any exception into a Status with `what` as context.
 template <class F>
 Status guarded(const std::string& what, F&& f) {
@@ -48,6 +55,23 @@ Status guarded(const std::string& what, F&& f) {
   } catch (...) {
     return internal_error(what + ": unknown exception");
   }
+}
+
+// EfficientNMS_TRT nodes written without a domain (graph tools' default) into domain "TRT",
+// where TensorRT's plugins live: ONNX's checker knows no such op in the default domain.
+// `moved` says whether any was.
+void place_plugin_nodes(onnx::ModelProto& m, bool* moved) {
+  for (auto& n : *m.mutable_graph()->mutable_node())
+    if (is_default_domain(n.domain()) && n.op_type() == "EfficientNMS_TRT") {
+      n.set_domain("TRT");
+      *moved = true;
+    }
+  if (!*moved) return;
+  for (const auto& imp : m.opset_import())
+    if (imp.domain() == "TRT") return;
+  auto* imp = m.add_opset_import();
+  imp->set_domain("TRT");
+  imp->set_version(1);
 }
 
 // Checks what kiln itself supports before libonnx sees the model, so errors name the real
@@ -70,9 +94,11 @@ Result<int64_t> precheck(const onnx::ModelProto& m, const std::string& what) {
   for (int i = 0; i < nodes.size(); ++i) {
     const auto& n = nodes[i];
     std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(i) : n.name();
-    if (!is_default_domain(n.domain()))
+    if (!importable_domain(n))
       return unsupported(what + ": node '" + name + "': op '" + n.op_type() + "' of domain '" +
-                         n.domain() + "' is not supported by kiln (only the default ONNX domain)");
+                         n.domain() +
+                         "' is not supported by kiln (only the default ONNX domain, and "
+                         "EfficientNMS_TRT of domain TRT)");
     // Checked before libonnx runs too: its shape inference of ops kiln never runs (function
     // ops such as LayerNormalization) is where corrupted models have crashed it.
     if (!onnx_op_importable(n.op_type()))
@@ -281,6 +307,7 @@ Result<std::unique_ptr<Graph>> import_model(std::string_view bytes, const std::s
   // com.microsoft QLinearAdd…) become Q/DQ around float ops first (expand_quantized.h).
   bool expanded = false;
   KILN_RETURN_IF_ERROR_CTX(expand_quantized_operators(model, base_dir, &expanded), what);
+  place_plugin_nodes(model, &expanded);
   KILN_ASSIGN_OR_RETURN(int64_t opset, precheck(model, what));
   // Nodes out of order are sorted, not refused (topological_sort.h); the checker then sees
   // the sorted graph, so it must check the model in memory, not re-read the file.

@@ -24,4 +24,12 @@ Status launch_convert(const TensorRef& src, TensorRef& dst, cudaStream_t stream)
 Status launch_epilogue(const TensorDesc& desc, void* data, const float* bias, const void* residual,
                        Activation act, float alpha, float beta, cudaStream_t stream);
 
+// kernels/top_k.cu: the k best elements of each of the outer·inner rows of x (n elements along
+// a stride of inner) as TopK ranks them (src/ops/top_k.cc), best first, into values and/or
+// indices (either may be nullptr), each row's k along the same stride. Any arithmetic dtype;
+// top_k_supports says which dtypes and extents it takes.
+bool top_k_supports(DataType dtype, int64_t n);
+Status launch_top_k(DataType dtype, const void* x, void* values, int64_t* indices, int64_t outer,
+                    int64_t inner, int64_t n, int64_t k, bool largest, cudaStream_t stream);
+
 }  // namespace kiln

@@ -30,6 +30,7 @@
 #include <memory>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/kernels/nms_common.cuh"
 #include "backends/cuda/kernels/structured.cuh"
 #include "core/half.h"
 #include "ops/non_max_suppression.h"
@@ -37,52 +38,16 @@
 namespace kiln {
 namespace {
 
+using cuda::box_iou;
+using cuda::candidate_key;
+using cuda::DeviceBox;
+using cuda::load_box;
+
 constexpr int kThreads = 256;
 // The boxes a segment may hold: a bit each in the select kernel's shared memory (32 KiB).
 constexpr int64_t kMaxBoxes = int64_t{1} << 18;
 
-// --- The reference's geometry (ops/non_max_suppression.h), rounded step by step.
-
-struct DeviceBox {
-  float y_lo, x_lo, y_hi, x_hi;
-};
-
-// std::min and std::max exactly (which operand a NaN or a signed zero gives).
-__device__ __forceinline__ float std_min(float a, float b) { return b < a ? b : a; }
-__device__ __forceinline__ float std_max(float a, float b) { return a < b ? b : a; }
-
-template <class T>
-__device__ __forceinline__ DeviceBox load_box(const T* b, bool center_point) {
-  const float b0 = cuda::to_float(b[0]), b1 = cuda::to_float(b[1]);
-  const float b2 = cuda::to_float(b[2]), b3 = cuda::to_float(b[3]);
-  if (center_point) {  // [xc, yc, w, h]
-    const float half_w = __fdiv_rn(b2, 2.f), half_h = __fdiv_rn(b3, 2.f);
-    return {__fsub_rn(b1, half_h), __fsub_rn(b0, half_w), __fadd_rn(b1, half_h),
-            __fadd_rn(b0, half_w)};
-  }
-  return {std_min(b0, b2), std_min(b1, b3), std_max(b0, b2), std_max(b1, b3)};
-}
-
-__device__ __forceinline__ float box_iou(const DeviceBox& a, const DeviceBox& b) {
-  const float area_a = __fmul_rn(__fsub_rn(a.y_hi, a.y_lo), __fsub_rn(a.x_hi, a.x_lo));
-  const float area_b = __fmul_rn(__fsub_rn(b.y_hi, b.y_lo), __fsub_rn(b.x_hi, b.x_lo));
-  if (area_a <= 0 || area_b <= 0) return 0;
-  const float h = __fsub_rn(std_min(a.y_hi, b.y_hi), std_max(a.y_lo, b.y_lo));
-  const float w = __fsub_rn(std_min(a.x_hi, b.x_hi), std_max(a.x_lo, b.x_lo));
-  if (h <= 0 || w <= 0) return 0;
-  const float inter = __fmul_rn(h, w);
-  return __fdiv_rn(inter, __fsub_rn(__fadd_rn(area_a, area_b), inter));
-}
-
 // --- Kernels.
-
-// A candidate's sort key: the score's bits flipped so that ascending keys are descending
-// scores, then the box index in the low `index_bits` bits; bit 32 + index_bits is 0.
-__device__ __forceinline__ uint64_t candidate_key(float score, int64_t i, int index_bits) {
-  const uint32_t u = __float_as_uint(score == 0.f ? 0.f : score);
-  const uint32_t ascending = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-  return (static_cast<uint64_t>(~ascending) << index_bits) | static_cast<uint64_t>(i);
-}
 
 template <class T>
 __global__ void nms_keys_kernel(const T* __restrict__ scores, int64_t n, int64_t segments,
@@ -180,8 +145,6 @@ __global__ void nms_rows_kernel(const int* __restrict__ selected,
 
 // --- The kernel.
 
-size_t align_up(size_t n) { return (n + 255) / 256 * 256; }
-
 // The workspace's pieces, in order.
 struct NmsWorkspace {
   uint64_t* keys;       // segments·n
@@ -194,32 +157,20 @@ struct NmsWorkspace {
   void* sort_temp;
   // Bytes before sort_temp; with base == nullptr only the size is computed.
   static size_t layout(char* base, int64_t segments, int64_t n, int64_t cap, NmsWorkspace* w) {
-    size_t at = 0;
-    auto take = [&](size_t bytes) {
-      char* p = base ? base + at : nullptr;
-      at += align_up(bytes);
-      return p;
-    };
-    const size_t keys = static_cast<size_t>(segments * n) * sizeof(uint64_t);
-    const size_t per_segment = static_cast<size_t>(segments) * sizeof(int);
-    w->keys = reinterpret_cast<uint64_t*>(take(keys));
-    w->sorted = reinterpret_cast<uint64_t*>(take(keys));
-    w->offsets = reinterpret_cast<int*>(take(per_segment + sizeof(int)));
-    w->candidates = reinterpret_cast<int*>(take(per_segment));
-    w->selected = reinterpret_cast<int*>(take(static_cast<size_t>(segments * cap) * sizeof(int)));
-    w->selected_count = reinterpret_cast<int*>(take(per_segment));
-    w->row_offset = reinterpret_cast<int64_t*>(take(static_cast<size_t>(segments) * 8));
-    w->sort_temp = base ? base + at : nullptr;
-    return at;
+    cuda::WorkspaceCarver c(base);
+    const size_t keys = static_cast<size_t>(segments * n),
+                 per_segment = static_cast<size_t>(segments);
+    w->keys = c.take<uint64_t>(keys);
+    w->sorted = c.take<uint64_t>(keys);
+    w->offsets = c.take<int>(per_segment + 1);
+    w->candidates = c.take<int>(per_segment);
+    w->selected = c.take<int>(static_cast<size_t>(segments * cap));
+    w->selected_count = c.take<int>(per_segment);
+    w->row_offset = c.take<int64_t>(per_segment);
+    w->sort_temp = c.rest();
+    return c.used();
   }
 };
-
-// A float32 threshold as the device holds a float of `dt`.
-float stored_as(float v, DataType dt) {
-  if (dt == DataType::kFloat16) return half_bits_to_float(float_to_half_bits(v));
-  if (dt == DataType::kBFloat16) return bf16_bits_to_float(float_to_bf16_bits(v));
-  return v;
-}
 
 // The reference's parameters, the inputs' values known at build (else the kernel declines),
 // with the thresholds as the device holds a float of `act`.
@@ -231,8 +182,8 @@ Result<NmsParams> read_params(const std::vector<TensorDesc>& in, DataType act) {
     values[i] = in[i].value;
   }
   KILN_ASSIGN_OR_RETURN(NmsParams p, nms_params(values));
-  p.iou_threshold = stored_as(p.iou_threshold, act);
-  p.score_threshold = stored_as(p.score_threshold, act);
+  p.iou_threshold = cuda::stored_as(p.iou_threshold, act);
+  p.score_threshold = cuda::stored_as(p.score_threshold, act);
   return p;
 }
 
@@ -253,12 +204,7 @@ class NonMaxSuppressionKernel final : public CudaKernel {
       return invalid_argument("boxes (input 0) and scores (input 1) are required");
     const TensorDesc& boxes = in[0];
     const TensorDesc& scores = in[1];
-    KILN_RETURN_IF_ERROR(cuda::check_act_dtype(boxes.dtype, "boxes (input 0)"));
-    if (scores.dtype != boxes.dtype)
-      return unsupported(std::string("scores (input 1) in ") + dtype_name(scores.dtype) +
-                         ", boxes in " + dtype_name(boxes.dtype));
-    if (boxes.layout != Layout::kPlain || scores.layout != Layout::kPlain)
-      return invalid_argument("NonMaxSuppression takes plain inputs");
+    KILN_RETURN_IF_ERROR(cuda::check_boxes_and_scores(boxes, scores, "NonMaxSuppression"));
     KILN_RETURN_IF_ERROR(check_shapes(boxes.shape, scores.shape));
     KILN_ASSIGN_OR_RETURN(params_, read_params(in, boxes.dtype));
     dtype_ = boxes.dtype;
@@ -278,18 +224,11 @@ class NonMaxSuppressionKernel final : public CudaKernel {
     if (segments_ * cap_ > 0) {
       NmsWorkspace w;
       sort_offset_ = NmsWorkspace::layout(nullptr, segments_, n_, cap_, &w);
-      size_t sort_bytes = 0;
-      const int* offsets = nullptr;
-      KILN_CUDA(cub::DeviceSegmentedRadixSort::SortKeys(
-          nullptr, sort_bytes, static_cast<const uint64_t*>(nullptr),
-          static_cast<uint64_t*>(nullptr), static_cast<int>(segments_ * n_),
-          static_cast<int>(segments_), offsets, offsets + 1, 0, 33 + index_bits_));
-      sort_bytes_ = sort_bytes;
+      KILN_ASSIGN_OR_RETURN(
+          sort_bytes_,
+          cuda::sort_workspace(segments_ * n_, segments_, 33 + index_bits_, sort_offset_,
+                               ctx.workspace_limit, "NonMaxSuppression"));
       workspace_ = sort_offset_ + sort_bytes_;
-      if (workspace_ > ctx.workspace_limit)
-        return unsupported("NonMaxSuppression needs " + std::to_string(workspace_ >> 20) +
-                           " MiB of workspace, over the limit of " +
-                           std::to_string(ctx.workspace_limit >> 20));
     }
     out[0] = TensorDesc{DataType::kInt64, {segments_ * cap_, 3}};  // ops' bound
     out[1] = TensorDesc{DataType::kInt64, {1}};
@@ -357,12 +296,7 @@ Result<std::unique_ptr<CudaKernel>> make_non_max_suppression(const Node& node, P
   if (node.inputs.size() < 2 || node.inputs.size() > 5)
     return invalid_argument("NonMaxSuppression takes 2 to 5 inputs, got " +
                             std::to_string(node.inputs.size()));
-  for (size_t i : {size_t{0}, size_t{1}}) {
-    const Value* v = node.input(i);
-    if (!v) return invalid_argument("input " + std::to_string(i) + " is missing");
-    if (!dtype_is_float(v->dtype))
-      return unsupported("input " + std::to_string(i) + ": element type " + dtype_name(v->dtype));
-  }
+  KILN_RETURN_IF_ERROR(cuda::check_float_boxes_and_scores(node));
   const bool center = non_max_suppression_attrs(node).center_point_box != 0;
   return std::unique_ptr<CudaKernel>(new NonMaxSuppressionKernel(center));
 }

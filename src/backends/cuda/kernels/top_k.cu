@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/kernels/launch.h"
 #include "backends/cuda/kernels/structured.cuh"
 #include "ops/op_util.h"
 #include "ops/top_k.h"
@@ -157,6 +158,41 @@ Result<int64_t> read_k(const TensorDesc& k, int64_t extent) {
   return r;
 }
 
+}  // namespace
+
+bool top_k_supports(DataType dtype, int64_t n) { return top_k_dtype(dtype) && n <= kMaxExtent; }
+
+Status launch_top_k(DataType dtype, const void* x, void* values, int64_t* indices, int64_t outer,
+                    int64_t inner, int64_t n, int64_t k, bool largest, cudaStream_t stream) {
+  const int64_t rows = outer * inner;
+  if (rows * k == 0) return Status::ok();
+  if (!top_k_supports(dtype, n))
+    return unsupported(std::string("TopK of ") + dtype_name(dtype) + " over " + std::to_string(n) +
+                       " elements");
+  // A warp at least, no more threads than the row has elements for.
+  const int64_t per_item = (n + kItems - 1) / kItems;
+  const int threads = static_cast<int>(std::min<int64_t>(kMaxThreads, (per_item + 31) / 32 * 32));
+  const int chunks =
+      static_cast<int>((n + int64_t{threads} * kItems - 1) / (int64_t{threads} * kItems));
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows * chunks, 1 << 20));
+  return dispatch_top_k(dtype, [&](auto tag) -> Status {
+    using T = decltype(tag);
+    const T* xt = static_cast<const T*>(x);
+    T* v = static_cast<T*>(values);
+    const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+    if (largest)
+      top_k_kernel<T, true>
+          <<<blocks, threads, 0, stream>>>(xt, v, indices, rows, inner, ni, ki, chunks);
+    else
+      top_k_kernel<T, false>
+          <<<blocks, threads, 0, stream>>>(xt, v, indices, rows, inner, ni, ki, chunks);
+    KILN_CUDA_LAUNCHED("top_k_kernel");
+    return Status::ok();
+  });
+}
+
+namespace {
+
 class TopKKernel final : public CudaKernel {
  public:
   explicit TopKKernel(TopKAttrs attrs) : attrs_(attrs) {}
@@ -180,11 +216,6 @@ class TopKKernel final : public CudaKernel {
     outer_ = inner_ = 1;
     for (int64_t d = 0; d < axis; ++d) outer_ *= x.shape[d];
     for (int64_t d = axis + 1; d < rank; ++d) inner_ *= x.shape[d];
-    // A warp at least, no more threads than the row has elements for.
-    const int64_t per_item = (n_ + kItems - 1) / kItems;
-    threads_ = static_cast<int>(std::min<int64_t>(kMaxThreads, (per_item + 31) / 32 * 32));
-    chunks_ =
-        static_cast<int>((n_ + int64_t{threads_} * kItems - 1) / (int64_t{threads_} * kItems));
     dtype_ = x.dtype;
     Shape s = x.shape;
     s[axis] = k_;
@@ -197,31 +228,15 @@ class TopKKernel final : public CudaKernel {
 
   Status enqueue(const std::vector<const TensorRef*>& in, const std::vector<TensorRef*>& out,
                  const CudaRunContext& run) override {
-    const int64_t rows = outer_ * inner_;
-    if (rows * k_ == 0) return Status::ok();
     void* values = out[0] ? out[0]->data : nullptr;
     int64_t* indices = out.size() > 1 && out[1] ? out[1]->as<int64_t>() : nullptr;
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(rows * chunks_, 1 << 20));
-    return dispatch_top_k(dtype_, [&](auto tag) -> Status {
-      using T = decltype(tag);
-      const T* x = static_cast<const T*>(in[0]->data);
-      T* v = static_cast<T*>(values);
-      const int n = static_cast<int>(n_), k = static_cast<int>(k_);
-      if (attrs_.largest)
-        top_k_kernel<T, true>
-            <<<blocks, threads_, 0, run.stream>>>(x, v, indices, rows, inner_, n, k, chunks_);
-      else
-        top_k_kernel<T, false>
-            <<<blocks, threads_, 0, run.stream>>>(x, v, indices, rows, inner_, n, k, chunks_);
-      KILN_CUDA_LAUNCHED("top_k_kernel");
-      return Status::ok();
-    });
+    return launch_top_k(dtype_, in[0]->data, values, indices, outer_, inner_, n_, k_,
+                        attrs_.largest, run.stream);
   }
 
  private:
   TopKAttrs attrs_;
   int64_t n_ = 0, k_ = 0, outer_ = 0, inner_ = 0;
-  int threads_ = 32, chunks_ = 1;
   DataType dtype_ = DataType::kUndefined;
 };
 

@@ -9,16 +9,18 @@
 // (nms_common.cuh), so that float32 inputs select exactly the reference's detections; with
 // score_activation the sigmoid's expf may differ from the host's exp in the last bit.
 //
-// Per image, one block each, no host read:
-//   keys     the candidates' sort keys (descending score, then the candidate index box·C +
-//            class: equal scores by the lower box, then the lower class, as the reference's
-//            stable sort of its box-major list) compacted in index order (block scans), and
-//            their count; the segment to sort is [image·M, image·M + count), M = N·C.
+// No host read:
+//   keys     many blocks an image: the candidates' sort keys (descending score, then the
+//            candidate index box·C + class: equal scores by the lower box, then the lower
+//            class, as the reference's stable sort of its box-major list) appended to the
+//            image's list by atomic adds, and their count; the segment to sort is
+//            [image·M, image·M + count), M = N·C.
 //   sort     CUB's segmented radix sort of those keys only (workspace).
-//   select   the block walks the first min(count, 4096) sorted candidates: one not suppressed
-//            is written as the next detection; then the block's threads mark each later
-//            candidate of the same class (any class when agnostic) whose IoU with it is above
-//            the threshold (a bit each in shared memory). Stops after max_output_boxes.
+//   select   one block an image walks the first min(count, 4096) sorted candidates: one
+//            not suppressed is written as the next detection; then the block's threads mark
+//            each later candidate of the same class (any class when agnostic) whose IoU with
+//            it is above the threshold (a bit each in shared memory). Stops after
+//            max_output_boxes.
 // The outputs are zeroed first, so the entries after num_detections are zero.
 // The workspace holds two keys per (box, class) pair of the batch: 16·B·N·C bytes and CUB's
 // temporary storage; over the workspace limit the kernel declines (the reference runs it).
@@ -50,18 +52,19 @@ __device__ __forceinline__ float activated(T v, bool sigmoid) {
   return sigmoid ? __fdiv_rn(1.f, __fadd_rn(1.f, expf(-f))) : f;
 }
 
+// Many blocks an image (blockIdx.y): each candidate takes the next place of its image's list
+// (a warp's candidates one atomic add together). The list's order follows the scheduling, but
+// every key is unique (it holds the candidate's index), so the sort gives one order.
 template <class T>
 __global__ void enms_keys_kernel(const T* __restrict__ scores, Geometry g, int64_t background,
                                  bool sigmoid, float threshold, uint64_t* __restrict__ keys,
-                                 int* __restrict__ begin, int* __restrict__ end,
                                  int* __restrict__ count) {
-  using BlockScan = cub::BlockScan<int, kThreads>;
-  __shared__ typename BlockScan::TempStorage temp;
-  const int64_t b = blockIdx.x;
+  const int64_t b = blockIdx.y;
   const T* s = scores + b * g.m;
   uint64_t* k = keys + b * g.m;
-  int running = 0;
-  for (int64_t base = 0; base < g.m; base += kThreads) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int64_t base = int64_t{blockIdx.x} * blockDim.x; base < g.m;
+       base += int64_t{gridDim.x} * blockDim.x) {
     const int64_t idx = base + threadIdx.x;
     float v = 0.f;
     bool candidate = false;
@@ -69,16 +72,23 @@ __global__ void enms_keys_kernel(const T* __restrict__ scores, Geometry g, int64
       v = activated(s[idx], sigmoid);
       candidate = v > threshold;
     }
-    int at, total;
-    BlockScan(temp).ExclusiveSum(candidate ? 1 : 0, at, total);
-    if (candidate) k[running + at] = cuda::candidate_key(v, idx, g.index_bits);
-    running += total;
-    __syncthreads();  // temp is reused
+    const unsigned mask = __ballot_sync(0xffffffffu, candidate);
+    if (mask == 0) continue;
+    const int leader = __ffs(mask) - 1;
+    int first = 0;
+    if (lane == leader) first = atomicAdd(&count[b], __popc(mask));
+    first = __shfl_sync(0xffffffffu, first, leader);
+    if (candidate)
+      k[first + __popc(mask & ((1u << lane) - 1u))] = cuda::candidate_key(v, idx, g.index_bits);
   }
-  if (threadIdx.x == 0) {
-    count[b] = running;
-    begin[b] = static_cast<int>(b * g.m);
-    end[b] = static_cast<int>(b * g.m + running);
+}
+
+// Each image's segment of the list to sort: [image·M, image·M + count).
+__global__ void enms_segments_kernel(const int* __restrict__ count, int64_t batch, int64_t m,
+                                     int* __restrict__ begin, int* __restrict__ end) {
+  for (int64_t b = threadIdx.x; b < batch; b += blockDim.x) {
+    begin[b] = static_cast<int>(b * m);
+    end[b] = static_cast<int>(b * m + count[b]);
   }
 }
 
@@ -232,10 +242,15 @@ class EfficientNmsKernel final : public CudaKernel {
       const T* boxes = static_cast<const T*>(in[0]->data);
       const T* scores = static_cast<const T*>(in[1]->data);
       const unsigned grid = static_cast<unsigned>(batch_);
-      enms_keys_kernel<T><<<grid, kThreads, 0, st>>>(scores, g_, attrs_.background_class,
-                                                     attrs_.score_activation, score_threshold_,
-                                                     w.keys, w.begin, w.end, w.count);
+      KILN_CUDA(cudaMemsetAsync(w.count, 0, static_cast<size_t>(batch_) * sizeof(int), st));
+      const dim3 spread(std::max(1u, std::min(cuda::grid_blocks(g_.m, kThreads), 1024u)),
+                        static_cast<unsigned>(batch_));
+      enms_keys_kernel<T><<<spread, kThreads, 0, st>>>(scores, g_, attrs_.background_class,
+                                                       attrs_.score_activation, score_threshold_,
+                                                       w.keys, w.count);
       KILN_CUDA_LAUNCHED("enms_keys_kernel");
+      enms_segments_kernel<<<1, kThreads, 0, st>>>(w.count, batch_, g_.m, w.begin, w.end);
+      KILN_CUDA_LAUNCHED("enms_segments_kernel");
       size_t bytes = sort_bytes_;
       KILN_CUDA(cub::DeviceSegmentedRadixSort::SortKeys(
           w.sort_temp, bytes, w.keys, w.sorted, static_cast<int>(batch_ * g_.m),

@@ -2,7 +2,7 @@
 """A detection set with known boxes, made from real photos and Fashion-MNIST items.
 
     /usr/bin/python3 scripts/models/detection_set.py --photos DIR --fashion DIR --out DIR
-        [--train 8000] [--val 2000] [--seed 0]
+        [--train 8000] [--val 2000] [--seed 0] [--train-items train]
 
 Each image is a random crop of a photo (JPEG or PNG files under --photos, e.g. skimage's and
 darknet's sample images: `apt-get download python3-skimage darknet` and `dpkg -x`), resized to
@@ -141,12 +141,16 @@ def main():
     ap.add_argument("--train", type=int, default=8000)
     ap.add_argument("--val", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--train-items", default="train",
+                    help="PREFIX: the training items from --fashion's PREFIX-images-idx3-ubyte.gz "
+                         "and PREFIX-labels-idx1-ubyte.gz (a subset such as fashion_calib_val.py's "
+                         "train-calib-val)")
     args = ap.parse_args()
     photos = load_photos(args.photos)
     rng = np.random.default_rng(args.seed)
     f = lambda n: os.path.join(args.fashion, n)
-    make_split("train", args.train, read_idx(f("train-images-idx3-ubyte.gz")),
-               read_idx(f("train-labels-idx1-ubyte.gz")), photos, rng, args.out)
+    make_split("train", args.train, read_idx(f(args.train_items + "-images-idx3-ubyte.gz")),
+               read_idx(f(args.train_items + "-labels-idx1-ubyte.gz")), photos, rng, args.out)
     make_split("val", args.val, read_idx(f("t10k-images-idx3-ubyte.gz")),
                read_idx(f("t10k-labels-idx1-ubyte.gz")), photos, rng, args.out)
     print(f"{len(photos)} photos; written to {args.out}")

@@ -79,32 +79,25 @@ TEST_P(DetectorVsOrt, HeadsAndDecodedOutputMatch) {
   }
 }
 
-// Detections as [batch, x0, y0, x1, y1, class, score] rows (the nms form's output).
-struct Row {
-  double v[7];
-};
-std::vector<Row> rows_of(const Tensor& t) {
-  std::vector<Row> r(static_cast<size_t>(t.dim(0)));
-  for (int64_t i = 0; i < t.dim(0); ++i)
-    for (int j = 0; j < 7; ++j) r[i].v[j] = t.at_double(i * 7 + j);
-  return r;
-}
-double iou(const double* a, const double* b) {
-  const double ix = std::min(a[2], b[2]) - std::max(a[0], b[0]);
-  const double iy = std::min(a[3], b[3]) - std::max(a[1], b[1]);
-  if (ix <= 0 || iy <= 0) return 0;
-  const double i = ix * iy;
-  return i / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - i);
-}
-// The rows of `a` with a row of `b` of the same image and class at IoU ≥ 0.99.
-int matched(const std::vector<Row>& a, const std::vector<Row>& b) {
+// The detections of `a` with one in `b`'s same image of the same class at IoU ≥ 0.99 and a
+// score within `score_tolerance`.
+int matched(const std::vector<std::vector<Detection>>& a,
+            const std::vector<std::vector<Detection>>& b, float score_tolerance) {
   int n = 0;
-  for (const Row& r : a)
-    for (const Row& s : b)
-      if (r.v[0] == s.v[0] && r.v[5] == s.v[5] && iou(r.v + 1, s.v + 1) >= 0.99) {
-        ++n;
-        break;
-      }
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    for (const Detection& d : a[i])
+      for (const Detection& e : b[i])
+        if (d.cls == e.cls && box_iou(d.box, e.box) >= 0.99f &&
+            std::fabs(d.score - e.score) < score_tolerance) {
+          ++n;
+          break;
+        }
+  return n;
+}
+
+size_t count(const std::vector<std::vector<Detection>>& d) {
+  size_t n = 0;
+  for (const auto& image : d) n += image.size();
   return n;
 }
 
@@ -120,15 +113,21 @@ TEST_P(DetectorVsOrt, EndToEndNmsFormGivesTheSameDetections) {
   const Tensor& out = got->at("detections");
   ASSERT_EQ(out.rank(), 2);
   ASSERT_EQ(out.dim(1), 7);
-  const std::vector<Row> k = rows_of(out), o = rows_of(want);
-  const int km = matched(k, o), om = matched(o, k);
+  ReadDetectionsOptions rows;
+  rows.batch = b;
+  auto kiln = read_detections(*got, rows);
+  auto ort = read_detections({{"detections", want}}, rows);
+  ASSERT_TRUE(kiln.is_ok() && ort.is_ok()) << kiln.status().to_string() << ort.status().to_string();
+  const size_t k = count(*kiln), o = count(*ort);
+  const float any_score = INFINITY;  // the boxes and classes: the scores are ONNX Runtime's too
+  const int km = matched(*kiln, *ort, any_score), om = matched(*ort, *kiln, any_score);
   std::printf(
       "[ detector ] yolov7_tiny nms batch %d: kiln %zu detections (%d matched), ONNX "
       "Runtime %zu (%d matched)\n",
-      b, k.size(), km, o.size(), om);
-  ASSERT_GT(o.size(), 0u) << "the reference selects nothing: the case tests nothing";
-  EXPECT_GE(km, static_cast<int>(std::floor(0.99 * static_cast<double>(k.size()))));
-  EXPECT_GE(om, static_cast<int>(std::floor(0.99 * static_cast<double>(o.size()))));
+      b, k, km, o, om);
+  ASSERT_GT(o, 0u) << "the reference selects nothing: the case tests nothing";
+  EXPECT_GE(km, static_cast<int>(std::floor(0.99 * static_cast<double>(k))));
+  EXPECT_GE(om, static_cast<int>(std::floor(0.99 * static_cast<double>(o))));
 }
 
 // The EfficientNMS_TRT form runs in kiln and gives exactly what the op gives on the decoded
@@ -171,19 +170,11 @@ TEST_P(DetectorVsOrt, EfficientNmsFormMatchesTheOpOnTheDecodedOutput) {
   ASSERT_TRUE(got.is_ok() && ref.is_ok()) << got.status().to_string() << ref.status().to_string();
   ASSERT_EQ(got->size(), static_cast<size_t>(b));
   for (int i = 0; i < b; ++i) {
-    const std::vector<Detection>&g = (*got)[i], &r = (*ref)[i];
-    EXPECT_EQ(g.size(), 100u) << "image " << i;  // ~1,800 candidates: the cap binds
-    EXPECT_EQ(r.size(), 100u) << "image " << i;
-    int found = 0;
-    for (const Detection& d : g)
-      for (const Detection& e : r)
-        if (d.cls == e.cls && box_iou(d.box, e.box) >= 0.99f &&
-            std::fabs(d.score - e.score) < 1e-4f) {
-          ++found;
-          break;
-        }
+    EXPECT_EQ((*got)[i].size(), 100u) << "image " << i;  // ~1,800 candidates: the cap binds
+    EXPECT_EQ((*ref)[i].size(), 100u) << "image " << i;
+    const int found = matched({(*got)[i]}, {(*ref)[i]}, 1e-4f);
     std::printf("[ detector ] yolov7_tiny trt batch %d image %d: %zu detections, %d as the op's\n",
-                b, i, g.size(), found);
+                b, i, (*got)[i].size(), found);
     EXPECT_GE(found, 99) << "image " << i;
   }
 }
